@@ -1,0 +1,171 @@
+// Command txkernel is a JSON-RPC 2.0 stdio kernel for agent hosts: it turns
+// an agent's intended changes into reviewable proposals, gets them approved,
+// applies them all-or-nothing, and resumes any transaction after a crash.
+//
+// Usage:
+//
+//	txkernel serve --workspace DIR [--data-dir DIR]
+//	               [--sandbox read-only|workspace-write|danger-full-access]
+//	               [--approval-policy untrusted|never]
+//	               [--framing ndjson|content-length] [--max-message-bytes N]
+//	               [--log-level debug|info|warn|error]
+//	txkernel version
+//
+// stdout carries protocol messages only; logs go to stderr.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/kernel"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/tx"
+)
+
+// version is set with -ldflags "-X main.version=..." by make build.
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel version")
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version":
+		fmt.Fprintln(stdout, "txkernel", version)
+		return 0
+	case "serve":
+		return serve(args[1:], stdin, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel version\nrun 'txkernel serve -h' for the flags")
+		return 0
+	}
+	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])
+	return 2
+}
+
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workspace := fs.String("workspace", "", "workspace directory (required)")
+	dataDir := fs.String("data-dir", "", "data directory (default: $XDG_STATE_HOME/txkernel/<workspace-name>-<hash>)")
+	sandboxMode := fs.String("sandbox", string(sandbox.WorkspaceWrite), "read-only | workspace-write | danger-full-access")
+	policy := fs.String("approval-policy", string(approvals.Untrusted), "untrusted | never")
+	framing := fs.String("framing", string(kernel.FramingNDJSON), "ndjson | content-length")
+	maxMsg := fs.Int64("max-message-bytes", kernel.DefaultMaxMessageBytes, "largest accepted message in bytes")
+	logLevel := fs.String("log-level", "info", "debug | info | warn | error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "txkernel: --log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "txkernel: "+format+"\n", a...)
+		return 1
+	}
+	if *workspace == "" {
+		fmt.Fprintln(stderr, "txkernel: --workspace is required")
+		return 2
+	}
+	mode, err := sandbox.ParseMode(*sandboxMode)
+	if err != nil {
+		return fail("--sandbox: %v", err)
+	}
+	pol, err := approvals.ParsePolicy(*policy)
+	if err != nil {
+		return fail("--approval-policy: %v", err)
+	}
+	fr, err := kernel.ParseFraming(*framing)
+	if err != nil {
+		return fail("--framing: %v", err)
+	}
+	fps, err := failpoint.FromEnv()
+	if err != nil {
+		return fail("%s: %v", failpoint.EnvVar, err)
+	}
+	ws, err := sandbox.Open(*workspace, mode)
+	if err != nil {
+		return fail("workspace: %v", err)
+	}
+	defer ws.Close()
+	dd := *dataDir
+	if dd == "" {
+		if dd, err = defaultDataDir(ws.Dir()); err != nil {
+			return fail("data dir: %v", err)
+		}
+	}
+	if dd, err = filepath.Abs(dd); err != nil {
+		return fail("data dir: %v", err)
+	}
+	if err := os.MkdirAll(dd, 0o700); err != nil {
+		return fail("data dir: %v", err)
+	}
+	if real, err := filepath.EvalSymlinks(dd); err == nil {
+		dd = real
+	}
+	if dd == ws.Dir() || strings.HasPrefix(dd, ws.Dir()+string(filepath.Separator)) {
+		// Inside the workspace, the ledger and blobs could themselves be
+		// targets of a proposal.
+		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	eng, err := tx.Open(ctx, tx.Options{Workspace: ws, DataDir: dd, Policy: pol, Failpoints: fps, Logger: log})
+	if err != nil {
+		if errors.Is(err, tx.ErrDataDirLocked) {
+			return fail("%v; only one kernel may own a data dir at a time", err)
+		}
+		return fail("open data dir: %v", err)
+	}
+	defer eng.Close()
+	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
+	err = kernel.Serve(ctx, kernel.Config{
+		Engine: eng, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
+	}, stdin, stdout)
+	if errors.Is(err, kernel.ErrExitWithoutShutdown) {
+		return 1
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	return 0
+}
+
+// defaultDataDir is $XDG_STATE_HOME/txkernel/<base>-<sha256(ws)[:12]>, or
+// ~/.local/state/... when XDG_STATE_HOME is unset: outside the workspace,
+// and distinct for every workspace path.
+func defaultDataDir(ws string) (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(ws))
+	return filepath.Join(base, "txkernel", filepath.Base(ws)+"-"+hex.EncodeToString(sum[:6])), nil
+}

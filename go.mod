@@ -1,0 +1,13 @@
+module github.com/txkernel/txkernel
+
+go 1.26.8
+
+require (
+	github.com/bluekeyes/go-gitdiff v0.9.0
+	github.com/sergi/go-diff v1.4.0
+	github.com/sourcegraph/jsonrpc2 v0.2.3
+	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/tools v0.52.0
+)
+
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect

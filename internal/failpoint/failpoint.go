@@ -1,0 +1,112 @@
+// Package failpoint lets tests stop the kernel at a named step of the apply
+// protocol or the ledger append. Failpoints are set once at start-up from the
+// environment variable TXKERNEL_FAILPOINTS, for example
+//
+//	TXKERNEL_FAILPOINTS='apply.after-commit-record=exit;apply.before-commit-record=sleep(2s)'
+//
+// Actions:
+//   - exit: the process kills itself with SIGKILL, as a crash or kill -9 would;
+//   - sleep(D): wait D (a time.ParseDuration string) or until the request's
+//     context is done, then go on (used to test cancellation);
+//   - error: the step fails with an error, as an I/O failure would.
+//
+// A nil *Set is valid and every Hit on it is a no-op, so a failpoint costs one
+// nil check when nothing is configured.
+package failpoint
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// EnvVar is the environment variable that configures failpoints.
+const EnvVar = "TXKERNEL_FAILPOINTS"
+
+type action struct {
+	kind  string // exit | sleep | error
+	sleep time.Duration
+}
+
+// Set is a parsed failpoint configuration: failpoint name → action.
+type Set struct {
+	actions map[string]action
+}
+
+// Parse reads a configuration "name=action[;name=action...]". It returns nil
+// (no failpoints) for an empty spec, and an error naming the bad entry.
+func Parse(spec string) (*Set, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, nil
+	}
+	s := &Set{actions: map[string]action{}}
+	for _, entry := range strings.Split(spec, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		name, act, ok := strings.Cut(entry, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("failpoint %q: want name=action", entry)
+		}
+		switch {
+		case act == "exit" || act == "error":
+			s.actions[name] = action{kind: act}
+		case strings.HasPrefix(act, "sleep(") && strings.HasSuffix(act, ")"):
+			d, err := time.ParseDuration(act[len("sleep(") : len(act)-1])
+			if err != nil {
+				return nil, fmt.Errorf("failpoint %q: %w", entry, err)
+			}
+			s.actions[name] = action{kind: "sleep", sleep: d}
+		default:
+			return nil, fmt.Errorf("failpoint %q: unknown action %q (want exit, error or sleep(D))", entry, act)
+		}
+	}
+	return s, nil
+}
+
+// FromEnv parses TXKERNEL_FAILPOINTS.
+func FromEnv() (*Set, error) { return Parse(os.Getenv(EnvVar)) }
+
+// Enabled reports whether name has an action, for failpoints that must do
+// part of a step (half a write) before they fire.
+func (s *Set) Enabled(name string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.actions[name]
+	return ok
+}
+
+// Hit runs the action configured for name, if any. It returns an error for
+// the error action and ctx.Err() when a sleep is cut short; exit never returns.
+func (s *Set) Hit(ctx context.Context, name string) error {
+	if s == nil {
+		return nil
+	}
+	a, ok := s.actions[name]
+	if !ok {
+		return nil
+	}
+	switch a.kind {
+	case "exit":
+		// SIGKILL, not os.Exit: no deferred function, no flush, no cleanup may
+		// run, exactly as when the host kills the kernel.
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is delivered asynchronously
+	case "sleep":
+		t := time.NewTimer(a.sleep)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("failpoint %s: injected error", name)
+}

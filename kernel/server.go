@@ -1,0 +1,375 @@
+// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: it frames
+// messages (Stream), checks the session state, decodes params into typed
+// structs through a method table, calls a service, and encodes the result or
+// maps the error to one wire code (toWire). Ledger events reach the host as
+// notifications as soon as they are durable.
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/tx"
+)
+
+// Config wires a Server to its services.
+type Config struct {
+	Engine          *tx.Engine
+	Workspace       *sandbox.Workspace
+	Policy          approvals.Policy
+	Framing         Framing
+	MaxMessageBytes int64  // 0 means DefaultMaxMessageBytes
+	Version         string // server version reported by initialize
+	Logger          *slog.Logger
+}
+
+// Server serves one host connection. It is created per Serve call.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	stream *Stream
+	// conn is set by the first Handle call (jsonrpc2 may dispatch a message
+	// before NewConn returns) and read by the event notifier.
+	conn atomic.Pointer[jsonrpc2.Conn]
+
+	mu          sync.Mutex
+	initialized bool
+	shutdown    bool
+	inflight    map[jsonrpc2.ID]context.CancelFunc
+	wg          sync.WaitGroup
+	exit        chan struct{}
+	exitOnce    sync.Once
+	exitClean   bool
+}
+
+// handlerFunc is one entry of the method table: it decodes raw params and
+// calls a service.
+type handlerFunc func(ctx context.Context, s *Server, params *json.RawMessage) (any, error)
+
+type methodInfo struct {
+	handle     handlerFunc
+	beforeInit bool // may be called before initialize
+	notify     bool // a notification: never answered
+}
+
+// typed adapts a handler over typed params P into a handlerFunc. Absent or
+// null params decode as the zero P; anything else that does not decode gets
+// -32602 with data.field naming the field.
+func typed[P any](fn func(ctx context.Context, s *Server, p *P) (any, error)) handlerFunc {
+	return func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
+		p := new(P)
+		if raw != nil && !bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
+			if err := decodeParams(*raw, p); err != nil {
+				return nil, err
+			}
+		}
+		return fn(ctx, s, p)
+	}
+}
+
+// decodeParams decodes by-name params. Unknown fields are ignored, as LSP
+// and MCP servers do, so newer hosts can talk to older kernels.
+func decodeParams(raw []byte, v any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) > 0 && trimmed[0] != '{' {
+		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": ""}, "params must be an object")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": te.Field, "expected": te.Type.String(), "got": te.Value},
+				"params.%s: expected %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": ""}, "invalid params: %v", err)
+	}
+	return nil
+}
+
+func requireTx(id string) error {
+	if id == "" {
+		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "transactionId"}, "transactionId is required")
+	}
+	return nil
+}
+
+// methods is the method table: every request and notification the kernel
+// understands. Anything else gets -32601.
+var methods = map[string]methodInfo{
+	protocol.MethodInitialize: {beforeInit: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
+		return s.initialize(p), nil
+	})},
+	protocol.MethodInitialized: {beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
+	protocol.MethodShutdown: {handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+		s.mu.Lock()
+		s.shutdown = true
+		s.mu.Unlock()
+		return map[string]any{}, nil
+	}},
+	protocol.MethodExit: {beforeInit: true, notify: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+		s.mu.Lock()
+		clean := s.shutdown
+		s.mu.Unlock()
+		s.exitOnce.Do(func() { s.exitClean = clean; close(s.exit) })
+		return nil, nil
+	}},
+	protocol.MethodCancelRequest: {beforeInit: true, notify: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
+		s.cancel(p.ID)
+		return nil, nil
+	})},
+	protocol.MethodTurnStart: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
+		if p.Proposal == nil {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal"}, "proposal is required")
+		}
+		return s.cfg.Engine.Propose(ctx, p.Proposal)
+	})},
+	protocol.MethodTxStatus: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+		if err := requireTx(p.TransactionID); err != nil {
+			return nil, err
+		}
+		return s.cfg.Engine.Status(ctx, p.TransactionID)
+	})},
+	protocol.MethodTxList: {handle: typed(func(ctx context.Context, s *Server, _ *struct{}) (any, error) {
+		return s.cfg.Engine.List(ctx)
+	})},
+	protocol.MethodTxEvents: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
+		if err := requireTx(p.TransactionID); err != nil {
+			return nil, err
+		}
+		return s.cfg.Engine.Events(ctx, p.TransactionID, p.AfterSeq)
+	})},
+	protocol.MethodTxClose: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+		if err := requireTx(p.TransactionID); err != nil {
+			return nil, err
+		}
+		return s.cfg.Engine.CloseTx(ctx, p.TransactionID)
+	})},
+	protocol.MethodApplyExecute: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+		if err := requireTx(p.TransactionID); err != nil {
+			return nil, err
+		}
+		return s.cfg.Engine.Apply(ctx, p.TransactionID)
+	})},
+	protocol.MethodApprovalRespond: {handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
+		if err := requireTx(p.TransactionID); err != nil {
+			return nil, err
+		}
+		if p.ApprovalRequestID == "" {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "approvalRequestId"}, "approvalRequestId is required")
+		}
+		if p.Decision == "" {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "decision"}, "decision is required (approve, approve_for_session or deny)")
+		}
+		return s.cfg.Engine.Respond(ctx, *p)
+	})},
+}
+
+// requestMethods lists every request method (not notifications), sorted,
+// for initialize's capabilities.
+var requestMethods []string
+
+func init() {
+	for name, m := range methods {
+		if !m.notify {
+			requestMethods = append(requestMethods, name)
+		}
+	}
+	sort.Strings(requestMethods)
+}
+
+// RequestMethods returns every request method the kernel answers, sorted.
+func RequestMethods() []string { return slices.Clone(requestMethods) }
+
+func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeResult {
+	s.mu.Lock()
+	s.initialized = true
+	s.mu.Unlock()
+	if p.ClientInfo != nil {
+		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", p.ProtocolVersion)
+	}
+	return &protocol.InitializeResult{
+		ProtocolVersion: protocol.Version,
+		ServerInfo:      protocol.Implementation{Name: "txkernel", Version: s.cfg.Version},
+		Capabilities: protocol.Capabilities{
+			SandboxMode:     string(s.cfg.Workspace.Mode()),
+			ApprovalPolicy:  string(s.cfg.Policy),
+			Framing:         string(s.cfg.Framing),
+			WorkspaceRoot:   s.cfg.Workspace.Dir(),
+			DataDir:         s.cfg.Engine.DataDir(),
+			MaxMessageBytes: s.cfg.MaxMessageBytes,
+			Methods:         slices.Clone(requestMethods),
+			ProposalKinds:   []string{protocol.KindFiles, protocol.KindRemoveTodoMulti, protocol.KindUnifiedDiff},
+			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
+		},
+	}
+}
+
+// Serve speaks JSON-RPC 2.0 on r and w until the input ends or the host
+// sends exit. It waits for requests in flight to finish before it returns,
+// so an apply is never cut off by the end of input. It returns nil after
+// shutdown+exit or end of input, and ErrExitWithoutShutdown after an exit
+// that was not preceded by shutdown (LSP's exit code 1).
+func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.Framing == "" {
+		cfg.Framing = FramingNDJSON
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
+	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, Logger: cfg.Logger})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conn := jsonrpc2.NewConn(ctx, s.stream, jsonrpc2.AsyncHandler(s), jsonrpc2.SetLogger(slogAdapter{s.log}))
+	s.conn.CompareAndSwap(nil, conn)
+	cfg.Engine.SetNotify(func(ev protocol.Event) {
+		c := s.conn.Load()
+		if c == nil {
+			return
+		}
+		if err := c.Notify(context.Background(), ev.Type, ev); err != nil {
+			s.log.Debug("notification not sent", "type", ev.Type, "err", err)
+		}
+	})
+	defer cfg.Engine.SetNotify(nil)
+	select {
+	case <-conn.DisconnectNotify():
+	case <-s.exit:
+	case <-ctx.Done():
+	}
+	s.wg.Wait()
+	conn.Close()
+	if s.exitClean || !s.exited() {
+		return nil
+	}
+	return ErrExitWithoutShutdown
+}
+
+// ErrExitWithoutShutdown is returned by Serve when the host sent exit before
+// shutdown.
+var ErrExitWithoutShutdown = errors.New("exit without shutdown")
+
+func (s *Server) exited() bool {
+	select {
+	case <-s.exit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Handle implements jsonrpc2.Handler. jsonrpc2.AsyncHandler runs it in a
+// goroutine per message, so a $/cancelRequest is read while a request runs.
+func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	s.conn.CompareAndSwap(nil, conn)
+	m, ok := methods[req.Method]
+	if !ok || m.notify != req.Notif {
+		if req.Notif {
+			s.log.Debug("ignoring notification", "method", req.Method)
+			return
+		}
+		if ok && m.notify {
+			s.reply(ctx, req, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.Method}, "%s is a notification; send it without an id", req.Method))
+			return
+		}
+		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method))
+		return
+	}
+	s.mu.Lock()
+	initialized, shutdown := s.initialized, s.shutdown
+	s.mu.Unlock()
+	if req.Notif {
+		if _, err := m.handle(ctx, s, req.Params); err != nil {
+			s.log.Warn("notification failed", "method", req.Method, "err", err)
+		}
+		return
+	}
+	switch {
+	case shutdown:
+		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
+		return
+	case !initialized && !m.beforeInit:
+		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.Method}, "call initialize first"))
+		return
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	reqCtx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.inflight[req.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, req.ID)
+		s.mu.Unlock()
+		cancel()
+	}()
+	res, err := s.call(reqCtx, m, req)
+	if err != nil && reqCtx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.Method}, "request cancelled")
+	}
+	s.reply(ctx, req, res, err)
+}
+
+// call runs a handler and turns a panic into an internal error: a bug must
+// cost one request, never the host's session.
+func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panic", "method", req.Method, "panic", r)
+			err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": req.Method}, "internal error in %s", req.Method)
+		}
+	}()
+	return m.handle(ctx, s, req.Params)
+}
+
+func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
+	var sendErr error
+	if err != nil {
+		sendErr = s.conn.Load().ReplyWithError(ctx, req.ID, s.toWire(err))
+	} else {
+		sendErr = s.conn.Load().Reply(ctx, req.ID, res)
+	}
+	if sendErr != nil {
+		s.log.Debug("reply not sent", "method", req.Method, "err", sendErr)
+	}
+}
+
+// cancel cancels the in-flight request the host calls id. Unknown or
+// finished ids are ignored, as LSP requires.
+func (s *Server) cancel(id json.RawMessage) {
+	internal, ok := s.stream.InternalID(id)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	fn := s.inflight[internal]
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// slogAdapter routes jsonrpc2's internal log lines to slog at debug level.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Printf(format string, v ...any) {
+	a.l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)))
+}

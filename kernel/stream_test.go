@@ -1,0 +1,597 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// quiet stops jsonrpc2 from logging to stderr during tests.
+var quiet = jsonrpc2.LogMessages(log.New(io.Discard, "", 0))
+
+// echo is the test handler. Besides echoing params it exposes the stream's
+// id mapping ("whoami"), a code-0 error ("zero"), a delay that reorders
+// async responses ("slow"), a server notification ("notify") and a wait
+// for the end of input ("waitEOF").
+func echo(st *Stream) func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) {
+	return func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		switch req.Method {
+		case "zero":
+			return nil, &jsonrpc2.Error{Code: 0, Message: "zero"}
+		case "whoami":
+			orig, found := st.OriginalID(req.ID)
+			back, ok := st.InternalID(orig)
+			return map[string]any{"original": orig, "found": found, "roundtrip": ok && back == req.ID}, nil
+		case "slow":
+			time.Sleep(10 * time.Millisecond)
+		case "notify":
+			if err := conn.Notify(ctx, "event", req.Params); err != nil {
+				return nil, err
+			}
+		case "waitEOF":
+			select {
+			case <-st.InputClosed():
+				return "eof", nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return req.Params, nil
+	}
+}
+
+// run drives a real jsonrpc2.Conn over io.Pipe pairs, feeds it input, closes
+// the input and returns everything written until the stream closed its
+// output (which it does once every request is answered).
+func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	st := NewStream(inR, outW, closerFunc(func() error {
+		inR.Close()
+		return outW.Close()
+	}), opts)
+	var h jsonrpc2.Handler = jsonrpc2.HandlerWithError(echo(st))
+	if async {
+		h = jsonrpc2.AsyncHandler(h)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn := jsonrpc2.NewConn(ctx, st, h, quiet)
+	defer conn.Close()
+	go func() {
+		inW.Write(input)
+		inW.Close()
+	}()
+	out, err := io.ReadAll(outR)
+	if err != nil {
+		t.Fatalf("reading output: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("stream did not finish: %v; output so far %q", ctx.Err(), out)
+	}
+	return out
+}
+
+// splitFrames cuts output into message bodies, failing on any byte that is
+// not part of a well-formed frame.
+func splitFrames(f Framing, out []byte) ([]string, error) {
+	var frames []string
+	if f == FramingNDJSON {
+		for len(out) > 0 {
+			i := bytes.IndexByte(out, '\n')
+			if i < 0 {
+				return frames, fmt.Errorf("unterminated line %q", out)
+			}
+			frames = append(frames, string(out[:i]))
+			out = out[i+1:]
+		}
+		return frames, nil
+	}
+	for len(out) > 0 {
+		const prefix = "Content-Length: "
+		if !bytes.HasPrefix(out, []byte(prefix)) {
+			return frames, fmt.Errorf("bad header at %q", out)
+		}
+		end := bytes.Index(out, []byte("\r\n\r\n"))
+		if end < 0 {
+			return frames, fmt.Errorf("unterminated header %q", out)
+		}
+		n, err := strconv.Atoi(string(out[len(prefix):end]))
+		if err != nil || n < 0 || end+4+n > len(out) {
+			return frames, fmt.Errorf("bad Content-Length in %q", out)
+		}
+		frames = append(frames, string(out[end+4:end+4+n]))
+		out = out[end+4+n:]
+	}
+	return frames, nil
+}
+
+func lines(msgs ...string) string { return strings.Join(msgs, "\n") + "\n" }
+
+func cl(msgs ...string) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(m), m)
+	}
+	return b.String()
+}
+
+func req(id, method, params string) string {
+	s := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
+	if params != "" {
+		s += `,"params":` + params
+	}
+	return s + "}"
+}
+
+func notif(method, params string) string {
+	return `{"jsonrpc":"2.0","method":"` + method + `","params":` + params + "}"
+}
+
+func res(id, result string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + "}"
+}
+
+func rpcErr(id string, code int, message, data string) string {
+	s := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(code) + `,"message":"` + message + `"`
+	if data != "" {
+		s += `,"data":` + data
+	}
+	return s + "}}"
+}
+
+func invalid(id, reason string) string {
+	return rpcErr(id, -32600, "Invalid Request", `{"reason":"`+reason+`"}`)
+}
+
+func arr(elems ...string) string { return "[" + strings.Join(elems, ",") + "]" }
+
+var (
+	parseErr    = rpcErr("null", -32700, "Parse error", "")
+	badVersion  = "jsonrpc member must be the string 2.0"
+	badMethod   = "method member must be a string"
+	badID       = "id member must be a string, number or null"
+	badParams   = "params member must be an object or array"
+	notAnObject = "message is not a JSON object"
+)
+
+type streamCase struct {
+	name  string
+	max   int64
+	input string
+	want  []string
+}
+
+func bigRequest(id string, size int) string {
+	pad := size - len(req(id, "echo", `[""]`))
+	return req(id, "echo", `["`+strings.Repeat("x", pad)+`"]`)
+}
+
+func TestStreamNDJSON(t *testing.T) {
+	r1 := res("1", `{"a":1}`)
+	cases := []streamCase{
+		{name: "numeric id", input: lines(req("1", "echo", `{"a":1}`)), want: []string{r1}},
+		{name: "string id", input: lines(req(`"abc"`, "echo", `[1,2]`)), want: []string{res(`"abc"`, `[1,2]`)}},
+		{name: "negative id", input: lines(req("-5", "echo", `[1]`)), want: []string{res("-5", `[1]`)}},
+		{name: "fractional id", input: lines(req("1.5", "echo", `[1]`)), want: []string{res("1.5", `[1]`)}},
+		{name: "null id", input: lines(req("null", "echo", `[1]`)), want: []string{res("null", `[1]`)}},
+		{name: "huge id byte-exact", input: lines(req("1e30", "echo", `[1]`)), want: []string{res("1e30", `[1]`)}},
+		{name: "id spelled like an internal id", input: lines(req(`"\u0000txk:1"`, "echo", `[1]`)), want: []string{res(`"\u0000txk:1"`, `[1]`)}},
+		{name: "no params", input: lines(req("7", "echo", "")), want: []string{res("7", "null")}},
+		{name: "id mapping", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"found":true,"original":1.50,"roundtrip":true}`)}},
+		{name: "code 0 becomes -32603", input: lines(req("2", "zero", "")), want: []string{rpcErr("2", -32603, "zero", "")}},
+		{name: "notification", input: lines(notif("echo", `[1]`)), want: nil},
+		{name: "non-JSON then valid", input: lines("not json", req("3", "echo", `[3]`)), want: []string{parseErr, res("3", `[3]`)}},
+		{name: "truncated JSON", input: lines(`{"jsonrpc":"2.0","id":1`), want: []string{parseErr}},
+		{name: "two values on one line", input: lines(`{} {}`), want: []string{parseErr}},
+		{name: "jsonrpc 1.0", input: lines(`{"jsonrpc":"1.0","id":4,"method":"echo"}`), want: []string{invalid("4", badVersion)}},
+		{name: "jsonrpc missing", input: lines(`{"id":4,"method":"echo"}`), want: []string{invalid("4", badVersion)}},
+		{name: "jsonrpc not a string", input: lines(`{"jsonrpc":2.0,"id":4,"method":"echo"}`), want: []string{invalid("4", badVersion)}},
+		{name: "method not a string", input: lines(`{"jsonrpc":"2.0","id":5,"method":5}`), want: []string{invalid("5", badMethod)}},
+		{name: "method missing", input: lines(`{"jsonrpc":"2.0","id":5}`), want: []string{invalid("5", badMethod)}},
+		{name: "params a string", input: lines(req("6", "echo", `"bar"`)), want: []string{invalid("6", badParams)}},
+		{name: "params null is absent", input: lines(req("6", "echo", `null`)), want: []string{res("6", "null")}},
+		{name: "id an object", input: lines(req("{}", "echo", "")), want: []string{invalid("null", badID)}},
+		{name: "id a boolean", input: lines(req("true", "echo", "")), want: []string{invalid("null", badID)}},
+		{name: "invalid notification", input: lines(`{"jsonrpc":"2.0","method":1,"params":"bar"}`), want: []string{invalid("null", badMethod)}},
+		{name: "not an object", input: lines(`"hello"`), want: []string{invalid("null", notAnObject)}},
+		{
+			name:  "batch of 3",
+			input: lines(arr(req("1", "echo", `{"a":1}`), req(`"b"`, "echo", `[2]`), req("3", "zero", ""))),
+			want:  []string{arr(r1, res(`"b"`, `[2]`), rpcErr("3", -32603, "zero", ""))},
+		},
+		{
+			name:  "batch keeps order when answers do not",
+			input: lines(arr(req("1", "slow", `[1]`), req("2", "echo", `[2]`), req("3", "slow", `[3]`))),
+			want:  []string{arr(res("1", `[1]`), res("2", `[2]`), res("3", `[3]`))},
+		},
+		{
+			name:  "batch mixed",
+			input: lines(arr(req("1", "echo", `{"a":1}`), notif("echo", `[1]`), "1")),
+			want:  []string{arr(r1, invalid("null", notAnObject))},
+		},
+		{name: "empty batch", input: lines("[]"), want: []string{invalid("null", "empty batch")}},
+		{name: "batch of notifications", input: lines(arr(notif("echo", `[1]`), notif("echo", `[2]`))), want: nil},
+		{
+			name:  "batch of invalid",
+			input: lines("[1,2,3]"),
+			want:  []string{arr(invalid("null", notAnObject), invalid("null", notAnObject), invalid("null", notAnObject))},
+		},
+		{name: "nested batch", input: lines("[[]]"), want: []string{arr(invalid("null", notAnObject))}},
+		{name: "client response dropped", input: lines(`{"jsonrpc":"2.0","id":1,"result":5}`, `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`), want: nil},
+		{name: "client response in batch dropped", input: lines(arr(`{"jsonrpc":"2.0","id":1,"result":5}`, req("2", "echo", `[2]`))), want: []string{arr(res("2", `[2]`))}},
+		{name: "CRLF and blank lines", input: "\r\n\n   \n" + req("1", "echo", `{"a":1}`) + "\r\n\t\r\n", want: []string{r1}},
+		{name: "unterminated last line", input: req("1", "echo", `{"a":1}`), want: []string{r1}},
+		{
+			name:  "oversize line",
+			max:   1024,
+			input: lines(bigRequest("1", 10<<10), req("2", "echo", `[2]`)),
+			want:  []string{rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`), res("2", `[2]`)},
+		},
+		{
+			name:  "line at the limit",
+			max:   1024,
+			input: bigRequest("1", 1024) + "\r\n" + bigRequest("2", 1025) + "\n",
+			want:  []string{res("1", `["`+strings.Repeat("x", 1024-len(req("1", "echo", `[""]`)))+`"]`), rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`)},
+		},
+		{
+			name:  "oversize unterminated last line",
+			max:   1024,
+			input: req("1", "echo", `[1]`) + "\n" + bigRequest("2", 4096),
+			want:  []string{res("1", `[1]`), rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`)},
+		},
+	}
+	runCases(t, FramingNDJSON, cases)
+}
+
+func TestStreamContentLength(t *testing.T) {
+	r1 := res("1", `{"a":1}`)
+	r2 := res("2", `[2]`)
+	q1 := req("1", "echo", `{"a":1}`)
+	q2 := req("2", "echo", `[2]`)
+	cases := []streamCase{
+		{name: "valid", input: cl(q1), want: []string{r1}},
+		{name: "valid with Content-Type", input: fmt.Sprintf("Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n%s", len(q1), q1), want: []string{r1}},
+		{name: "header name case-insensitive", input: fmt.Sprintf("content-length:%d\r\n\r\n%s", len(q1), q1), want: []string{r1}},
+		{name: "several frames", input: cl(q1, notif("echo", `[1]`), q2), want: []string{r1, r2}},
+		{name: "stray line endings between frames", input: "\r\n" + cl(q1) + "\r\n\r\n" + cl(q2), want: []string{r1, r2}},
+		{name: "non-JSON body", input: cl("nope", q2), want: []string{parseErr, r2}},
+		{name: "empty body", input: cl("", q2), want: []string{parseErr, r2}},
+		{name: "invalid request", input: cl(`{"jsonrpc":"1.0","id":4,"method":"echo"}`), want: []string{invalid("4", badVersion)}},
+		{name: "batch", input: cl(arr(q1, notif("echo", `[1]`), "1", q2)), want: []string{arr(r1, invalid("null", notAnObject), r2)}},
+		{name: "empty batch", input: cl("[]"), want: []string{invalid("null", "empty batch")}},
+		{
+			name:  "oversize body",
+			max:   1024,
+			input: cl(bigRequest("1", 10<<10), q2),
+			want:  []string{rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`), r2},
+		},
+		{
+			name:  "garbled Content-Length",
+			input: "Content-Length: abc\r\n\r\n" + q1 + cl(q2),
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"invalid Content-Length"}`), r2},
+		},
+		{
+			name:  "missing Content-Length",
+			input: "Content-Type: application/vscode-jsonrpc\r\n\r\n" + cl(q2),
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"missing Content-Length header"}`), r2},
+		},
+		{
+			name:  "junk line",
+			input: "hello\r\n\r\n" + cl(q2),
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"malformed header line"}`), r2},
+		},
+		{
+			name:  "junk glued to header",
+			input: "garbage" + cl(q2),
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"unexpected bytes before header"}`), r2},
+		},
+		{
+			name:  "garbled line with known length skips the body",
+			input: fmt.Sprintf("Content-Length: %d\r\nbad header\r\n\r\n%s", len(q1), q1) + cl(q2),
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"malformed header line"}`), r2},
+		},
+		{
+			name:  "declared length too short",
+			input: "Content-Length: 5\r\n\r\n" + q1 + cl(q2),
+			want:  []string{parseErr, rpcErr("null", -32700, "Parse error", `{"reason":"unexpected bytes before header"}`), r2},
+		},
+		{
+			name:  "body truncated by end of input",
+			input: cl(q2) + "Content-Length: 100\r\n\r\n{}",
+			want:  []string{r2, rpcErr("null", -32700, "Parse error", `{"reason":"input ended inside a body"}`)},
+		},
+		{
+			name:  "header truncated by end of input",
+			input: cl(q2) + "Content-Length: 100\r\n",
+			want:  []string{r2, rpcErr("null", -32700, "Parse error", `{"reason":"input ended inside a header"}`)},
+		},
+	}
+	runCases(t, FramingContentLength, cases)
+}
+
+func runCases(t *testing.T, f Framing, cases []streamCase) {
+	for _, tc := range cases {
+		for _, async := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/async=%v", tc.name, async), func(t *testing.T) {
+				out := run(t, StreamOptions{Framing: f, MaxMessageBytes: tc.max}, async, []byte(tc.input))
+				got, err := splitFrames(f, out)
+				if err != nil {
+					t.Fatalf("output %q: %v", out, err)
+				}
+				// Async handlers answer in any order; batches are checked
+				// exactly because their arrays keep batch order.
+				slices.Sort(got)
+				want := slices.Clone(tc.want)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("got frames:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+			})
+		}
+	}
+}
+
+func TestStreamServerNotificationDuringBatch(t *testing.T) {
+	in := lines(arr(req("1", "slow", `[1]`), req("2", "notify", `{"n":2}`)))
+	out := run(t, StreamOptions{}, true, []byte(in))
+	got, err := splitFrames(FramingNDJSON, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"jsonrpc":"2.0","method":"event","params":{"n":2}}`,
+		arr(res("1", `[1]`), res("2", `{"n":2}`)),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestStreamInputClosed(t *testing.T) {
+	// The handler can only finish once it learns that input has ended;
+	// the response must still be written before the stream closes.
+	out := run(t, StreamOptions{}, true, []byte(lines(req("9", "waitEOF", ""))))
+	if want := res("9", `"eof"`) + "\n"; string(out) != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
+func TestStreamCloseReleasesDrain(t *testing.T) {
+	st := NewStream(strings.NewReader(lines(req("1", "hang", ""))), io.Discard, nil, StreamOptions{})
+	h := jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	conn := jsonrpc2.NewConn(context.Background(), st, h, quiet)
+	select {
+	case <-st.InputClosed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("input never reported closed")
+	}
+	select {
+	case <-conn.DisconnectNotify():
+		t.Fatal("connection closed while a request was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	conn.Close()
+	select {
+	case <-conn.DisconnectNotify():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the connection")
+	}
+}
+
+func TestStreamIDLookup(t *testing.T) {
+	st := NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
+	st.mu.Lock()
+	one := st.registerLocked(json.RawMessage(`1`), nil, 0)
+	str := st.registerLocked(json.RawMessage(`"A"`), nil, 0)
+	dupOld := st.registerLocked(json.RawMessage(`7`), nil, 0)
+	dupNew := st.registerLocked(json.RawMessage(`7`), nil, 0)
+	st.mu.Unlock()
+	id := func(s string) jsonrpc2.ID { return jsonrpc2.ID{Str: s, IsString: true} }
+	for _, tc := range []struct {
+		original string
+		want     jsonrpc2.ID
+		ok       bool
+	}{
+		{`1`, id(one), true},
+		{` 1 `, id(one), true},
+		{`1.0`, jsonrpc2.ID{}, false},
+		{`"1"`, jsonrpc2.ID{}, false},
+		{`"A"`, id(str), true},
+		{`"\u0041"`, id(str), true},
+		{`A`, jsonrpc2.ID{}, false},
+		{`7`, id(dupNew), true},
+		{`null`, jsonrpc2.ID{}, false},
+		{`{}`, jsonrpc2.ID{}, false},
+	} {
+		got, ok := st.InternalID(json.RawMessage(tc.original))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("InternalID(%s) = %v, %v; want %v, %v", tc.original, got, ok, tc.want, tc.ok)
+		}
+	}
+	if orig, ok := st.OriginalID(id(str)); !ok || string(orig) != `"A"` {
+		t.Errorf("OriginalID = %s, %v", orig, ok)
+	}
+	if _, ok := st.OriginalID(jsonrpc2.ID{Num: 1}); ok {
+		t.Error("OriginalID found a numeric id")
+	}
+	st.mu.Lock()
+	st.forgetLocked(dupNew)
+	st.mu.Unlock()
+	if got, ok := st.InternalID(json.RawMessage(`7`)); !ok || got != id(dupOld) {
+		t.Errorf("after answering the newer duplicate: %v, %v", got, ok)
+	}
+}
+
+func TestStreamWriteObject(t *testing.T) {
+	var buf bytes.Buffer
+	st := NewStream(strings.NewReader(""), &buf, nil, StreamOptions{})
+	for _, tc := range []struct {
+		name string
+		obj  any
+		want string
+	}{
+		{"jsonrpc added", json.RawMessage(`{"method":"m"}`), `{"jsonrpc":"2.0","method":"m"}`},
+		{"foreign id passes through", json.RawMessage(`{"id":3,"result":1}`), res("3", "1")},
+		{"missing code", json.RawMessage(`{"id":3,"error":{"message":"m"}}`), rpcErr("3", -32603, "m", "")},
+		{"error not an object", json.RawMessage(`{"id":3,"error":5}`), rpcErr("3", -32603, "Internal error", "")},
+		{"neither result nor error", json.RawMessage(`{"id":3}`), rpcErr("3", -32603, "Internal error: response has neither result nor error", "")},
+		{"data kept", json.RawMessage(`{"id":3,"error":{"code":0.0,"message":"m","data":{"x":1},"extra":2}}`), rpcErr("3", -32603, "m", `{"x":1}`)},
+	} {
+		buf.Reset()
+		if err := st.WriteObject(tc.obj); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := strings.TrimSuffix(buf.String(), "\n"); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if err := st.WriteObject(json.RawMessage(`{"id":"\u0000txk:99","result":1}`)); err == nil {
+		t.Error("response to an unknown internal id was accepted")
+	}
+	if err := st.WriteObject(json.RawMessage(`[1]`)); err == nil {
+		t.Error("array accepted")
+	}
+}
+
+func TestParseFraming(t *testing.T) {
+	for in, want := range map[string]Framing{"ndjson": FramingNDJSON, " Content-Length ": FramingContentLength} {
+		if got, err := ParseFraming(in); err != nil || got != want {
+			t.Errorf("ParseFraming(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "lsp", "json"} {
+		if _, err := ParseFraming(in); err == nil {
+			t.Errorf("ParseFraming(%q) accepted", in)
+		}
+	}
+}
+
+// checkFrame asserts what must hold for every frame the stream writes.
+func checkFrame(frame string) error {
+	var v any
+	if err := json.Unmarshal([]byte(frame), &v); err != nil {
+		return fmt.Errorf("invalid JSON: %v", err)
+	}
+	if a, ok := v.([]any); ok {
+		if len(a) == 0 {
+			return errors.New("empty array")
+		}
+		for _, e := range a {
+			o, ok := e.(map[string]any)
+			if !ok {
+				return errors.New("batch element is not an object")
+			}
+			if _, ok := o["method"]; ok {
+				return errors.New("request inside a batch response")
+			}
+			if err := checkObject(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("frame is neither object nor array")
+	}
+	return checkObject(o)
+}
+
+func checkObject(o map[string]any) error {
+	if o["jsonrpc"] != "2.0" {
+		return errors.New(`missing "jsonrpc":"2.0"`)
+	}
+	if _, ok := o["method"]; ok {
+		return nil
+	}
+	if _, ok := o["id"]; !ok {
+		return errors.New("response without id")
+	}
+	_, hasResult := o["result"]
+	e, hasError := o["error"]
+	if hasResult == hasError {
+		return errors.New("response must have exactly one of result and error")
+	}
+	if hasError {
+		eo, ok := e.(map[string]any)
+		if !ok {
+			return errors.New("error is not an object")
+		}
+		code, ok := eo["code"].(float64)
+		if !ok || code == 0 || code != float64(int64(code)) {
+			return fmt.Errorf("bad error code %v", eo["code"])
+		}
+		if _, ok := eo["message"].(string); !ok {
+			return errors.New("error message is not a string")
+		}
+	}
+	return nil
+}
+
+func FuzzStream(f *testing.F) {
+	f.Add([]byte(lines(req("1", "echo", `{"a":1}`))))
+	f.Add([]byte(cl(req("1", "echo", `{"a":1}`))))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fr := range []Framing{FramingNDJSON, FramingContentLength} {
+			out := run(t, StreamOptions{Framing: fr, MaxMessageBytes: 512}, true, data)
+			frames, err := splitFrames(fr, out)
+			if err != nil {
+				t.Fatalf("%s: %v", fr, err)
+			}
+			for _, fm := range frames {
+				if err := checkFrame(fm); err != nil {
+					t.Fatalf("%s: frame %s: %v", fr, fm, err)
+				}
+			}
+		}
+	})
+}
+
+func BenchmarkStreamRoundTrip(b *testing.B) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	st := NewStream(inR, outW, closerFunc(func() error {
+		inR.Close()
+		return outW.Close()
+	}), StreamOptions{})
+	conn := jsonrpc2.NewConn(context.Background(), st, jsonrpc2.HandlerWithError(echo(st)), quiet)
+	defer conn.Close()
+	br := bufio.NewReader(outR)
+	in := []byte(lines(req("1", "echo", `{"a":1}`)))
+	want := res("1", `{"a":1}`) + "\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := inW.Write(in); err != nil {
+			b.Fatal(err)
+		}
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		if string(line) != want {
+			b.Fatalf("got %q", line)
+		}
+	}
+}

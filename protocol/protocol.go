@@ -1,0 +1,266 @@
+// Package protocol holds txkernel's wire contract: JSON-RPC 2.0 method names,
+// params and results, ledger event types, and error codes. It imports only
+// the standard library so that every other package can share it.
+//
+// Names on the wire are camelCase. Stored artefacts that a seed defines keep
+// the seed's spelling (see TransactionFile). PROTOCOL.md documents every type
+// here with an example.
+package protocol
+
+import "encoding/json"
+
+// Version is the txkernel protocol version exchanged by initialize.
+const Version = "2026-11-22"
+
+// Method names (seed 001 and DESIGN.md §3). Requests are answered; the
+// notifications Initialized, Exit and CancelRequest are not.
+const (
+	MethodInitialize      = "initialize"
+	MethodInitialized     = "initialized" // notification
+	MethodShutdown        = "shutdown"
+	MethodExit            = "exit"            // notification
+	MethodCancelRequest   = "$/cancelRequest" // notification: {id}
+	MethodTurnStart       = "turn/start"
+	MethodTxStatus        = "tx/status"
+	MethodTxList          = "tx/list"
+	MethodTxEvents        = "tx/events"
+	MethodTxClose         = "tx/close"
+	MethodApplyExecute    = "apply/execute"
+	MethodApprovalRespond = "approval/respond"
+)
+
+// Transaction states, as carried by tx/status events (seed 001).
+const (
+	StateProposed  = "proposed"  // proposal recorded; nothing written
+	StateApplying  = "applying"  // apply/commit recorded; renames in progress or being rolled forward
+	StateApplied   = "applied"   // every file is in place
+	StateCompleted = "completed" // apply finished; followed by tx/close
+	StateClosed    = "closed"    // discarded by tx/close before any apply
+)
+
+// InitializeParams are the params of initialize. All fields are optional.
+type InitializeParams struct {
+	ProtocolVersion string          `json:"protocolVersion,omitempty"`
+	ClientInfo      *Implementation `json:"clientInfo,omitempty"`
+}
+
+// Implementation names a client or server: {name, version}.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// InitializeResult is the result of initialize.
+type InitializeResult struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	ServerInfo      Implementation `json:"serverInfo"`
+	Capabilities    Capabilities   `json:"capabilities"`
+}
+
+// Capabilities describe what this kernel session will do.
+type Capabilities struct {
+	SandboxMode     string   `json:"sandboxMode"`     // read-only | workspace-write | danger-full-access
+	ApprovalPolicy  string   `json:"approvalPolicy"`  // untrusted | never
+	Framing         string   `json:"framing"`         // ndjson | content-length
+	WorkspaceRoot   string   `json:"workspaceRoot"`   // absolute path
+	DataDir         string   `json:"dataDir"`         // absolute path
+	MaxMessageBytes int64    `json:"maxMessageBytes"` // larger messages get -32600
+	Methods         []string `json:"methods"`         // every request method, sorted
+	ProposalKinds   []string `json:"proposalKinds"`   // accepted proposal.kind values
+	Decisions       []string `json:"decisions"`       // accepted approval decisions
+}
+
+// CancelParams are the params of $/cancelRequest: the id of the request to
+// cancel, exactly as the client sent it.
+type CancelParams struct {
+	ID json.RawMessage `json:"id"`
+}
+
+// Proposal kinds accepted by turn/start.
+const (
+	KindUnifiedDiff     = "unified_diff"
+	KindFiles           = "files"
+	KindRemoveTodoMulti = "remove_todo_multi"
+)
+
+// TurnStartParams are the params of turn/start: {"proposal": {...}}.
+type TurnStartParams struct {
+	Proposal *ProposalInput `json:"proposal"`
+}
+
+// ProposalInput is one proposed change. Kind selects which fields apply:
+//   - unified_diff: Diff (UTF-8 text) or DiffBase64 (any bytes), a git-style
+//     multi-file diff with add, delete, modify and rename;
+//   - files: Files, each a whole new content or a delete;
+//   - remove_todo_multi: Needle and TargetFiles; every line containing Needle
+//     is removed from each target (seed 001, checkpoint 10).
+type ProposalInput struct {
+	Kind        string      `json:"kind"`
+	Diff        *string     `json:"diff,omitempty"`
+	DiffBase64  *string     `json:"diffBase64,omitempty"`
+	Files       []FileInput `json:"files,omitempty"`
+	Needle      string      `json:"needle,omitempty"`
+	TargetFiles []string    `json:"targetFiles,omitempty"`
+}
+
+// FileInput is one entry of a files proposal: Content or ContentBase64 for a
+// new content, or Delete.
+type FileInput struct {
+	Path          string  `json:"path"`
+	Content       *string `json:"content,omitempty"`
+	ContentBase64 *string `json:"contentBase64,omitempty"`
+	Delete        bool    `json:"delete,omitempty"`
+}
+
+// TurnStartResult is the result of turn/start.
+type TurnStartResult struct {
+	TransactionID string          `json:"transactionId"`
+	TurnID        string          `json:"turnId"`
+	State         string          `json:"state"`
+	Proposal      ProposalSummary `json:"proposal"`
+}
+
+// ProposalSummary is the reviewable proposal: what a host shows a person.
+// Diff is the canonical unified diff with secrets redacted; DiffBase64 is set
+// instead when the diff is not valid UTF-8.
+type ProposalSummary struct {
+	PatchID                     string          `json:"patchId"`     // sha256 hex of the raw canonical diff
+	Fingerprint                 string          `json:"fingerprint"` // "patchset:{patchId}"
+	TargetFiles                 []string        `json:"targetFiles"`
+	Changes                     []FileChange    `json:"changes"`
+	Diff                        string          `json:"diff,omitempty"`
+	DiffBase64                  string          `json:"diffBase64,omitempty"`
+	ContainsSecretIntroductions bool            `json:"containsSecretIntroductions"`
+	SecretFindings              []SecretFinding `json:"secretFindings,omitempty"`
+}
+
+// FileChange is one file of a proposal. Kind is add, modify or delete.
+type FileChange struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+}
+
+// File change kinds.
+const (
+	ChangeAdd    = "add"
+	ChangeModify = "modify"
+	ChangeDelete = "delete"
+)
+
+// SecretFinding locates one secret in the added lines of a proposal. It never
+// carries the secret itself.
+type SecretFinding struct {
+	Path string `json:"path"`
+	Rule string `json:"rule"` // e.g. aws-access-key-id, github-pat, private-key, generic-api-key
+	Line int    `json:"line"` // 1-based line in the new file
+}
+
+// TxParams name one transaction: {transactionId}.
+type TxParams struct {
+	TransactionID string `json:"transactionId"`
+}
+
+// TxEventsParams are the params of tx/events: events with seq > AfterSeq.
+type TxEventsParams struct {
+	TransactionID string `json:"transactionId"`
+	AfterSeq      int64  `json:"afterSeq"`
+}
+
+// TxEventsResult is the result of tx/events.
+type TxEventsResult struct {
+	TransactionID string  `json:"transactionId"`
+	Events        []Event `json:"events"`
+	LastSeq       int64   `json:"lastSeq"`
+}
+
+// TxStatusResult is the result of tx/status and of tx/close.
+type TxStatusResult struct {
+	TransactionID    string             `json:"transactionId"`
+	State            string             `json:"state"`
+	CreatedAt        string             `json:"createdAt"` // RFC 3339, UTC
+	UpdatedAt        string             `json:"updatedAt"`
+	LastSeq          int64              `json:"lastSeq"`
+	Pointers         Pointers           `json:"pointers"`
+	PendingApprovals []ApprovalRequest  `json:"pendingApprovals"`
+	Decisions        []ApprovalDecision `json:"decisions"`
+}
+
+// TxListResult is the result of tx/list: every transaction, newest first.
+type TxListResult struct {
+	Transactions []TxSummary `json:"transactions"`
+}
+
+// TxSummary is one row of tx/list.
+type TxSummary struct {
+	TransactionID    string   `json:"transactionId"`
+	State            string   `json:"state"`
+	CreatedAt        string   `json:"createdAt"`
+	UpdatedAt        string   `json:"updatedAt"`
+	Kind             string   `json:"kind"`
+	TargetFiles      []string `json:"targetFiles"`
+	PendingApprovals int      `json:"pendingApprovals"`
+	Error            *Error   `json:"error,omitempty"` // set when the ledger cannot be loaded
+}
+
+// ApplyResult is the result of apply/execute. OK false means approvals are
+// pending; the host asks a person and calls approval/respond.
+type ApplyResult struct {
+	OK               bool              `json:"ok"`
+	TransactionID    string            `json:"transactionId"`
+	State            string            `json:"state"`
+	PendingApprovals []ApprovalRequest `json:"pendingApprovals,omitempty"`
+	AppliedFiles     []string          `json:"appliedFiles,omitempty"`
+	AlreadyApplied   bool              `json:"alreadyApplied,omitempty"` // true when an earlier call applied it
+}
+
+// Approval kinds. A patchset approval's fingerprint is "patchset:{patch_id}";
+// a secrets override's is "secrets_override:{patch_id}".
+const (
+	ApprovalPatchset        = "patchset"
+	ApprovalSecretsOverride = "secrets_override"
+)
+
+// Approval decisions (seed 001; Codex app-server's ReviewDecision names).
+const (
+	DecisionApprove           = "approve"
+	DecisionApproveForSession = "approve_for_session"
+	DecisionDeny              = "deny"
+)
+
+// ApprovalRequest is one approval a transaction waits for.
+type ApprovalRequest struct {
+	ApprovalRequestID string `json:"approvalRequestId"`
+	Kind              string `json:"kind"`
+	Fingerprint       string `json:"fingerprint"`
+	Reason            string `json:"reason,omitempty"`
+}
+
+// ApprovalDecision records one decision. Source is "user" for
+// approval/respond, "policy" for --approval-policy never, and "session" for a
+// grant carried over from an earlier approve_for_session.
+type ApprovalDecision struct {
+	ApprovalRequestID string `json:"approvalRequestId"`
+	Kind              string `json:"kind"`
+	Fingerprint       string `json:"fingerprint"`
+	Decision          string `json:"decision"`
+	Source            string `json:"source"`
+}
+
+// ApprovalRespondParams are the params of approval/respond.
+type ApprovalRespondParams struct {
+	TransactionID     string `json:"transactionId"`
+	ApprovalRequestID string `json:"approvalRequestId"`
+	Decision          string `json:"decision"`
+}
+
+// ApprovalRespondResult is the result of approval/respond.
+type ApprovalRespondResult struct {
+	TransactionID    string            `json:"transactionId"`
+	Decision         ApprovalDecision  `json:"decision"`
+	PendingApprovals []ApprovalRequest `json:"pendingApprovals"`
+}
+
+// Pointers is transaction.json's "pointers" object.
+type Pointers struct {
+	Proposal *ProposalPointer `json:"proposal"`
+}

@@ -1,0 +1,444 @@
+// Package tx is the transaction engine for workspace changes (seed 001 and
+// DESIGN.md §4): proposals that never touch the workspace, approvals kept in
+// an append-only ledger, an all-or-nothing apply with a durable commit point,
+// and recovery of interrupted applies at start-up.
+//
+// On disk, under <data-dir>/transactions/<txId>/:
+//
+//	transaction.json   metadata and pointers.proposal, replaced atomically
+//	events.jsonl       the ledger: one checksummed event per line, seq 1..n
+//	proposal.patch     the canonical unified diff, secrets redacted
+//	blobs/<sha256>     the new content of each written file (mode 0600)
+//
+// The ledger is the source of truth. transaction.json is derived from it
+// and rebuilt from it when it is missing or unreadable.
+package tx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+)
+
+// File names inside a transaction directory.
+const (
+	MetaFile  = "transaction.json"
+	PatchFile = "proposal.patch"
+	BlobDir   = "blobs"
+)
+
+// Failpoint names (internal/failpoint), one at each step of the apply
+// protocol and of the ledger append.
+const (
+	fpAfterStaging        = "apply.after-staging"
+	fpBeforeCommitRecord  = "apply.before-commit-record"
+	fpAfterCommitRecord   = "apply.after-commit-record"
+	fpBetweenRenames      = "apply.between-renames"
+	fpBeforeDirFsync      = "apply.before-dir-fsync"
+	fpLedgerMidAppend     = "ledger.mid-append"
+	fpMetaMidReplace      = "meta.mid-replace"
+	fpProposeBeforeRename = "propose.before-rename"
+)
+
+// Options configure an Engine.
+type Options struct {
+	Workspace  *sandbox.Workspace // the confined workspace; required
+	DataDir    string             // absolute; created if missing
+	Policy     approvals.Policy   // untrusted or never
+	Failpoints *failpoint.Set     // nil in production
+	Logger     *slog.Logger       // nil means slog.Default()
+}
+
+// Engine runs workspace transactions. It is safe for concurrent use: calls
+// on one transaction are serialised by that transaction's lock; calls on
+// different transactions run in parallel.
+type Engine struct {
+	opts    Options
+	ws      *sandbox.Workspace
+	txRoot  string
+	lock    *dirLock
+	reg     *approvals.Registry
+	scanner *sandbox.Scanner
+	log     *slog.Logger
+
+	mu  sync.Mutex
+	txs map[string]*transaction
+
+	notifyMu sync.RWMutex
+	notify   func(protocol.Event)
+}
+
+// transaction is one loaded transaction. sem is a one-slot lock that a
+// waiting request can give up on when its context is cancelled.
+type transaction struct {
+	id      string
+	dir     string
+	sem     chan struct{}
+	meta    protocol.TransactionFile
+	led     *ledger
+	loadErr error
+}
+
+func (t *transaction) acquire(ctx context.Context) error {
+	select {
+	case t.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (t *transaction) release() { <-t.sem }
+
+// Open takes the data dir's lock, loads every transaction and recovers
+// interrupted applies, all before it returns, so the kernel answers nothing
+// until recovery is done. A transaction whose ledger is corrupt is kept, with
+// its error, so tx/list can show it; it refuses every other call.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Workspace == nil {
+		return nil, errors.New("tx: no workspace")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Policy == "" {
+		opts.Policy = approvals.Untrusted
+	}
+	txRoot := filepath.Join(opts.DataDir, "transactions")
+	if err := os.MkdirAll(txRoot, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	lock, err := lockDataDir(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts: opts, ws: opts.Workspace, txRoot: txRoot, lock: lock,
+		reg: approvals.NewRegistry(), scanner: sandbox.NewScanner(),
+		log: opts.Logger, txs: map[string]*transaction{},
+	}
+	if err := e.loadAll(ctx); err != nil {
+		lock.release()
+		return nil, err
+	}
+	return e, nil
+}
+
+// SetNotify sets the function that receives each event after it is durable.
+// Events of one transaction arrive in seq order. fn must not call the Engine.
+func (e *Engine) SetNotify(fn func(protocol.Event)) {
+	e.notifyMu.Lock()
+	e.notify = fn
+	e.notifyMu.Unlock()
+}
+
+// Close releases the data dir lock and closes every ledger.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.txs {
+		if t.led != nil {
+			t.led.close()
+		}
+	}
+	return e.lock.release()
+}
+
+// DataDir returns the data directory.
+func (e *Engine) DataDir() string { return e.opts.DataDir }
+
+func (e *Engine) loadAll(ctx context.Context) error {
+	entries, err := os.ReadDir(e.txRoot)
+	if err != nil {
+		return err
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if strings.HasPrefix(name, ".tmp-") {
+			// A proposal that crashed before its directory was renamed into
+			// place was never acknowledged: drop it.
+			if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
+				return fmt.Errorf("remove unfinished proposal %s: %w", name, err)
+			}
+			continue
+		}
+		if !ent.IsDir() || !validTxID(name) {
+			continue
+		}
+		t := e.loadTx(name)
+		e.txs[name] = t
+		if t.loadErr != nil {
+			e.log.Error("transaction refused", "transactionId", name, "err", t.loadErr)
+			continue
+		}
+		for _, ev := range t.led.events {
+			if ev.Type == protocol.EventApprovalDecision && ev.Decision != nil {
+				e.reg.Observe(name, *ev.Decision, false)
+			}
+		}
+		if err := e.recover(ctx, t); err != nil {
+			e.log.Error("recovery failed", "transactionId", name, "err", err)
+			t.loadErr = err
+		}
+	}
+	return syncDir(e.txRoot)
+}
+
+func (e *Engine) loadTx(id string) *transaction {
+	dir := filepath.Join(e.txRoot, id)
+	t := &transaction{id: id, dir: dir, sem: make(chan struct{}, 1)}
+	led, err := loadLedger(filepath.Join(dir, LedgerFile), id, e.opts.Failpoints)
+	if err != nil {
+		t.loadErr = err
+		return t
+	}
+	t.led = led
+	rebuilt := e.metaFromLedger(t)
+	if rebuilt.Pointers.Proposal == nil {
+		t.loadErr = protocol.NewError(protocol.CodeLedgerCorrupt,
+			map[string]any{"transactionId": id, "file": led.path, "reason": "no turn/start event with a proposal"},
+			"transaction %s has no proposal in its ledger", id)
+		return t
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	var onDisk protocol.TransactionFile
+	if err == nil {
+		err = json.Unmarshal(raw, &onDisk)
+	}
+	if err != nil {
+		e.log.Warn("transaction.json unreadable; rebuilt from the ledger", "transactionId", id, "err", err)
+	}
+	t.meta = rebuilt
+	if err != nil || onDisk.State != rebuilt.State || onDisk.UpdatedAt != rebuilt.UpdatedAt {
+		if werr := e.writeMeta(t); werr != nil {
+			t.loadErr = werr
+		}
+	}
+	return t
+}
+
+// metaFromLedger derives transaction.json from the ledger alone.
+func (e *Engine) metaFromLedger(t *transaction) protocol.TransactionFile {
+	m := protocol.TransactionFile{SchemaVersion: 1, TransactionID: t.id, WorkspaceRoot: e.ws.Dir()}
+	evs := t.led.events
+	if len(evs) > 0 {
+		m.CreatedAt = evs[0].TS
+		m.UpdatedAt = evs[len(evs)-1].TS
+	}
+	for _, ev := range evs {
+		if ev.Type == protocol.EventTurnStart && ev.Proposal != nil {
+			m.Pointers.Proposal = ev.Proposal
+			m.WorkspaceRoot = ev.Proposal.WorkspaceRoot
+		}
+	}
+	m.State = deriveState(evs)
+	return m
+}
+
+// deriveState is the transaction's state as its ledger tells it: the last
+// tx/status, except that a commit record without apply/complete means the
+// apply is still in flight.
+func deriveState(evs []protocol.Event) string {
+	state := protocol.StateProposed
+	committed := false
+	for _, ev := range evs {
+		switch ev.Type {
+		case protocol.EventTxStatus:
+			state = ev.Status
+		case protocol.EventApplyCommit:
+			committed = true
+		case protocol.EventApplyComplete:
+			committed = false
+		}
+	}
+	if committed {
+		return protocol.StateApplying
+	}
+	return state
+}
+
+func (e *Engine) writeMeta(t *transaction) error {
+	data, err := json.MarshalIndent(t.meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return replaceFileAtomic(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), append(data, '\n'))
+}
+
+// get returns a loaded, healthy transaction or a NotFound / LedgerCorrupt
+// error.
+func (e *Engine) get(id string) (*transaction, error) {
+	e.mu.Lock()
+	t, ok := e.txs[id]
+	e.mu.Unlock()
+	if !ok {
+		return nil, protocol.NewError(protocol.CodeNotFound, map[string]any{"transactionId": id},
+			"no transaction %q", id)
+	}
+	if t.loadErr != nil {
+		return nil, t.loadErr
+	}
+	return t, nil
+}
+
+// appendEvents makes evs durable in t's ledger, refreshes the derived
+// metadata, and then notifies the host. The caller holds t's lock.
+func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
+	out, err := t.led.append(evs...)
+	if err != nil {
+		return err
+	}
+	t.meta.UpdatedAt = out[len(out)-1].TS
+	t.meta.State = deriveState(t.led.events)
+	e.emit(out)
+	return nil
+}
+
+func (e *Engine) emit(evs []protocol.Event) {
+	e.notifyMu.RLock()
+	fn := e.notify
+	e.notifyMu.RUnlock()
+	if fn == nil {
+		return
+	}
+	for _, ev := range evs {
+		ev.Checksum = ""
+		fn(ev)
+	}
+}
+
+// Status returns a transaction's state, pointers.proposal, pending approvals
+// and decisions (tx/status).
+func (e *Engine) Status(ctx context.Context, id string) (*protocol.TxStatusResult, error) {
+	t, err := e.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer t.release()
+	return e.statusLocked(t), nil
+}
+
+func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
+	st := approvals.Fold(t.led.events)
+	decisions := st.Decisions
+	if decisions == nil {
+		decisions = []protocol.ApprovalDecision{}
+	}
+	return &protocol.TxStatusResult{
+		TransactionID:    t.id,
+		State:            t.meta.State,
+		CreatedAt:        t.meta.CreatedAt,
+		UpdatedAt:        t.meta.UpdatedAt,
+		LastSeq:          t.led.lastSeq(),
+		Pointers:         t.meta.Pointers,
+		PendingApprovals: st.Pending(),
+		Decisions:        decisions,
+	}
+}
+
+// List returns every transaction in the data dir, newest first (tx/list).
+// A transaction that could not be loaded is listed with its error.
+func (e *Engine) List(ctx context.Context) (*protocol.TxListResult, error) {
+	e.mu.Lock()
+	all := make([]*transaction, 0, len(e.txs))
+	for _, t := range e.txs {
+		all = append(all, t)
+	}
+	e.mu.Unlock()
+	out := make([]protocol.TxSummary, 0, len(all))
+	for _, t := range all {
+		if t.loadErr != nil {
+			var pe *protocol.Error
+			if !errors.As(t.loadErr, &pe) {
+				pe = protocol.NewError(protocol.CodeInternalError, nil, "%v", t.loadErr)
+			}
+			out = append(out, protocol.TxSummary{TransactionID: t.id, State: "unavailable", TargetFiles: []string{}, Error: pe})
+			continue
+		}
+		if err := t.acquire(ctx); err != nil {
+			return nil, err
+		}
+		p := t.meta.Pointers.Proposal
+		out = append(out, protocol.TxSummary{
+			TransactionID:    t.id,
+			State:            t.meta.State,
+			CreatedAt:        t.meta.CreatedAt,
+			UpdatedAt:        t.meta.UpdatedAt,
+			Kind:             p.Kind,
+			TargetFiles:      p.TargetFiles,
+			PendingApprovals: len(approvals.Fold(t.led.events).Pending()),
+		})
+		t.release()
+	}
+	slices.SortFunc(out, func(a, b protocol.TxSummary) int {
+		if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.TransactionID, a.TransactionID)
+	})
+	return &protocol.TxListResult{Transactions: out}, nil
+}
+
+// Events returns the events with seq > afterSeq (tx/events), for a host that
+// reconnects. Checksums are not sent.
+func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protocol.TxEventsResult, error) {
+	t, err := e.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if afterSeq < 0 {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "afterSeq"}, "afterSeq must be >= 0")
+	}
+	if err := t.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer t.release()
+	res := &protocol.TxEventsResult{TransactionID: id, Events: []protocol.Event{}, LastSeq: t.led.lastSeq()}
+	if afterSeq < int64(len(t.led.events)) {
+		for _, ev := range t.led.events[afterSeq:] {
+			ev.Checksum = ""
+			res.Events = append(res.Events, ev)
+		}
+	}
+	return res, nil
+}
+
+// validTxID accepts the ids newID makes: "tx-" then [0-9A-Za-z-].
+func validTxID(s string) bool {
+	if !strings.HasPrefix(s, "tx-") || len(s) > 64 {
+		return false
+	}
+	for _, c := range s[3:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// newID returns prefix + "-" + 16 random hex digits. Transaction ids also
+// carry the creation time so that directory listings sort by age.
+func newID(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux ≥ 3.17
+	}
+	return prefix + "-" + hex.EncodeToString(b[:])
+}

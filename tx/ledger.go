@@ -1,0 +1,257 @@
+package tx
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// LedgerFile is the name of a transaction's append-only ledger.
+const LedgerFile = "events.jsonl"
+
+const checksumPrefix = `,"checksum":"blake3:`
+
+// encodeEvent renders ev as one ledger line (with its trailing newline). The
+// checksum covers the line's bytes up to the checksum field, so verifying
+// never depends on re-encoding the JSON the same way.
+func encodeEvent(ev protocol.Event) ([]byte, error) {
+	ev.Checksum = ""
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	sum := blake3.Sum256(body[:len(body)-1])
+	line := make([]byte, 0, len(body)+len(checksumPrefix)+64+4)
+	line = append(line, body[:len(body)-1]...)
+	line = append(line, checksumPrefix...)
+	line = hex.AppendEncode(line, sum[:])
+	line = append(line, "\"}\n"...)
+	return line, nil
+}
+
+// decodeEvent verifies and decodes one ledger line (without its newline).
+func decodeEvent(line []byte) (protocol.Event, error) {
+	var ev protocol.Event
+	const tailLen = len(checksumPrefix) + 64 + 2 // + `"}`
+	if len(line) < tailLen+2 || !bytes.HasSuffix(line, []byte(`"}`)) {
+		return ev, errors.New("no checksum")
+	}
+	at := len(line) - tailLen
+	if !bytes.Equal(line[at:at+len(checksumPrefix)], []byte(checksumPrefix)) {
+		return ev, errors.New("no checksum")
+	}
+	want, err := hex.DecodeString(string(line[at+len(checksumPrefix) : len(line)-2]))
+	if err != nil {
+		return ev, errors.New("checksum is not hex")
+	}
+	got := blake3.Sum256(line[:at])
+	if !bytes.Equal(want, got[:]) {
+		return ev, errors.New("checksum mismatch")
+	}
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, fmt.Errorf("bad JSON: %w", err)
+	}
+	return ev, nil
+}
+
+// ledger is one transaction's events.jsonl, open for appending. It is not
+// safe for concurrent use; the transaction's lock guards it.
+type ledger struct {
+	path   string
+	txID   string
+	f      *os.File
+	events []protocol.Event
+	broken error // set after a failed write or fsync: no silent retry
+	fp     *failpoint.Set
+}
+
+// loadLedger reads and verifies path. A torn final line (no trailing
+// newline: a crash mid-append) is moved to events.jsonl.torn-<unix-nanos>
+// and truncated away. Any other bad line refuses the transaction with
+// CodeLedgerCorrupt naming the file and line.
+func loadLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
+		torn := data[i+1:]
+		aside := path + ".torn-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+		if err := writeFileSync(aside, torn, 0o600); err != nil {
+			return nil, fmt.Errorf("set aside torn tail of %s: %w", path, err)
+		}
+		if err := truncateSync(path, int64(i+1)); err != nil {
+			return nil, err
+		}
+		data = data[:i+1]
+	}
+	l := &ledger{path: path, txID: txID, fp: fp}
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		i := bytes.IndexByte(data, '\n')
+		line := data[:i]
+		data = data[i+1:]
+		ev, err := decodeEvent(line)
+		if err == nil && ev.Seq != int64(len(l.events)+1) {
+			err = fmt.Errorf("seq %d, want %d", ev.Seq, len(l.events)+1)
+		}
+		if err == nil && ev.TransactionID != txID {
+			err = fmt.Errorf("transactionId %q, want %q", ev.TransactionID, txID)
+		}
+		if err != nil {
+			return nil, protocol.NewError(protocol.CodeLedgerCorrupt,
+				map[string]any{"transactionId": txID, "file": path, "line": lineNo, "reason": err.Error()},
+				"ledger %s is corrupt at line %d: %v", path, lineNo, err)
+		}
+		l.events = append(l.events, ev)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	l.f = f
+	return l, nil
+}
+
+// createLedger creates an empty ledger at path (the file must not exist).
+func createLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &ledger{path: path, txID: txID, f: f, fp: fp}, nil
+}
+
+// lastSeq is the seq of the newest event, 0 when empty.
+func (l *ledger) lastSeq() int64 { return int64(len(l.events)) }
+
+// append assigns seq and ts to evs, writes them with one write and one fsync,
+// and only then adds them to the in-memory view. The fsync is the point at
+// which the events are durable; the caller notifies the host after it.
+func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
+	if l.broken != nil {
+		return nil, fmt.Errorf("ledger %s is unusable after an earlier failure: %w", l.path, l.broken)
+	}
+	ts := now()
+	var buf []byte
+	out := make([]protocol.Event, len(evs))
+	for i, ev := range evs {
+		ev.Seq = l.lastSeq() + int64(i) + 1
+		ev.TS = ts
+		ev.TransactionID = l.txID
+		line, err := encodeEvent(ev)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, line...)
+		out[i] = ev
+	}
+	if l.fp.Enabled(fpLedgerMidAppend) {
+		// A crash mid-append: half of the bytes reach the file, then the
+		// process dies. Recovery must set the torn tail aside.
+		half := len(buf) / 2
+		if _, err := l.f.Write(buf[:half]); err != nil {
+			return nil, err
+		}
+		if err := l.fp.Hit(context.Background(), fpLedgerMidAppend); err != nil {
+			return nil, err
+		}
+		buf = buf[half:]
+	}
+	if _, err := l.f.Write(buf); err != nil {
+		l.broken = err
+		return nil, fmt.Errorf("append to %s: %w", l.path, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		// After a failed fsync the page cache may have dropped the data; the
+		// only honest thing is to stop using this ledger (ALICE, fsyncgate).
+		l.broken = err
+		return nil, fmt.Errorf("fsync %s: %w", l.path, err)
+	}
+	l.events = append(l.events, out...)
+	return out, nil
+}
+
+func (l *ledger) close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
+
+// now returns the ledger's timestamp format: RFC 3339, UTC, fixed-width
+// nanoseconds, so timestamps sort as strings.
+func now() string { return time.Now().UTC().Format(timeFormat) }
+
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// writeFileSync creates path with data and fsyncs it.
+func writeFileSync(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func truncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// syncDir fsyncs a directory so that entries created, renamed or removed in
+// it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// replaceFileAtomic replaces path with data: temp file in the same
+// directory, fsync, rename, fsync of the directory (google/renameio's order).
+// A reader sees the old file or the new one, never a mix.
+func replaceFileAtomic(fp *failpoint.Set, path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
+	if err := writeFileSync(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := fp.Hit(context.Background(), fpMetaMidReplace); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}

@@ -1,0 +1,360 @@
+// Package unidiff parses, strictly applies and writes git-style unified diffs
+// ("git diff" format: a "diff --git" line, extended header lines, then GNU
+// diffutils unified hunks).
+//
+// Parsing and applying are delegated to github.com/bluekeyes/go-gitdiff; this
+// package adds the checks the kernel needs on top of it: no silently skipped
+// lines, no duplicate paths, no binary or copy patches, no fuzz. Writing uses
+// github.com/sergi/go-diff in line mode with no timeout so that the same
+// inputs always give the same bytes, because the sha256 of a diff is used as
+// an approval fingerprint.
+//
+// All content is treated as raw bytes: CR, NUL and invalid UTF-8 survive a
+// FileDiff → Parse → Apply round trip unchanged.
+package unidiff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+)
+
+// Kinds of FilePatch, as found in FilePatch.Kind.
+const (
+	// KindAdd creates NewPath; OldPath is "".
+	KindAdd = "add"
+	// KindDelete removes OldPath; NewPath is "".
+	KindDelete = "delete"
+	// KindModify changes OldPath in place (OldPath == NewPath); a mode-only
+	// change is also a modify.
+	KindModify = "modify"
+	// KindRename moves OldPath to NewPath, with or without content changes.
+	KindRename = "rename"
+)
+
+// FilePatch is one file of a parsed git-style diff (one "diff --git" section).
+type FilePatch struct {
+	// OldPath and NewPath are repository-relative paths with the "a/" and
+	// "b/" prefixes stripped and git's C-style quoting undone. The side that
+	// is /dev/null (OldPath of an add, NewPath of a delete) is "".
+	OldPath, NewPath string
+	// Kind is one of KindAdd, KindDelete, KindModify, KindRename.
+	Kind string
+	// OldMode and NewMode are permission bits (e.g. 0o644, 0o755) taken from
+	// the "old mode"/"new mode", "new file mode"/"deleted file mode" or
+	// "index" header lines; 0 when the diff does not say. When only an index
+	// line gives a mode, it applies to both sides, since git writes it there
+	// only when the mode did not change.
+	OldMode, NewMode uint32
+
+	file *gitdiff.File
+	line int // 1-based line of the "diff --git" header, for error messages
+}
+
+// Hunks reports how many "@@" hunks the patch has (0 for pure renames, mode
+// changes and empty-file adds/deletes).
+func (p *FilePatch) Hunks() int { return len(p.file.TextFragments) }
+
+// ParseError reports a diff that Parse refuses.
+type ParseError struct {
+	// Line is the 1-based line in the diff the problem was found at, or 0
+	// when it concerns the diff as a whole.
+	Line int
+	// Reason is a human-readable description.
+	Reason string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("unidiff: parse error at line %d: %s", e.Line, e.Reason)
+	}
+	return "unidiff: parse error: " + e.Reason
+}
+
+// ConflictError reports that a FilePatch does not apply exactly to the base
+// content it was given.
+type ConflictError struct {
+	// Path is the file the patch was applied to (OldPath, or NewPath for an
+	// add).
+	Path string
+	// Hunk is the 1-based hunk number (in diff order) that failed, or 0
+	// when the failure is not tied to a hunk (e.g. an add onto a non-empty
+	// base).
+	Hunk int
+	// Line is the 1-based line in the base content where the mismatch was
+	// detected, or 0 when unknown.
+	Line int
+	// Reason is a human-readable description.
+	Reason string
+
+	cause error
+}
+
+func (e *ConflictError) Error() string {
+	s := "unidiff: conflict in " + strconv.Quote(e.Path)
+	if e.Hunk > 0 {
+		s += fmt.Sprintf(" hunk %d", e.Hunk)
+	}
+	if e.Line > 0 {
+		s += fmt.Sprintf(" at base line %d", e.Line)
+	}
+	return s + ": " + e.Reason
+}
+
+// Unwrap returns the underlying go-gitdiff error (a *gitdiff.ApplyError,
+// often wrapping a *gitdiff.Conflict), or nil.
+func (e *ConflictError) Unwrap() error { return e.cause }
+
+// gitdiffErrRE pulls the line number out of go-gitdiff's error text, which is
+// the only place it exposes it.
+var gitdiffErrRE = regexp.MustCompile(`^gitdiff: line (-?\d+): (.*)$`)
+
+// Parse splits a git-style multi-file unified diff (as printed by "git diff"
+// or "git format-patch"; text before the first "diff --git" line is ignored)
+// into one FilePatch per file, in diff order.
+//
+// It returns a *ParseError when the diff is empty (no files), does not end in
+// a newline (git apply calls that corrupt), contains a line that belongs to
+// no header or hunk (go-gitdiff would skip it silently), has hunks out of
+// order or overlapping, uses a traditional "---/+++" header without a
+// "diff --git" line, is a binary or copy patch, has a non-regular file mode
+// (symlink, submodule), or when two files touch the same path. Parse never
+// panics; a panic inside go-gitdiff is returned as a *ParseError.
+func Parse(diff []byte) (patches []*FilePatch, err error) {
+	if len(bytes.TrimSpace(diff)) == 0 {
+		return nil, &ParseError{Reason: "empty diff: no file changes"}
+	}
+	lines := Lines(diff)
+	if diff[len(diff)-1] != '\n' {
+		return nil, &ParseError{Line: len(lines), Reason: "diff does not end with a newline (truncated?)"}
+	}
+
+	files, err := parseGitdiff(diff)
+	if err != nil {
+		return nil, err
+	}
+	headers, perr := scanLayout(lines)
+	if perr != nil {
+		return nil, perr
+	}
+	if len(files) == 0 {
+		return nil, &ParseError{Reason: "empty diff: no \"diff --git\" file headers found"}
+	}
+	if len(headers) != len(files) {
+		// Both walk the same grammar; a mismatch means they disagree on
+		// where files start, and neither can be trusted.
+		return nil, &ParseError{Reason: fmt.Sprintf("found %d \"diff --git\" headers but go-gitdiff parsed %d files", len(headers), len(files))}
+	}
+
+	seen := make(map[string]int) // path -> header line
+	for i, f := range files {
+		p, perr := newFilePatch(f, headers[i])
+		if perr != nil {
+			return nil, perr
+		}
+		for _, path := range []string{p.OldPath, p.NewPath} {
+			if path == "" {
+				continue
+			}
+			if prev, dup := seen[path]; dup && prev != p.line {
+				return nil, &ParseError{Line: p.line, Reason: fmt.Sprintf("path %q is already touched by the file at line %d", path, prev)}
+			}
+			seen[path] = p.line
+		}
+		patches = append(patches, p)
+	}
+	return patches, nil
+}
+
+// parseGitdiff runs go-gitdiff and converts its errors and panics, because
+// the input is untrusted and the kernel must never crash on it.
+func parseGitdiff(diff []byte) (files []*gitdiff.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			files, err = nil, &ParseError{Reason: fmt.Sprintf("go-gitdiff panicked: %v", r)}
+		}
+	}()
+	files, _, gerr := gitdiff.Parse(bytes.NewReader(diff))
+	if gerr != nil {
+		if m := gitdiffErrRE.FindStringSubmatch(gerr.Error()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return nil, &ParseError{Line: max(n, 0), Reason: m[2]}
+		}
+		return nil, &ParseError{Reason: gerr.Error()}
+	}
+	return files, nil
+}
+
+const devNull = "/dev/null"
+
+func newFilePatch(f *gitdiff.File, line int) (*FilePatch, *ParseError) {
+	fail := func(format string, args ...any) (*FilePatch, *ParseError) {
+		return nil, &ParseError{Line: line, Reason: fmt.Sprintf(format, args...)}
+	}
+	if f.IsBinary || f.BinaryFragment != nil {
+		return fail("binary patches are not supported")
+	}
+	if f.IsCopy {
+		return fail("copy patches are not supported")
+	}
+	for _, m := range []os.FileMode{f.OldMode, f.NewMode} {
+		// go-gitdiff keeps git's raw octal mode: 0o100644 is a regular
+		// file; 0o120000 (symlink) and 0o160000 (gitlink) have no
+		// meaning for byte content.
+		if m != 0 && m&^0o777 != 0o100000 {
+			return fail("unsupported file mode %06o (only regular files)", uint32(m))
+		}
+	}
+
+	p := &FilePatch{file: f, line: line, OldPath: f.OldName, NewPath: f.NewName}
+	isNew := f.IsNew || p.OldPath == devNull
+	isDelete := f.IsDelete || p.NewPath == devNull
+	switch {
+	case isNew && isDelete:
+		return fail("file is both created and deleted")
+	case isNew:
+		p.Kind, p.OldPath = KindAdd, ""
+	case isDelete:
+		p.Kind, p.NewPath = KindDelete, ""
+	case f.IsRename:
+		p.Kind = KindRename
+	case p.OldPath != p.NewPath:
+		return fail("old path %q and new path %q differ without rename headers", p.OldPath, p.NewPath)
+	default:
+		p.Kind = KindModify
+	}
+	if (p.Kind != KindAdd && p.OldPath == "") || (p.Kind != KindDelete && p.NewPath == "") {
+		return fail("missing file name")
+	}
+	if p.Kind == KindRename && p.OldPath == p.NewPath {
+		return fail("rename from and to the same path %q", p.OldPath)
+	}
+
+	p.OldMode, p.NewMode = uint32(f.OldMode)&0o777, uint32(f.NewMode)&0o777
+	switch p.Kind {
+	case KindAdd:
+		p.OldMode = 0
+	case KindDelete:
+		p.NewMode = 0
+	default:
+		if p.NewMode == 0 {
+			p.NewMode = p.OldMode
+		}
+	}
+
+	// go-gitdiff sorts hunks by position before applying; requiring diff
+	// order keeps ConflictError.Hunk meaningful and rejects overlaps that
+	// git would reject too.
+	var end int64
+	for i, frag := range f.TextFragments {
+		start, fend := oldSpan(frag)
+		if start < end {
+			return fail("hunk %d (%s) starts before the end of the previous hunk", i+1, trimNL(frag.Header()))
+		}
+		end = fend
+	}
+	return p, nil
+}
+
+// oldSpan returns the 0-based half-open range of base lines a hunk covers.
+// An empty old range ("-5,0") sits after the line it names, as in git and
+// GNU patch.
+func oldSpan(frag *gitdiff.TextFragment) (start, end int64) {
+	if frag.OldLines == 0 {
+		return frag.OldPosition, frag.OldPosition
+	}
+	return frag.OldPosition - 1, frag.OldPosition - 1 + frag.OldLines
+}
+
+func trimNL(s string) string { return string(bytes.TrimRight([]byte(s), "\n")) }
+
+// Apply applies the patch to base, the current content of OldPath (nil or
+// empty for an add), and returns the content NewPath must have afterwards:
+// nil for a delete. Application is strict (go-gitdiff's default applier):
+// every context and removed line must match base byte for byte at exactly
+// the position the hunk header gives; there is no fuzz and no offset search.
+//
+// For an add, base must be empty. For a delete, base must be exactly the
+// removed content (an empty-file delete requires an empty base). Any
+// mismatch returns a *ConflictError; Apply never panics.
+func (p *FilePatch) Apply(base []byte) (out []byte, err error) {
+	path := p.OldPath
+	if p.Kind == KindAdd {
+		path = p.NewPath
+	}
+	conflict := func(hunk, line int, reason string, cause error) error {
+		return &ConflictError{Path: path, Hunk: hunk, Line: line, Reason: reason, cause: cause}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, conflict(0, 0, fmt.Sprintf("go-gitdiff panicked: %v", r), nil)
+		}
+	}()
+
+	if p.Kind == KindAdd && len(base) != 0 {
+		return nil, conflict(0, 0, "file to be created already has content", nil)
+	}
+	var buf bytes.Buffer
+	if gerr := gitdiff.Apply(&buf, bytes.NewReader(base), gitdiffFile(p.file)); gerr != nil {
+		var ae *gitdiff.ApplyError
+		if errors.As(gerr, &ae) {
+			reason := gerr.Error()
+			if ae.Unwrap() == io.ErrUnexpectedEOF {
+				reason = "base is shorter than the hunk requires"
+			}
+			return nil, conflict(ae.Fragment, int(ae.Line), reason, gerr)
+		}
+		return nil, conflict(0, 0, gerr.Error(), gerr)
+	}
+	// Checked after go-gitdiff so that a plain content mismatch is reported
+	// as such rather than as a misplaced hunk.
+	baseLines := int64(len(Lines(base)))
+	for i, frag := range p.file.TextFragments {
+		// git apply (without --unidiff-zero) requires a hunk with no
+		// trailing context to end at EOF; go-gitdiff does not check it,
+		// and without it an append could land in the middle of a file.
+		if _, end := oldSpan(frag); frag.TrailingContext == 0 && end < baseLines {
+			return nil, conflict(i+1, int(end)+1, fmt.Sprintf("hunk has no trailing context, so it must end at the end of the file, but base has %d more lines", baseLines-end), nil)
+		}
+	}
+	if p.Kind == KindDelete {
+		// go-gitdiff only checks for content after the last hunk; content it
+		// copied through (before the hunks, or all of it when there are
+		// none) means base was not exactly what the diff deletes.
+		if buf.Len() != 0 {
+			return nil, conflict(0, 0, "base has content the delete does not remove", nil)
+		}
+		return nil, nil
+	}
+	return buf.Bytes(), nil
+}
+
+// gitdiffFile returns f with empty-old-range hunks moved so go-gitdiff
+// applies them where git does: go-gitdiff inserts "-5,0" lines before line
+// 5, git and GNU patch after it.
+func gitdiffFile(f *gitdiff.File) *gitdiff.File {
+	var frags []*gitdiff.TextFragment
+	for i, frag := range f.TextFragments {
+		if frag.OldLines != 0 || frag.OldPosition == 0 {
+			continue
+		}
+		if frags == nil {
+			frags = append([]*gitdiff.TextFragment(nil), f.TextFragments...)
+		}
+		moved := *frag
+		moved.OldPosition++
+		frags[i] = &moved
+	}
+	if frags == nil {
+		return f
+	}
+	g := *f
+	g.TextFragments = frags
+	return &g
+}

@@ -1,0 +1,764 @@
+package unidiff
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/quick"
+)
+
+// applyOne parses a single-file diff and applies it to base.
+func applyOne(t *testing.T, diff string, base string) (*FilePatch, []byte, error) {
+	t.Helper()
+	ps, err := Parse([]byte(diff))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ps) != 1 {
+		t.Fatalf("got %d patches, want 1", len(ps))
+	}
+	out, err := ps[0].Apply([]byte(base))
+	return ps[0], out, err
+}
+
+func TestParseApplyTable(t *testing.T) {
+	tests := []struct {
+		name     string
+		diff     string
+		base     string
+		want     string
+		wantNil  bool // delete: Apply returns nil
+		kind     string
+		oldPath  string
+		newPath  string
+		oldMode  uint32
+		newMode  uint32
+		conflict bool
+	}{
+		{
+			name:    "add",
+			diff:    "diff --git a/f.txt b/f.txt\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/f.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n",
+			want:    "one\ntwo\n",
+			kind:    KindAdd,
+			newPath: "f.txt",
+			newMode: 0o644,
+		},
+		{
+			name:    "add executable",
+			diff:    "diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n@@ -0,0 +1 @@\n+#!/bin/sh\n",
+			want:    "#!/bin/sh\n",
+			kind:    KindAdd,
+			newPath: "run.sh",
+			newMode: 0o755,
+		},
+		{
+			name:    "add empty file",
+			diff:    "diff --git a/empty b/empty\nnew file mode 100644\nindex 0000000..e69de29\n",
+			want:    "",
+			kind:    KindAdd,
+			newPath: "empty",
+			newMode: 0o644,
+		},
+		{
+			name:     "add onto existing content",
+			diff:     "diff --git a/f b/f\nnew file mode 100644\n--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+x\n",
+			base:     "already\n",
+			conflict: true,
+		},
+		{
+			name:    "delete",
+			diff:    "diff --git a/f b/f\ndeleted file mode 100644\n--- a/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n",
+			base:    "a\nb\n",
+			wantNil: true,
+			kind:    KindDelete,
+			oldPath: "f",
+			oldMode: 0o644,
+		},
+		{
+			name:     "delete with extra base content",
+			diff:     "diff --git a/f b/f\ndeleted file mode 100644\n--- a/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n",
+			base:     "a\nb\nc\n",
+			conflict: true,
+		},
+		{
+			name:     "delete with different content",
+			diff:     "diff --git a/f b/f\ndeleted file mode 100644\n--- a/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n",
+			base:     "a\nB\n",
+			conflict: true,
+		},
+		{
+			name:    "delete empty file",
+			diff:    "diff --git a/e b/e\ndeleted file mode 100644\nindex e69de29..0000000\n",
+			base:    "",
+			wantNil: true,
+			kind:    KindDelete,
+			oldPath: "e",
+			oldMode: 0o644,
+		},
+		{
+			name:     "delete empty file but base not empty",
+			diff:     "diff --git a/e b/e\ndeleted file mode 100644\n",
+			base:     "x\n",
+			conflict: true,
+		},
+		{
+			name:    "modify",
+			diff:    "diff --git a/f b/f\nindex 1111111..2222222 100644\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+			base:    "a\nb\nc\n",
+			want:    "a\nB\nc\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+			oldMode: 0o644,
+			newMode: 0o644,
+		},
+		{
+			name:    "modify without index line has no modes",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+			base:    "a\nb\nc\n",
+			want:    "a\nB\nc\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:    "remove final newline",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n",
+			base:    "a\nb\n",
+			want:    "a\nb",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:    "add final newline",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n",
+			base:    "a\nb",
+			want:    "a\nb\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:    "no final newline on both sides",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n",
+			base:    "a\nb",
+			want:    "A\nb",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:     "no-newline hunk against base with newline",
+			diff:     "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n",
+			base:     "a\nb\n",
+			conflict: true,
+		},
+		{
+			name:    "CR bytes survive",
+			diff:    "diff --git a/w b/w\n--- a/w\n+++ b/w\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n",
+			base:    "a\r\nb\r\n",
+			want:    "a\r\nc\r\n",
+			kind:    KindModify,
+			oldPath: "w",
+			newPath: "w",
+		},
+		{
+			name:     "CR mismatch is a conflict",
+			diff:     "diff --git a/w b/w\n--- a/w\n+++ b/w\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n",
+			base:     "a\nb\n",
+			conflict: true,
+		},
+		{
+			name:    "mode change only",
+			diff:    "diff --git a/s.sh b/s.sh\nold mode 100644\nnew mode 100755\n",
+			base:    "echo\n",
+			want:    "echo\n",
+			kind:    KindModify,
+			oldPath: "s.sh",
+			newPath: "s.sh",
+			oldMode: 0o644,
+			newMode: 0o755,
+		},
+		{
+			name:    "rename without content change",
+			diff:    "diff --git a/old.go b/pkg/new.go\nsimilarity index 100%\nrename from old.go\nrename to pkg/new.go\n",
+			base:    "package x\n",
+			want:    "package x\n",
+			kind:    KindRename,
+			oldPath: "old.go",
+			newPath: "pkg/new.go",
+		},
+		{
+			name:    "rename with content and mode change",
+			diff:    "diff --git a/a b/b\nold mode 100644\nnew mode 100755\nsimilarity index 90%\nrename from a\nrename to b\nindex 1..2\n--- a/a\n+++ b/b\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n",
+			base:    "x\ny\n",
+			want:    "x\nz\n",
+			kind:    KindRename,
+			oldPath: "a",
+			newPath: "b",
+			oldMode: 0o644,
+			newMode: 0o755,
+		},
+		{
+			name:    "quoted and spaced names",
+			diff:    "diff --git \"a/\\303\\251 x\" \"b/\\303\\251 x\"\n--- \"a/\\303\\251 x\"\t\n+++ \"b/\\303\\251 x\"\t\n@@ -1 +1 @@\n-1\n+2\n",
+			base:    "1\n",
+			want:    "2\n",
+			kind:    KindModify,
+			oldPath: "é x",
+			newPath: "é x",
+		},
+		{
+			name:     "hunk mismatch",
+			diff:     "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+			base:     "a\nx\nc\n",
+			conflict: true,
+		},
+		{
+			name:     "hunk at wrong offset (no fuzz)",
+			diff:     "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+			base:     "zero\na\nb\nc\n",
+			conflict: true,
+		},
+		{
+			name:     "base too short",
+			diff:     "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+			base:     "a\n",
+			conflict: true,
+		},
+		{
+			name:     "append without trailing context must be at EOF",
+			diff:     "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n b\n+c\n",
+			base:     "a\nb\nd\n",
+			conflict: true,
+		},
+		{
+			name:    "append at EOF",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n b\n+c\n",
+			base:    "a\nb\n",
+			want:    "a\nb\nc\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:    "zero-context insertion at EOF goes after the named line",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -2,0 +3 @@\n+c\n",
+			base:    "a\nb\n",
+			want:    "a\nb\nc\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:    "empty context line (newer GNU diff)",
+			diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n\n-b\n+B\n",
+			base:    "a\n\nb\n",
+			want:    "a\n\nB\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+		{
+			name:    "preamble is ignored",
+			diff:    "From 123 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\n---\n f | 2 +-\n\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n-- \n2.39.5\n\n",
+			base:    "a\n",
+			want:    "b\n",
+			kind:    KindModify,
+			oldPath: "f",
+			newPath: "f",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, out, err := applyOne(t, tt.diff, tt.base)
+			if tt.conflict {
+				var ce *ConflictError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err = %v (%T), want *ConflictError", err, err)
+				}
+				if ce.Path == "" || ce.Reason == "" {
+					t.Errorf("incomplete ConflictError: %+v", ce)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantNil {
+				if out != nil {
+					t.Errorf("out = %q, want nil", out)
+				}
+			} else if string(out) != tt.want {
+				t.Errorf("out = %q, want %q", out, tt.want)
+			}
+			if p.Kind != tt.kind || p.OldPath != tt.oldPath || p.NewPath != tt.newPath || p.OldMode != tt.oldMode || p.NewMode != tt.newMode {
+				t.Errorf("patch = {%q %q %q %o %o}, want {%q %q %q %o %o}",
+					p.Kind, p.OldPath, p.NewPath, p.OldMode, p.NewMode,
+					tt.kind, tt.oldPath, tt.newPath, tt.oldMode, tt.newMode)
+			}
+		})
+	}
+}
+
+func TestConflictErrorDetails(t *testing.T) {
+	diff := "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n@@ -6,2 +6,2 @@\n f\n-g\n+G\n"
+	ps, err := Parse([]byte(diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ps[0].Apply([]byte("a\nb\nc\nd\ne\nf\nX\n"))
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *ConflictError", err)
+	}
+	if ce.Path != "f" || ce.Hunk != 2 || ce.Line != 7 {
+		t.Errorf("got %+v, want path f, hunk 2, line 7", ce)
+	}
+	if !strings.Contains(ce.Error(), "hunk 2") {
+		t.Errorf("Error() = %q", ce.Error())
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		diff     string
+		wantLine int // -1: don't care
+	}{
+		{"empty", "", 0},
+		{"whitespace only", "\n\n", 0},
+		{"no files", "just some text\n", 0},
+		{"no final newline", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b", 6},
+		{"traditional header", "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", 1},
+		{"hunk without file", "@@ -1 +1 @@\n-a\n+b\n", 1},
+		{"bad hunk header", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1\n-a\n+b\n", 4},
+		{"miscounted hunk (short)", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+b\n", -1},
+		{"miscounted hunk (extra lines)", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n+c\n", 7},
+		{"junk between files", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\ngarbage\ndiff --git a/g b/g\n--- a/g\n+++ b/g\n@@ -1 +1 @@\n-a\n+b\n", 7},
+		{"bad line op", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n*b\n+b\n", 6},
+		{"duplicate path", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-b\n+c\n", 7},
+		{"rename onto modified path", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/g b/f\nrename from g\nrename to f\n", 7},
+		{"binary", "diff --git a/img b/img\nindex 1..2 100644\nBinary files a/img and b/img differ\n", 1},
+		{"git binary patch", "diff --git a/x.bin b/x.bin\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\nGIT binary patch\nliteral 0\nHcmV?d00001\n\nliteral 0\nHcmV?d00001\n\n", 1},
+		{"copy", "diff --git a/a b/b\nsimilarity index 100%\ncopy from a\ncopy to b\n", 1},
+		{"symlink", "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n", 1},
+		{"paths differ without rename", "diff --git a/f b/g\n--- a/f\n+++ b/g\n@@ -1 +1 @@\n-a\n+b\n", 1},
+		{"hunks out of order", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10 +10 @@\n-a\n+b\n@@ -1 +1 @@\n-a\n+b\n", 1},
+		{"hunks overlap", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+b\n x\n@@ -2 +2 @@\n-x\n+y\n", 1},
+		{"new file with old lines", "diff --git a/f b/f\nnew file mode 100644\n--- /dev/null\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", -1},
+		{"crlf diff", "diff --git a/f b/f\r\n--- a/f\r\n+++ b/f\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n", 1},
+		{"marker after marker", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n\\ No newline at end of file\n+b\n", 7},
+		{"line after no-newline marker", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n\\ No newline at end of file\n-b\n+c\n+d\n", 7},
+		{"hunk without changes", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n a\n", -1},
+		{"negative position", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ --1 +1 @@\n-a\n+b\n", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, err := Parse([]byte(tt.diff))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Parse = %v, %v; want *ParseError", ps, err)
+			}
+			if pe.Reason == "" {
+				t.Error("empty Reason")
+			}
+			if tt.wantLine >= 0 && pe.Line != tt.wantLine {
+				t.Errorf("Line = %d, want %d (%v)", pe.Line, tt.wantLine, pe)
+			}
+		})
+	}
+}
+
+func TestMultiFileParse(t *testing.T) {
+	diff := "diff --git a/a b/a\nnew file mode 100644\n--- /dev/null\n+++ b/a\n@@ -0,0 +1 @@\n+A\n" +
+		"diff --git a/b b/b\ndeleted file mode 100755\n--- a/b\n+++ /dev/null\n@@ -1 +0,0 @@\n-B\n" +
+		"diff --git a/c b/d\nsimilarity index 100%\nrename from c\nrename to d\n" +
+		"diff --git a/e b/e\nold mode 100755\nnew mode 100644\n"
+	ps, err := Parse([]byte(diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Kind+":"+p.OldPath+">"+p.NewPath)
+	}
+	want := "add:>a delete:b> rename:c>d modify:e>e"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	if ps[1].OldMode != 0o755 || ps[3].OldMode != 0o755 || ps[3].NewMode != 0o644 {
+		t.Errorf("modes: %o %o %o", ps[1].OldMode, ps[3].OldMode, ps[3].NewMode)
+	}
+}
+
+func TestFileDiffGolden(t *testing.T) {
+	tests := []struct {
+		name             string
+		oldPath, newPath string
+		old, new         string
+		oldEx, newEx     bool
+		oldMode, newMode uint32
+		want             string
+	}{
+		{"unchanged", "f", "f", "a\n", "a\n", true, true, 0o644, 0o644, ""},
+		{"unchanged, mode 0 means 644", "f", "f", "a\n", "a\n", true, true, 0, 0o644, ""},
+		{"neither exists", "f", "f", "", "", false, false, 0, 0, ""},
+		{"add", "", "d/f.txt", "", "a\nb\n", false, true, 0, 0o644,
+			"diff --git a/d/f.txt b/d/f.txt\nnew file mode 100644\n--- /dev/null\n+++ b/d/f.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n"},
+		{"add one line", "", "f", "", "a\n", false, true, 0, 0o755,
+			"diff --git a/f b/f\nnew file mode 100755\n--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+a\n"},
+		{"add empty", "", "e", "", "", false, true, 0, 0o644,
+			"diff --git a/e b/e\nnew file mode 100644\n"},
+		{"delete", "f", "", "a\n", "", true, false, 0o644, 0,
+			"diff --git a/f b/f\ndeleted file mode 100644\n--- a/f\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"},
+		{"delete empty", "e", "", "", "", true, false, 0o644, 0,
+			"diff --git a/e b/e\ndeleted file mode 100644\n"},
+		{"modify", "f", "f", "1\n2\n3\n4\n5\n", "1\n2\nthree\n4\n5\n", true, true, 0o644, 0o644,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n 1\n 2\n-3\n+three\n 4\n 5\n"},
+		{"no newline removed", "f", "f", "a\nb\n", "a\nb", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n"},
+		{"no newline added", "f", "f", "a\nb", "a\nb\n", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
+		{"no newline context", "f", "f", "a\nb", "A\nb", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n"},
+		{"CR", "f", "f", "a\r\nb\r\n", "a\r\nc\r\n", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n"},
+		{"mode only", "s", "s", "x\n", "x\n", true, true, 0o644, 0o755,
+			"diff --git a/s b/s\nold mode 100644\nnew mode 100755\n"},
+		{"pure rename", "a", "b/c", "x\n", "x\n", true, true, 0o644, 0o644,
+			"diff --git a/a b/b/c\nrename from a\nrename to b/c\n"},
+		{"rename, mode and content", "a", "b", "x\ny\n", "x\nz\n", true, true, 0o644, 0o755,
+			"diff --git a/a b/b\nold mode 100644\nnew mode 100755\nrename from a\nrename to b\n--- a/a\n+++ b/b\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n"},
+		{"spaces and quoting", "x y", "x y", "1\n", "2\n", true, true, 0, 0,
+			"diff --git a/x y b/x y\n--- a/x y\t\n+++ b/x y\t\n@@ -1 +1 @@\n-1\n+2\n"},
+		{"non-ASCII name", "é\"t", "é\"t", "1\n", "2\n", true, true, 0, 0,
+			"diff --git \"a/\\303\\251\\\"t\" \"b/\\303\\251\\\"t\"\n--- \"a/\\303\\251\\\"t\"\n+++ \"b/\\303\\251\\\"t\"\n@@ -1 +1 @@\n-1\n+2\n"},
+		{"two hunks", "f", "f",
+			"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n",
+			"one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\ntwelve\n", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n-1\n+one\n 2\n 3\n 4\n@@ -9,4 +9,4 @@\n 9\n 10\n 11\n-12\n+twelve\n"},
+		{"gap of 6 merges", "f", "f",
+			"1\n2\n3\n4\n5\n6\n7\n8\n",
+			"one\n2\n3\n4\n5\n6\n7\neight\n", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,8 +1,8 @@\n-1\n+one\n 2\n 3\n 4\n 5\n 6\n 7\n-8\n+eight\n"},
+		{"pure deletion mid-file", "f", "f",
+			"1\n2\n3\n4\n5\n6\n7\n",
+			"1\n2\n3\n5\n6\n7\n", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,7 +1,6 @@\n 1\n 2\n 3\n-4\n 5\n 6\n 7\n"},
+		{"to empty", "f", "f", "a\n", "", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +0,0 @@\n-a\n"},
+		{"from empty", "f", "f", "", "a\n", true, true, 0, 0,
+			"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+a\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := FileDiff(tt.oldPath, tt.newPath, []byte(tt.old), []byte(tt.new), tt.oldEx, tt.newEx, tt.oldMode, tt.newMode)
+			if string(got) != tt.want {
+				t.Fatalf("FileDiff =\n%s\nwant\n%s", got, tt.want)
+			}
+			if tt.want == "" {
+				if got != nil {
+					t.Errorf("want nil, got %q", got)
+				}
+				return
+			}
+			checkRoundtrip(t, tt.oldPath, tt.newPath, []byte(tt.old), []byte(tt.new), tt.oldEx, tt.newEx, tt.oldMode, tt.newMode)
+		})
+	}
+}
+
+// checkRoundtrip asserts Parse(FileDiff(...)) applied to old yields new, with
+// the kind, paths and modes the arguments imply.
+func checkRoundtrip(t testing.TB, oldPath, newPath string, old, new []byte, oldEx, newEx bool, oldMode, newMode uint32) {
+	t.Helper()
+	d := FileDiff(oldPath, newPath, old, new, oldEx, newEx, oldMode, newMode)
+	if d == nil {
+		if oldEx != newEx || (oldEx && !bytes.Equal(old, new)) {
+			t.Fatalf("FileDiff returned nil for a change")
+		}
+		return
+	}
+	ps, err := Parse(d)
+	if err != nil {
+		t.Fatalf("Parse(FileDiff) = %v\n%q", err, d)
+	}
+	if len(ps) != 1 {
+		t.Fatalf("%d patches", len(ps))
+	}
+	p := ps[0]
+	base := old
+	if !oldEx {
+		base = nil
+	}
+	out, err := p.Apply(base)
+	if err != nil {
+		t.Fatalf("Apply = %v\ndiff:\n%q", err, d)
+	}
+	switch {
+	case !newEx:
+		if out != nil || p.Kind != KindDelete || p.OldPath != oldPath {
+			t.Fatalf("delete: out=%q patch=%+v", out, p)
+		}
+	case !bytes.Equal(out, new):
+		t.Fatalf("roundtrip mismatch:\nold %q\nnew %q\ngot %q\ndiff:\n%q", old, new, out, d)
+	case !oldEx:
+		if p.Kind != KindAdd || p.NewPath != newPath || p.NewMode != gitMode(newMode)&0o777 {
+			t.Fatalf("add: patch=%+v", p)
+		}
+	default:
+		wantKind := KindModify
+		if oldPath != newPath {
+			wantKind = KindRename
+		}
+		if p.Kind != wantKind || p.OldPath != oldPath || p.NewPath != newPath {
+			t.Fatalf("patch=%+v, want kind %s", p, wantKind)
+		}
+		if gitMode(oldMode) != gitMode(newMode) && (p.OldMode != gitMode(oldMode)&0o777 || p.NewMode != gitMode(newMode)&0o777) {
+			t.Fatalf("modes %o→%o, want %o→%o", p.OldMode, p.NewMode, oldMode, newMode)
+		}
+	}
+}
+
+// randomLines are the building blocks of generated files: the awkward cases
+// (CR, NUL, invalid UTF-8, empty lines, diff-like content) appear often.
+var randomLines = []string{
+	"a\n", "b\n", "c\n", "\n", "a\r\n", "\r\n", "\r", "x\ry\n",
+	"\xff\xfe\n", "\x00\n", "\xc3\x28\n", "\xed\xa0\x80\n", "é\n",
+	"+x\n", "-x\n", " x\n", "@@ -1 +1 @@\n", "\\ No newline at end of file\n",
+	"diff --git a/x b/x\n", "--- a/x\n", "func main() {\n", "}\n",
+}
+
+func randomFile(r *rand.Rand, n int) []byte {
+	var b []byte
+	for range n {
+		b = append(b, randomLines[r.IntN(len(randomLines))]...)
+	}
+	if r.IntN(3) == 0 && len(b) > 0 && b[len(b)-1] == '\n' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// mutate edits a few random line ranges so old and new share most lines, the
+// case where hunk grouping and context matter.
+func mutate(r *rand.Rand, old []byte) []byte {
+	lines := Lines(old)
+	for range 1 + r.IntN(4) {
+		i := r.IntN(len(lines) + 1)
+		switch r.IntN(3) {
+		case 0: // insert
+			lines = append(lines[:i], append([]string{randomLines[r.IntN(len(randomLines))]}, lines[i:]...)...)
+		case 1: // delete
+			if i < len(lines) {
+				lines = append(lines[:i], lines[i+1:]...)
+			}
+		case 2: // replace
+			if i < len(lines) {
+				lines[i] = randomLines[r.IntN(len(randomLines))]
+			}
+		}
+	}
+	// Keep every line but the last newline-terminated, or the join would
+	// glue lines together and test a different file than intended.
+	var b []byte
+	for i, l := range lines {
+		if i < len(lines)-1 && !strings.HasSuffix(l, "\n") {
+			l += "\n"
+		}
+		b = append(b, l...)
+	}
+	if r.IntN(4) == 0 && len(b) > 0 && b[len(b)-1] == '\n' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func TestRoundtripRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		old := randomFile(r, r.IntN(40))
+		var new []byte
+		if i%5 == 0 {
+			new = randomFile(r, r.IntN(40))
+		} else {
+			new = mutate(r, old)
+		}
+		oldEx, newEx := i%17 != 0, i%19 != 0
+		oldMode, newMode := uint32(0o644), uint32(0o644)
+		if i%7 == 0 {
+			newMode = 0o755
+		}
+		newPath := "dir/f.txt"
+		if i%11 == 0 {
+			newPath = "other name.txt"
+		}
+		checkRoundtrip(t, "dir/f.txt", newPath, old, new, oldEx, newEx, oldMode, newMode)
+	}
+}
+
+func TestRoundtripQuick(t *testing.T) {
+	f := func(old, new []byte) bool {
+		checkRoundtrip(t, "q", "q", old, new, true, true, 0o644, 0o644)
+		return !t.Failed()
+	}
+	if err := quick.Check(f, &quick.Config{MaxCount: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	// Byte-level random data has few '\n'; splice some in so multi-line
+	// files with shared lines are covered too.
+	g := func(old, new []byte) bool {
+		o := bytes.ReplaceAll(old, []byte{'a'}, []byte("\n"))
+		n := append(append([]byte{}, o...), bytes.ReplaceAll(new, []byte{'b'}, []byte("\n"))...)
+		checkRoundtrip(t, "q", "q", o, n, true, true, 0o644, 0o644)
+		return !t.Failed()
+	}
+	if err := quick.Check(g, &quick.Config{MaxCount: 2000}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFileDiffDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		old := randomFile(r, 200)
+		new := mutate(r, mutate(r, old))
+		a := FileDiff("f", "f", old, new, true, true, 0, 0)
+		b := FileDiff("f", "f", old, new, true, true, 0, 0)
+		if !bytes.Equal(a, b) {
+			t.Fatal("FileDiff is not deterministic")
+		}
+	}
+}
+
+func TestFileDiffHugeFallback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large input")
+	}
+	// More distinct lines than go-diff's rune encoding can hold.
+	var old, new bytes.Buffer
+	for i := range maxDiffLines/2 + 10 {
+		old.WriteString("o" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i) + "\n")
+		new.WriteString("n" + strconv.Itoa(i) + "\n")
+	}
+	checkRoundtrip(t, "big", "big", old.Bytes(), new.Bytes(), true, true, 0, 0)
+}
+
+func TestLines(t *testing.T) {
+	for _, s := range []string{"", "a", "a\n", "a\nb", "\n\n", "a\r\nb\r", "\x00\xff\n"} {
+		ls := Lines([]byte(s))
+		if strings.Join(ls, "") != s {
+			t.Errorf("Lines(%q) = %q does not rejoin", s, ls)
+		}
+		for i, l := range ls {
+			if i < len(ls)-1 && !strings.HasSuffix(l, "\n") {
+				t.Errorf("Lines(%q)[%d] = %q lacks newline", s, i, l)
+			}
+		}
+	}
+	if Lines(nil) != nil {
+		t.Error("Lines(nil) != nil")
+	}
+}
+
+// TestGitApplyCompat checks that real git accepts FileDiff output and
+// produces the same bytes and mode.
+func TestGitApplyCompat(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	type tc struct {
+		name             string
+		oldPath, newPath string
+		old, new         []byte
+		oldEx, newEx     bool
+		oldMode, newMode uint32
+	}
+	cases := []tc{
+		{"add", "", "n.txt", nil, []byte("a\nb"), false, true, 0, 0o755},
+		{"add empty", "", "e", nil, nil, false, true, 0, 0o644},
+		{"delete", "d.txt", "", []byte("x\ny\n"), nil, true, false, 0o644, 0},
+		{"crlf", "w.txt", "w.txt", []byte("a\r\nb\r\nc\r\n"), []byte("a\r\nB\r\nc\r\n"), true, true, 0o644, 0o644},
+		{"no eol", "f", "f", []byte("a\nb"), []byte("a\nb\n"), true, true, 0o644, 0o644},
+		{"mode", "m", "m", []byte("x\n"), []byte("x\n"), true, true, 0o644, 0o755},
+		{"rename", "from/a", "to/b", []byte("1\n2\n3\n"), []byte("1\n2\n3\n4\n"), true, true, 0o644, 0o644},
+		{"pure rename", "p", "q", []byte("same\n"), []byte("same\n"), true, true, 0o644, 0o644},
+		{"space name", "x y.txt", "x y.txt", []byte("1\n"), []byte("2\n"), true, true, 0o644, 0o644},
+		{"unicode name", "é.txt", "é.txt", []byte("1\n"), []byte("2\n"), true, true, 0o644, 0o644},
+		{"binary-ish bytes", "b", "b", []byte("\xff\xfe\nq\x01\n"), []byte("\xff\xfe\nr\x01\n"), true, true, 0o644, 0o644},
+	}
+	for i := range 60 {
+		old := randomFile(r, 10+r.IntN(60))
+		// git treats NUL-containing files as binary; keep those out of the
+		// random text cases.
+		old = bytes.ReplaceAll(old, []byte{0}, []byte("0"))
+		new := bytes.ReplaceAll(mutate(r, old), []byte{0}, []byte("0"))
+		cases = append(cases, tc{"random" + strconv.Itoa(i), "r.txt", "r.txt", old, new, true, true, 0o644, 0o644})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			run := func(args ...string) {
+				t.Helper()
+				cmd := exec.Command(git, args...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			run("init", "-q", ".")
+			if c.oldEx {
+				p := filepath.Join(dir, filepath.FromSlash(c.oldPath))
+				must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				must(t, os.WriteFile(p, c.old, 0o644))
+				must(t, os.Chmod(p, os.FileMode(gitMode(c.oldMode)&0o777)))
+			}
+			d := FileDiff(c.oldPath, c.newPath, c.old, c.new, c.oldEx, c.newEx, c.oldMode, c.newMode)
+			if d == nil {
+				t.Skip("no change")
+			}
+			must(t, os.WriteFile(filepath.Join(dir, ".patch"), d, 0o644))
+			run("apply", "--check", ".patch")
+			run("apply", ".patch")
+			if !c.newEx {
+				if _, err := os.Stat(filepath.Join(dir, c.oldPath)); !os.IsNotExist(err) {
+					t.Fatalf("deleted file still exists: %v", err)
+				}
+				return
+			}
+			if c.oldEx && c.oldPath != c.newPath {
+				if _, err := os.Stat(filepath.Join(dir, c.oldPath)); !os.IsNotExist(err) {
+					t.Fatalf("renamed-from file still exists: %v", err)
+				}
+			}
+			p := filepath.Join(dir, filepath.FromSlash(c.newPath))
+			got, err := os.ReadFile(p)
+			must(t, err)
+			if !bytes.Equal(got, c.new) {
+				t.Fatalf("git apply result %q, want %q\ndiff:\n%s", got, c.new, d)
+			}
+			st, err := os.Stat(p)
+			must(t, err)
+			if wantX := gitMode(c.newMode)&0o100 != 0; (st.Mode()&0o100 != 0) != wantX {
+				t.Fatalf("mode %v, want executable=%v", st.Mode(), wantX)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
