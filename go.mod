@@ -1,6 +1,6 @@
 module github.com/txkernel/txkernel
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/bluekeyes/go-gitdiff v0.9.0

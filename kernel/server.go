@@ -65,6 +65,7 @@ type methodInfo struct {
 	handle     handlerFunc
 	beforeInit bool // may be called before initialize
 	notify     bool // a notification: never answered
+	inline     bool // runs on the read loop, in message order (session methods)
 }
 
 // typed adapts a handler over typed params P into a handlerFunc. Absent or
@@ -110,11 +111,11 @@ func requireTx(id string) error {
 // methods is the method table: every request and notification the kernel
 // understands. Anything else gets -32601.
 var methods = map[string]methodInfo{
-	protocol.MethodInitialize: {beforeInit: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
+	protocol.MethodInitialize: {beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
 		return s.initialize(p), nil
 	})},
 	protocol.MethodInitialized: {beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
-	protocol.MethodShutdown: {handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+	protocol.MethodShutdown: {inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
 		s.mu.Lock()
 		s.shutdown = true
 		s.mu.Unlock()
@@ -237,7 +238,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, Logger: cfg.Logger})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(ctx, s.stream, jsonrpc2.AsyncHandler(s), jsonrpc2.SetLogger(slogAdapter{s.log}))
+	conn := jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(slogAdapter{s.log}))
 	s.conn.CompareAndSwap(nil, conn)
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
 		c := s.conn.Load()
@@ -275,8 +276,12 @@ func (s *Server) exited() bool {
 	}
 }
 
-// Handle implements jsonrpc2.Handler. jsonrpc2.AsyncHandler runs it in a
-// goroutine per message, so a $/cancelRequest is read while a request runs.
+// Handle implements jsonrpc2.Handler. jsonrpc2 calls it from its read loop,
+// one message at a time, so everything that depends on message order runs
+// here, inline: the session checks, the notifications (initialized, exit,
+// $/cancelRequest) and the session methods (initialize, shutdown). A request
+// that reaches a service runs in its own goroutine, so a long apply never
+// blocks the $/cancelRequest that would stop it.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	s.conn.CompareAndSwap(nil, conn)
 	m, ok := methods[req.Method]
@@ -292,15 +297,15 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method))
 		return
 	}
-	s.mu.Lock()
-	initialized, shutdown := s.initialized, s.shutdown
-	s.mu.Unlock()
 	if req.Notif {
 		if _, err := m.handle(ctx, s, req.Params); err != nil {
 			s.log.Warn("notification failed", "method", req.Method, "err", err)
 		}
 		return
 	}
+	s.mu.Lock()
+	initialized, shutdown := s.initialized, s.shutdown
+	s.mu.Unlock()
 	switch {
 	case shutdown:
 		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
@@ -309,23 +314,30 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.Method}, "call initialize first"))
 		return
 	}
-	s.wg.Add(1)
-	defer s.wg.Done()
+	if m.inline {
+		res, err := s.call(ctx, m, req)
+		s.reply(ctx, req, res, err)
+		return
+	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	s.inflight[req.ID] = cancel
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.inflight, req.ID)
-		s.mu.Unlock()
-		cancel()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.inflight, req.ID)
+			s.mu.Unlock()
+			cancel()
+		}()
+		res, err := s.call(reqCtx, m, req)
+		if err != nil && reqCtx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.Method}, "request cancelled")
+		}
+		s.reply(ctx, req, res, err)
 	}()
-	res, err := s.call(reqCtx, m, req)
-	if err != nil && reqCtx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.Method}, "request cancelled")
-	}
-	s.reply(ctx, req, res, err)
 }
 
 // call runs a handler and turns a panic into an internal error: a bug must

@@ -84,9 +84,11 @@ const (
 )
 
 // TransactionFile is transaction.json: the transaction's metadata, replaced
-// atomically (temp file, fsync, rename, directory fsync). The ledger is the
-// source of truth for State; this file is its summary and the home of
-// pointers.proposal. Field names are the seed's (snake_case).
+// atomically (temp file, fsync, rename, directory fsync) when the state
+// changes. The ledger is the source of truth for State; this file is its
+// summary and the home of pointers.proposal, and it is rebuilt from the
+// ledger when missing or unreadable. UpdatedAt is when State was entered.
+// Field names are the seed's (snake_case).
 type TransactionFile struct {
 	SchemaVersion int      `json:"schema_version"`
 	TransactionID string   `json:"transaction_id"`

@@ -58,8 +58,8 @@ func NewScanner() *Scanner {
 		// Exact token lengths, bounded on both sides, so a longer run of
 		// alphanumerics (a hash, base64 data) never yields a partial match.
 		github: regexp.MustCompile(`\b(?:gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{82})\b`),
-		// The optional leading "-" lets "-----BEGIN" match; RE2 cannot anchor
-		// on "exactly five dashes" without lookbehind, and it does not matter.
+		// Case-insensitive like gitleaks: keys pasted into lowercased
+		// config values still count.
 		keyBegin: regexp.MustCompile(`(?i)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
 		keyEnd:   regexp.MustCompile(`(?i)-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
 		// identifier, optional closing quote of a JSON/YAML key, operator,
@@ -430,12 +430,16 @@ func (s *Scanner) newKeyBodies(lines []string) *keyBodies {
 	return b
 }
 
+// escapes removes literal "\n" and "\r" sequences, which is how keys are
+// embedded in JSON and source strings. A Replacer is safe for concurrent use.
+var escapes = strings.NewReplacer(`\n`, "", `\r`, "")
+
 // bodyLike reports whether a line (or line fragment) can be part of a PEM
 // body as it appears in files and in source code: base64 runs or PEM header
 // fields, optionally wrapped in quotes, string concatenation, commas and
 // literal "\n" escapes.
 func (s *Scanner) bodyLike(l string) bool {
-	l = strings.NewReplacer(`\n`, "", `\r`, "").Replace(l)
+	l = escapes.Replace(l)
 	l = strings.TrimSpace(l)
 	l = strings.TrimLeft(l, "\"'`+ \t")
 	l = strings.TrimRight(l, "\"'`+,; \t\\")

@@ -22,9 +22,9 @@ import (
 //     OK false with the pending ones;
 //  3. re-checks every base sha256 (an added file must still be absent);
 //  4. stages each new content next to its target and fsyncs it;
-//  5. appends the commit record apply/commit and fsyncs the ledger: the
-//     commit point, after which cancellation is ignored and recovery rolls
-//     forward;
+//  5. appends apply/start and the commit record apply/commit and fsyncs the
+//     ledger: the commit point, after which cancellation is ignored and
+//     recovery rolls forward;
 //  6. renames each staged file over its target (or removes the target), then
 //     fsyncs each parent directory;
 //  7. appends the turn/item upsert, apply/complete, tx/status applied and
@@ -94,9 +94,6 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := e.appendEvents(t, protocol.Event{Type: protocol.EventApplyStart}); err != nil {
-		return nil, err
-	}
 	ops, err := e.stage(ctx, t)
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpAfterStaging)
@@ -108,7 +105,11 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		err = ctx.Err() // the last moment at which a cancel can stop the apply
 	}
 	if err == nil {
-		err = e.appendEvents(t, protocol.Event{Type: protocol.EventApplyCommit, Commit: &protocol.CommitRecord{Ops: ops}})
+		// apply/start and the commit record share one fsync. Recovery does
+		// not need apply/start to be durable before staging: staged names
+		// are deterministic, and every uncommitted transaction is swept.
+		err = e.appendEvents(t, protocol.Event{Type: protocol.EventApplyStart},
+			protocol.Event{Type: protocol.EventApplyCommit, Commit: &protocol.CommitRecord{Ops: ops}})
 	}
 	if err != nil {
 		e.unstage(t)
@@ -159,26 +160,33 @@ func (e *Engine) checkBase(ptr *protocol.ProposalPointer) error {
 		"stale base: %d file(s) changed since the proposal: %v", len(paths), paths)
 }
 
-// stage writes every new content to its staged sibling and fsyncs it.
+// stage writes every new content to its staged sibling and fsyncs it. The
+// files are staged concurrently (see parallel); ops keep the plan's order.
 func (e *Engine) stage(ctx context.Context, t *transaction) ([]protocol.CommitOp, error) {
-	var ops []protocol.CommitOp
-	for _, c := range t.meta.Pointers.Proposal.Changes {
+	changes := t.meta.Pointers.Proposal.Changes
+	ops := make([]protocol.CommitOp, len(changes))
+	err := parallel(len(changes), func(i int) error {
+		c := changes[i]
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if c.Kind == protocol.ChangeDelete {
-			ops = append(ops, protocol.CommitOp{Path: c.Path, Op: protocol.OpDelete})
-			continue
+			ops[i] = protocol.CommitOp{Path: c.Path, Op: protocol.OpDelete}
+			return nil
 		}
 		data, err := t.readBlob(c.NewSHA256)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		staged := sandbox.StagedName(c.Path, t.id)
 		if err := e.ws.StageFile(c.Path, staged, data, fs.FileMode(c.NewMode)); err != nil {
-			return nil, err
+			return err
 		}
-		ops = append(ops, protocol.CommitOp{Path: c.Path, Op: protocol.OpWrite, Staged: staged, SHA256: c.NewSHA256, Mode: c.NewMode})
+		ops[i] = protocol.CommitOp{Path: c.Path, Op: protocol.OpWrite, Staged: staged, SHA256: c.NewSHA256, Mode: c.NewMode}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ops, nil
 }
@@ -190,8 +198,13 @@ func (e *Engine) unstage(t *transaction) {
 		if c.Kind == protocol.ChangeDelete {
 			continue
 		}
-		if err := e.ws.Remove(sandbox.StagedName(c.Path, t.id)); err != nil {
-			e.log.Warn("could not remove staged file", "transactionId", t.id, "path", c.Path, "err", err)
+		staged := sandbox.StagedName(c.Path, t.id)
+		if ok, err := e.ws.Exists(staged); err != nil || !ok {
+			continue // never staged, or its directory is not there
+		}
+		e.log.Info("removing a staged file of an uncommitted apply", "transactionId", t.id, "staged", staged)
+		if err := e.ws.Remove(staged); err != nil {
+			e.log.Warn("could not remove staged file", "transactionId", t.id, "staged", staged, "err", err)
 		}
 	}
 }
@@ -290,37 +303,28 @@ func (e *Engine) rollForward(t *transaction, commit *protocol.CommitRecord) erro
 	if err := e.opts.Failpoints.Hit(context.Background(), fpBeforeDirFsync); err != nil {
 		return err
 	}
-	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := e.ws.SyncDir(d); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", d, err)
+	sorted := slices.Sorted(maps.Keys(dirs))
+	return parallel(len(sorted), func(i int) error {
+		if err := e.ws.SyncDir(sorted[i]); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // recover finishes what a crash interrupted: a committed apply is rolled
-// forward; an apply that staged files but never committed is undone by
-// removing its staged files.
+// forward; staged files of an apply that never committed are removed.
 func (e *Engine) recover(ctx context.Context, t *transaction) error {
-	evs := t.led.events
-	lastStart, lastCommitIdx := -1, -1
-	for i, ev := range evs {
-		switch ev.Type {
-		case protocol.EventApplyStart:
-			lastStart = i
-		case protocol.EventApplyCommit:
-			lastCommitIdx = i
-		}
-	}
-	if lastCommitIdx >= 0 {
-		_, after := lastCommit(evs)
+	if commit, after := lastCommit(t.led.events); commit != nil {
 		if !slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == protocol.EventTxClose }) {
 			e.log.Info("rolling forward a committed apply", "transactionId", t.id)
 			return e.finishCommitted(t, true)
 		}
+		return nil
 	}
-	if lastStart > lastCommitIdx {
-		e.log.Info("removing staged files of an uncommitted apply", "transactionId", t.id)
+	if t.meta.State == protocol.StateProposed {
+		// An apply may have staged files and died before its commit record;
+		// nothing in the ledger says so, but the names are deterministic.
 		e.unstage(t)
 	}
 	return ctx.Err()

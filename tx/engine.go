@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -202,6 +203,11 @@ func (e *Engine) loadTx(id string) *transaction {
 	dir := filepath.Join(e.txRoot, id)
 	t := &transaction{id: id, dir: dir, sem: make(chan struct{}, 1)}
 	led, err := loadLedger(filepath.Join(dir, LedgerFile), id, e.opts.Failpoints)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = protocol.NewError(protocol.CodeLedgerCorrupt,
+			map[string]any{"transactionId": id, "file": filepath.Join(dir, LedgerFile), "reason": "missing"},
+			"transaction %s has no %s", id, LedgerFile)
+	}
 	if err != nil {
 		t.loadErr = err
 		return t
@@ -237,7 +243,6 @@ func (e *Engine) metaFromLedger(t *transaction) protocol.TransactionFile {
 	evs := t.led.events
 	if len(evs) > 0 {
 		m.CreatedAt = evs[0].TS
-		m.UpdatedAt = evs[len(evs)-1].TS
 	}
 	for _, ev := range evs {
 		if ev.Type == protocol.EventTurnStart && ev.Proposal != nil {
@@ -245,38 +250,45 @@ func (e *Engine) metaFromLedger(t *transaction) protocol.TransactionFile {
 			m.WorkspaceRoot = ev.Proposal.WorkspaceRoot
 		}
 	}
-	m.State = deriveState(evs)
+	m.State, m.UpdatedAt = deriveState(evs)
 	return m
 }
 
-// deriveState is the transaction's state as its ledger tells it: the last
-// tx/status, except that a commit record without apply/complete means the
-// apply is still in flight.
-func deriveState(evs []protocol.Event) string {
-	state := protocol.StateProposed
-	committed := false
+// deriveState is the transaction's state as its ledger tells it, and the
+// time it took that state: the last tx/status, except that a commit record
+// without apply/complete means the apply is still in flight. Approval
+// events do not change the state, so transaction.json (whose updated_at is
+// this time) need not be rewritten for them.
+func deriveState(evs []protocol.Event) (state, since string) {
+	state = protocol.StateProposed
+	committed, commitTS := false, ""
 	for _, ev := range evs {
 		switch ev.Type {
 		case protocol.EventTxStatus:
-			state = ev.Status
+			state, since = ev.Status, ev.TS
 		case protocol.EventApplyCommit:
-			committed = true
+			committed, commitTS = true, ev.TS
 		case protocol.EventApplyComplete:
 			committed = false
 		}
 	}
 	if committed {
-		return protocol.StateApplying
+		return protocol.StateApplying, commitTS
 	}
-	return state
+	return state, since
 }
 
 func (e *Engine) writeMeta(t *transaction) error {
+	return replaceFileAtomic(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), e.metaJSON(t))
+}
+
+// metaJSON renders transaction.json, indented for people who read it.
+func (e *Engine) metaJSON(t *transaction) []byte {
 	data, err := json.MarshalIndent(t.meta, "", "  ")
 	if err != nil {
-		return err
+		panic(err) // plain structs of strings, maps and slices always encode
 	}
-	return replaceFileAtomic(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), append(data, '\n'))
+	return append(data, '\n')
 }
 
 // get returns a loaded, healthy transaction or a NotFound / LedgerCorrupt
@@ -302,8 +314,7 @@ func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
 	if err != nil {
 		return err
 	}
-	t.meta.UpdatedAt = out[len(out)-1].TS
-	t.meta.State = deriveState(t.led.events)
+	t.meta.State, t.meta.UpdatedAt = deriveState(t.led.events)
 	e.emit(out)
 	return nil
 }
@@ -345,7 +356,7 @@ func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
 		TransactionID:    t.id,
 		State:            t.meta.State,
 		CreatedAt:        t.meta.CreatedAt,
-		UpdatedAt:        t.meta.UpdatedAt,
+		UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
 		LastSeq:          t.led.lastSeq(),
 		Pointers:         t.meta.Pointers,
 		PendingApprovals: st.Pending(),
@@ -380,7 +391,7 @@ func (e *Engine) List(ctx context.Context) (*protocol.TxListResult, error) {
 			TransactionID:    t.id,
 			State:            t.meta.State,
 			CreatedAt:        t.meta.CreatedAt,
-			UpdatedAt:        t.meta.UpdatedAt,
+			UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
 			Kind:             p.Kind,
 			TargetFiles:      p.TargetFiles,
 			PendingApprovals: len(approvals.Fold(t.led.events).Pending()),

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,12 +104,18 @@ func (e *Engine) readBase(rel string) (data []byte, mode uint32, exists bool, er
 	return data, uint32(m.Perm()), exists, nil
 }
 
+// cleanPath validates a path from the host or a diff. A path that is not
+// a path at all (empty, NUL byte, too long, backslash) is a bad param,
+// -32602 naming field; one that tries to leave the workspace (absolute,
+// "..") stays a sandbox error.
 func cleanPath(field, p string) (string, error) {
 	c, err := sandbox.CleanPath(p)
-	if err != nil {
-		return "", err
+	var pe *sandbox.PathError
+	if errors.As(err, &pe) && errors.Is(err, sandbox.ErrInvalidPath) && pe.Reason != "absolute" {
+		return "", protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": field, "path": p, "reason": pe.Reason},
+			"%s: invalid path %q: %s", field, p, pe.Reason)
 	}
-	return c, nil
+	return c, err
 }
 
 func (e *Engine) planDiff(in *protocol.ProposalInput) ([]plannedFile, error) {
@@ -428,31 +433,31 @@ func (e *Engine) persistProposal(ctx context.Context, in *protocol.ProposalInput
 
 	tmp := filepath.Join(e.txRoot, ".tmp-"+txID)
 	final := filepath.Join(e.txRoot, txID)
-	if err := e.writeProposalDir(tmp, txID, ptr, files, redacted); err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	led, err := createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	t := &transaction{id: txID, dir: final, sem: make(chan struct{}, 1), led: led}
+	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1)}
 	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: changes}
 	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(redacted)}
-	evs, err := led.append(
-		protocol.Event{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: ptr},
-		protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
-		protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
-		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
-	)
-	if err == nil {
+	var evs []protocol.Event
+	// The ledger, transaction.json, proposal.patch and the blobs are
+	// independent files: write and fsync them together (see parallel).
+	err := e.writeProposalDir(tmp, files, redacted, func() error {
+		led, err := createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
+		if err != nil {
+			return err
+		}
+		t.led = led
+		evs, err = led.append(
+			protocol.Event{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: ptr},
+			protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
+			protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
+			protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
+		)
+		if err != nil {
+			return err
+		}
 		t.meta = protocol.TransactionFile{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
 			State: protocol.StateProposed, WorkspaceRoot: e.ws.Dir(), Pointers: protocol.Pointers{Proposal: ptr}}
-		t.dir = tmp
-		err = e.writeMeta(t)
-		t.dir = final
-	}
+		return writeFileSync(filepath.Join(tmp, MetaFile), e.metaJSON(t), 0o600)
+	})
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpProposeBeforeRename)
 	}
@@ -463,10 +468,14 @@ func (e *Engine) persistProposal(ctx context.Context, in *protocol.ProposalInput
 		err = syncDir(e.txRoot)
 	}
 	if err != nil {
-		led.close()
+		if t.led != nil {
+			t.led.close()
+		}
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("persist proposal: %w", err)
 	}
+	t.dir = final
+	led := t.led
 	// The ledger file moved with its directory; the open descriptor still
 	// names it, but later error messages should show the final path.
 	led.path = filepath.Join(final, LedgerFile)
@@ -491,28 +500,29 @@ func (e *Engine) persistProposal(ctx context.Context, in *protocol.ProposalInput
 	return &protocol.TurnStartResult{TransactionID: txID, TurnID: turnID, State: protocol.StateProposed, Proposal: sum}, nil
 }
 
-// writeProposalDir writes proposal.patch and the blobs, all fsynced.
-func (e *Engine) writeProposalDir(dir, txID string, ptr *protocol.ProposalPointer, files []plannedFile, redacted []byte) error {
+// writeProposalDir creates dir and writes proposal.patch, the blobs and
+// whatever more() writes, all fsynced concurrently, then fsyncs the
+// directories so that their entries are durable before dir is renamed.
+func (e *Engine) writeProposalDir(dir string, files []plannedFile, redacted []byte, more func() error) error {
 	blobs := filepath.Join(dir, BlobDir)
 	if err := os.MkdirAll(blobs, 0o700); err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(dir, PatchFile), redacted, 0o600); err != nil {
-		return err
-	}
+	contents := map[string][]byte{}
 	for _, f := range files {
-		if f.kind == protocol.ChangeDelete {
-			continue
+		if f.kind != protocol.ChangeDelete {
+			contents[sha256Hex(f.new)] = f.new
 		}
-		name := filepath.Join(blobs, sha256Hex(f.new))
-		if _, err := os.Stat(name); err == nil {
-			continue
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := writeFileSync(name, f.new, 0o600); err != nil {
-			return err
-		}
+	}
+	jobs := []func() error{
+		more,
+		func() error { return writeFileSync(filepath.Join(dir, PatchFile), redacted, 0o600) },
+	}
+	for sum, data := range contents {
+		jobs = append(jobs, func() error { return writeFileSync(filepath.Join(blobs, sum), data, 0o600) })
+	}
+	if err := parallel(len(jobs), func(i int) error { return jobs[i]() }); err != nil {
+		return err
 	}
 	if err := syncDir(blobs); err != nil {
 		return err

@@ -32,10 +32,18 @@ func corpusDir(t testing.TB) string {
 
 // readTree maps slash-separated relative paths to contents.
 func readTree(t testing.TB, root string) map[string][]byte {
+	tree, _ := readTreeModes(t, root)
+	return tree
+}
+
+// readTreeModes is readTree plus each file's permission bits (the corpus
+// keeps the executable bit of the original commit).
+func readTreeModes(t testing.TB, root string) (map[string][]byte, map[string]uint32) {
 	t.Helper()
 	tree := map[string][]byte{}
+	modes := map[string]uint32{}
 	if _, err := os.Stat(root); os.IsNotExist(err) {
-		return tree
+		return tree, modes
 	}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -45,14 +53,19 @@ func readTree(t testing.TB, root string) map[string][]byte {
 		if err != nil {
 			return err
 		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
 		rel, _ := filepath.Rel(root, p)
 		tree[filepath.ToSlash(rel)] = b
+		modes[filepath.ToSlash(rel)] = uint32(info.Mode().Perm())
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tree
+	return tree, modes
 }
 
 // applyTree applies every patch of diff to base and returns the resulting
@@ -123,8 +136,8 @@ func TestCorpusFzf(t *testing.T) {
 		}
 		n++
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			base := readTree(t, filepath.Join(dir, "base"))
-			want := readTree(t, filepath.Join(dir, "expected"))
+			base, baseModes := readTreeModes(t, filepath.Join(dir, "base"))
+			want, wantModes := readTreeModes(t, filepath.Join(dir, "expected"))
 			for _, name := range []string{"patch.diff", "patch.renames.diff"} {
 				diff, err := os.ReadFile(filepath.Join(dir, name))
 				if os.IsNotExist(err) {
@@ -139,12 +152,20 @@ func TestCorpusFzf(t *testing.T) {
 				got, ps := applyTree(t, diff, base)
 				compareTrees(t, got, want)
 
-				// The canonical writer must roundtrip on real code too.
 				for _, p := range ps {
 					files++
-					oldB, newB := base[p.OldPath], want[p.NewPath]
-					oldPath, newPath := p.OldPath, p.NewPath
-					checkRoundtrip(t, oldPath, newPath, oldB, newB, p.Kind != KindAdd, p.Kind != KindDelete, p.OldMode, p.NewMode)
+					// A reported mode must agree with the executable bit
+					// the corpus recorded for the commit.
+					if p.OldMode != 0 && p.OldMode&0o100 != baseModes[p.OldPath]&0o100 {
+						t.Errorf("%s: OldMode %o, base/ has %o", p.OldPath, p.OldMode, baseModes[p.OldPath])
+					}
+					if p.NewMode != 0 && p.NewMode&0o100 != wantModes[p.NewPath]&0o100 {
+						t.Errorf("%s: NewMode %o, expected/ has %o", p.NewPath, p.NewMode, wantModes[p.NewPath])
+					}
+					// The canonical writer must roundtrip on real code
+					// too, modes included.
+					checkRoundtrip(t, p.OldPath, p.NewPath, base[p.OldPath], want[p.NewPath],
+						p.Kind != KindAdd, p.Kind != KindDelete, baseModes[p.OldPath], wantModes[p.NewPath])
 				}
 			}
 		})

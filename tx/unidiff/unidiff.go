@@ -70,6 +70,7 @@ type ParseError struct {
 	Reason string
 }
 
+// Error formats as "unidiff: parse error at line N: reason".
 func (e *ParseError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("unidiff: parse error at line %d: %s", e.Line, e.Reason)
@@ -96,6 +97,8 @@ type ConflictError struct {
 	cause error
 }
 
+// Error formats as "unidiff: conflict in \"path\" hunk H at base line L:
+// reason", leaving out the parts that are 0.
 func (e *ConflictError) Error() string {
 	s := "unidiff: conflict in " + strconv.Quote(e.Path)
 	if e.Hunk > 0 {
@@ -275,13 +278,16 @@ func oldSpan(frag *gitdiff.TextFragment) (start, end int64) {
 func trimNL(s string) string { return string(bytes.TrimRight([]byte(s), "\n")) }
 
 // Apply applies the patch to base, the current content of OldPath (nil or
-// empty for an add), and returns the content NewPath must have afterwards:
-// nil for a delete. Application is strict (go-gitdiff's default applier):
-// every context and removed line must match base byte for byte at exactly
-// the position the hunk header gives; there is no fuzz and no offset search.
+// empty for an add), and returns the content NewPath must have afterwards.
+// The result is nil for a delete and only then; an empty result is a non-nil
+// empty slice.
 //
-// For an add, base must be empty. For a delete, base must be exactly the
-// removed content (an empty-file delete requires an empty base). Any
+// Application is strict (go-gitdiff's default applier plus git's
+// end-of-file rule): every context and removed line must match base byte for
+// byte at exactly the position its hunk header gives, with no fuzz and no
+// offset search, and a hunk without trailing context must end at the end of
+// base. For an add, base must be empty; for a delete, base must be exactly
+// the removed content (an empty-file delete requires an empty base). Any
 // mismatch returns a *ConflictError; Apply never panics.
 func (p *FilePatch) Apply(base []byte) (out []byte, err error) {
 	path := p.OldPath
@@ -331,6 +337,11 @@ func (p *FilePatch) Apply(base []byte) (out []byte, err error) {
 			return nil, conflict(0, 0, "base has content the delete does not remove", nil)
 		}
 		return nil, nil
+	}
+	if buf.Len() == 0 {
+		// Callers may test for nil to detect deletion; an emptied or
+		// empty-created file must not look like one.
+		return []byte{}, nil
 	}
 	return buf.Bytes(), nil
 }

@@ -507,6 +507,8 @@ func checkRoundtrip(t testing.TB, oldPath, newPath string, old, new []byte, oldE
 		if out != nil || p.Kind != KindDelete || p.OldPath != oldPath {
 			t.Fatalf("delete: out=%q patch=%+v", out, p)
 		}
+	case out == nil:
+		t.Fatalf("Apply returned nil for a %s", p.Kind)
 	case !bytes.Equal(out, new):
 		t.Fatalf("roundtrip mismatch:\nold %q\nnew %q\ngot %q\ndiff:\n%q", old, new, out, d)
 	case !oldEx:
@@ -693,6 +695,7 @@ func TestGitApplyCompat(t *testing.T) {
 		{"rename", "from/a", "to/b", []byte("1\n2\n3\n"), []byte("1\n2\n3\n4\n"), true, true, 0o644, 0o644},
 		{"pure rename", "p", "q", []byte("same\n"), []byte("same\n"), true, true, 0o644, 0o644},
 		{"space name", "x y.txt", "x y.txt", []byte("1\n"), []byte("2\n"), true, true, 0o644, 0o644},
+		{"odd names", "tab\tq\"uote\\", "tab\tq\"uote\\", []byte("1\n"), []byte("2\n"), true, true, 0o644, 0o644},
 		{"unicode name", "é.txt", "é.txt", []byte("1\n"), []byte("2\n"), true, true, 0o644, 0o644},
 		{"binary-ish bytes", "b", "b", []byte("\xff\xfe\nq\x01\n"), []byte("\xff\xfe\nr\x01\n"), true, true, 0o644, 0o644},
 	}

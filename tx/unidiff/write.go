@@ -135,7 +135,8 @@ func fileHeaderName(prefix, path string) string {
 	return q
 }
 
-// quotePath applies git's quote_c_style with core.quotePath=true.
+// quotePath applies git's quote_c_style with core.quotePath=true (octal
+// escapes for control and non-ASCII bytes).
 func quotePath(s string) string {
 	need := false
 	for i := 0; i < len(s); i++ {
@@ -169,10 +170,18 @@ func quotePath(s string) string {
 		case '"':
 			b.WriteString(`\"`)
 		case '\\':
-			b.WriteString(`\\`)
+			if i == len(s)-1 {
+				// go-gitdiff ends a quoted name at the first '"' not
+				// preceded by a backslash, so a final escaped backslash
+				// would swallow the closing quote; the octal form
+				// decodes the same in git.
+				b.WriteString(`\134`)
+			} else {
+				b.WriteString(`\\`)
+			}
 		default:
 			if c < 0x20 || c >= 0x7f {
-				b.WriteString(`\` + strconv.FormatUint(uint64(c)>>6, 8) + strconv.FormatUint(uint64(c)>>3&7, 8) + strconv.FormatUint(uint64(c)&7, 8))
+				fmt.Fprintf(&b, `\%03o`, c)
 			} else {
 				b.WriteByte(c)
 			}

@@ -1,0 +1,61 @@
+# txkernel. One set of build flags for build, test and bench, so the build
+# cache is shared. Nothing here needs cgo yet (SQLite arrives with the
+# document store; its install steps will live here too).
+GO       ?= go
+BIN      := bin/txkernel
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+SHARED   ?= ../shared
+# The demo's real input: the largest of the 100 real fzf commits.
+DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
+FUZZTIME ?= 30s
+GOBIN    := $(shell $(GO) env GOPATH)/bin
+
+.PHONY: all build test test-short vet lint demo bench fuzz clean
+
+all: build
+
+## build: write bin/txkernel
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/txkernel
+
+## test: vet, then every test with the race detector (the end-to-end tests
+## build and drive the real binary, also with -race)
+test: vet
+	$(GO) test -race -count=1 ./...
+
+test-short: vet
+	$(GO) test -count=1 ./...
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+## lint: staticcheck (installed from the Go module proxy on first use)
+lint: vet
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	$(GOBIN)/staticcheck ./...
+
+## demo: build, then run a real host session against a copy of a real
+## commit's workspace: proposal, approval request, decision, apply
+demo: build
+	@if [ -d "$(DEMO_COMMIT)" ]; then commit="$(DEMO_COMMIT)"; else \
+	  echo "($(DEMO_COMMIT) is absent; using the bundled sample workspace)"; commit=testdata/demo; fi; \
+	$(GO) run ./examples/host -kernel $(BIN) -commit "$$commit"
+
+## bench: benchmarks, 6 runs each, summarised with benchstat
+bench:
+	@mkdir -p bench
+	@test -x $(GOBIN)/benchstat || $(GO) install golang.org/x/perf/cmd/benchstat@latest
+	$(GO) test -run '^$$' -bench . -count 6 -timeout 60m ./... | tee bench/latest.txt
+	$(GOBIN)/benchstat bench/latest.txt
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; done
+
+clean:
+	rm -rf bin bench/latest.txt

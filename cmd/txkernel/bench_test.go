@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+)
+
+// BenchmarkTxStatusRoundTrip measures one tx/status request and its response
+// over the real binary's stdin/stdout pipes: the latency a host sees.
+func BenchmarkTxStatusRoundTrip(b *testing.B) {
+	ws, dd := b.TempDir(), b.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p := startKernel(b, nil, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
+	p.initialize()
+	res := p.mustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
+	params := map[string]any{"transactionId": res["transactionId"]}
+	lat := make([]time.Duration, 0, 1024)
+	for b.Loop() {
+		start := time.Now()
+		p.mustResult("tx/status", params)
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+	p.stop()
+}
+
+// BenchmarkFzfApply compares, in one run, the 100 real fzf commits applied
+// by txkernel (kernel start, turn/start, apply/execute → approval/respond →
+// apply/execute, all durable with fsync) and by `git -c core.fsync=all
+// apply` on copies of the same base trees. Copying the bases is not timed.
+func BenchmarkFzfApply(b *testing.B) {
+	commits := fzfCommits(b)
+	prepare := func(b *testing.B) []string {
+		b.StopTimer()
+		defer b.StartTimer()
+		root := b.TempDir()
+		dirs := make([]string, len(commits))
+		for i, c := range commits {
+			dirs[i] = filepath.Join(root, c.name)
+			if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(c.dir, "base")); err == nil {
+				copyTree(b, filepath.Join(c.dir, "base"), dirs[i])
+			}
+		}
+		return dirs
+	}
+	b.Run("txkernel", func(b *testing.B) {
+		for b.Loop() {
+			dirs := prepare(b)
+			for i, c := range commits {
+				dd := dirs[i] + ".data"
+				p := startKernel(b, nil, "serve", "--workspace", dirs[i], "--data-dir", dd, "--log-level", "warn")
+				p.initialize()
+				proposeApproveApply(b, p, c.diff)
+				p.stop()
+			}
+		}
+	})
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	b.Run("git-apply", func(b *testing.B) {
+		for b.Loop() {
+			dirs := prepare(b)
+			for i, c := range commits {
+				cmd := exec.Command("git", "-c", "core.fsync=all", "apply", "--whitespace=nowarn", filepath.Join(c.dir, "patch.diff"))
+				cmd.Dir = dirs[i]
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s: git apply: %v\n%s", c.name, err, out)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,262 @@
+// Command host is a minimal agent host: it starts txkernel as a subprocess,
+// speaks JSON-RPC 2.0 to it over stdin/stdout, and walks one real change
+// through the whole flow, printing what a person would see: the proposal,
+// the approval request, the decision and the apply. `make demo` runs it on
+// a copy of a real fzf commit from ../shared/corpora/patches/fzf.
+//
+// Usage:
+//
+//	go run ./examples/host -kernel bin/txkernel -commit DIR [-decision approve|deny] [-keep]
+//
+// DIR holds base/ (the workspace before), patch.diff and expected/.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	kernel := flag.String("kernel", "bin/txkernel", "path to the txkernel binary")
+	commit := flag.String("commit", "", "a commit directory with base/, patch.diff and expected/")
+	decision := flag.String("decision", "approve", "the person's decision: approve, approve_for_session or deny")
+	keep := flag.Bool("keep", false, "keep the workspace and data dir afterwards")
+	flag.Parse()
+	if err := run(*kernel, *commit, *decision, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		os.Exit(1)
+	}
+}
+
+// client is a JSON-RPC 2.0 client over a child's pipes.
+type client struct {
+	in     io.Writer
+	out    *bufio.Scanner
+	nextID int
+}
+
+func (c *client) call(method string, params any) (json.RawMessage, error) {
+	c.nextID++
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.nextID, "method": method, "params": params})
+	fmt.Printf("\n→ %s\n", method)
+	if _, err := c.in.Write(append(req, '\n')); err != nil {
+		return nil, err
+	}
+	for c.out.Scan() {
+		var m struct {
+			ID     *int            `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int             `json:"code"`
+				Message string          `json:"message"`
+				Data    json.RawMessage `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(c.out.Bytes(), &m); err != nil {
+			return nil, err
+		}
+		if m.ID == nil {
+			var ev struct {
+				Seq    int    `json:"seq"`
+				Status string `json:"status"`
+			}
+			json.Unmarshal(m.Params, &ev)
+			extra := ""
+			if ev.Status != "" {
+				extra = " → " + ev.Status
+			}
+			fmt.Printf("  ← event #%d %s%s\n", ev.Seq, m.Method, extra)
+			continue
+		}
+		if *m.ID != c.nextID {
+			return nil, fmt.Errorf("response for id %d, want %d", *m.ID, c.nextID)
+		}
+		if m.Error != nil {
+			return nil, fmt.Errorf("%s: error %d: %s %s", method, m.Error.Code, m.Error.Message, m.Error.Data)
+		}
+		return m.Result, nil
+	}
+	return nil, errors.New("the kernel closed its output")
+}
+
+func run(kernelBin, commit, decision string, keep bool) error {
+	if commit == "" {
+		return errors.New("-commit is required")
+	}
+	diff, err := os.ReadFile(filepath.Join(commit, "patch.diff"))
+	if err != nil {
+		return err
+	}
+	ws, err := os.MkdirTemp("", "txkernel-demo-ws-")
+	if err != nil {
+		return err
+	}
+	data, err := os.MkdirTemp("", "txkernel-demo-data-")
+	if err != nil {
+		return err
+	}
+	if !keep {
+		defer os.RemoveAll(ws)
+		defer os.RemoveAll(data)
+	}
+	if err := copyTree(filepath.Join(commit, "base"), ws); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	fmt.Printf("workspace: %s (a copy of %s/base)\ndata dir:  %s\n", ws, commit, data)
+
+	cmd := exec.Command(kernelBin, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	c := &client{in: stdin, out: sc}
+
+	res, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "txkernel-demo-host"}})
+	if err != nil {
+		return err
+	}
+	var init struct {
+		ServerInfo   struct{ Name, Version string }
+		Capabilities struct{ SandboxMode, ApprovalPolicy string }
+	}
+	json.Unmarshal(res, &init)
+	fmt.Printf("  %s %s, sandbox %s, approval policy %s\n", init.ServerInfo.Name, init.ServerInfo.Version, init.Capabilities.SandboxMode, init.Capabilities.ApprovalPolicy)
+
+	res, err = c.call("turn/start", map[string]any{"proposal": map[string]any{"kind": "unified_diff", "diff": string(diff)}})
+	if err != nil {
+		return err
+	}
+	var turn struct {
+		TransactionID string
+		Proposal      struct {
+			PatchID, Fingerprint, Diff  string
+			TargetFiles                 []string
+			ContainsSecretIntroductions bool
+		}
+	}
+	json.Unmarshal(res, &turn)
+	p := turn.Proposal
+	fmt.Printf("\nPROPOSAL %s\n  fingerprint: %s\n  files (%d): %s\n  secrets introduced: %v\n  diff (%d lines):\n",
+		turn.TransactionID, p.Fingerprint, len(p.TargetFiles), strings.Join(p.TargetFiles, ", "), p.ContainsSecretIntroductions, strings.Count(p.Diff, "\n"))
+	lines := strings.SplitAfter(p.Diff, "\n")
+	for i, l := range lines {
+		if i == 24 {
+			fmt.Printf("    … %d more lines\n", len(lines)-24)
+			break
+		}
+		fmt.Print("    ", l)
+	}
+	fmt.Println("  workspace untouched:", sameAsBase(ws, filepath.Join(commit, "base")))
+
+	tx := map[string]any{"transactionId": turn.TransactionID}
+	for round := 0; round < 3; round++ {
+		res, err = c.call("apply/execute", tx)
+		if err != nil {
+			return err
+		}
+		var ap struct {
+			OK               bool
+			State            string
+			AppliedFiles     []string
+			PendingApprovals []struct{ ApprovalRequestID, Kind, Fingerprint, Reason string }
+		}
+		json.Unmarshal(res, &ap)
+		if ap.OK {
+			fmt.Printf("\nAPPLIED: %d files, state %s\n", len(ap.AppliedFiles), ap.State)
+			break
+		}
+		for _, pa := range ap.PendingApprovals {
+			fmt.Printf("\nAPPROVAL REQUEST %s\n  kind: %s\n  fingerprint: %s\n  reason: %s\n", pa.ApprovalRequestID, pa.Kind, pa.Fingerprint, pa.Reason)
+			fmt.Printf("DECISION: %s (scripted; a real host asks a person)\n", decision)
+			if _, err := c.call("approval/respond", map[string]any{"transactionId": turn.TransactionID, "approvalRequestId": pa.ApprovalRequestID, "decision": decision}); err != nil {
+				return err
+			}
+		}
+		if decision == "deny" {
+			_, err := c.call("apply/execute", tx)
+			fmt.Printf("\nAPPLY AFTER DENY: %v\n", err)
+			break
+		}
+	}
+	res, err = c.call("tx/status", tx)
+	if err != nil {
+		return err
+	}
+	var st struct{ State string }
+	json.Unmarshal(res, &st)
+	fmt.Printf("  state: %s\n", st.State)
+	c.call("shutdown", nil)
+	stdin.Write([]byte(`{"jsonrpc":"2.0","method":"exit"}` + "\n"))
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("kernel exit: %w", err)
+	}
+	if decision != "deny" {
+		ok, why := matches(ws, filepath.Join(commit, "expected"))
+		fmt.Printf("\nworkspace byte-identical to expected/: %v %s\n", ok, why)
+		if !ok {
+			return errors.New("workspace does not match expected/")
+		}
+	}
+	return nil
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
+	})
+}
+
+func sameAsBase(ws, base string) bool {
+	ok, _ := matches(ws, base)
+	return ok
+}
+
+// matches reports whether every file under want is byte-identical in ws.
+func matches(ws, want string) (bool, string) {
+	bad := ""
+	filepath.WalkDir(want, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || bad != "" {
+			return nil
+		}
+		rel, _ := filepath.Rel(want, path)
+		a, _ := os.ReadFile(path)
+		b, err := os.ReadFile(filepath.Join(ws, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			bad = rel
+		}
+		return nil
+	})
+	if bad != "" {
+		return false, "(first difference: " + bad + ")"
+	}
+	return true, ""
+}

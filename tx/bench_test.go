@@ -1,0 +1,79 @@
+package tx
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+)
+
+// fzfDir returns ../shared/corpora/patches/fzf/<name>, or skips.
+func fzfDir(tb testing.TB, name string) string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "shared", "corpora", "patches", "fzf", name)
+	if _, err := os.Stat(dir); err != nil {
+		tb.Skipf("skipping: %s is absent (the shared test data lives beside the repository)", dir)
+	}
+	return dir
+}
+
+// BenchmarkPropose measures turn/start's work in process (plan, canonical
+// diff, secret scan, durable write of the proposal) on the largest fzf
+// commit, and BenchmarkNewScanner the start-up cost of the secret rules.
+func BenchmarkPropose(b *testing.B) {
+	dir := fzfDir(b, "025-ae3180f91994")
+	diff, err := os.ReadFile(filepath.Join(dir, "patch.diff"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := b.TempDir()
+	copyDir(b, filepath.Join(dir, "base"), ws)
+	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := Open(context.Background(), Options{Workspace: w, DataDir: b.TempDir(), Policy: approvals.Untrusted})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	d := string(diff)
+	for b.Loop() {
+		if _, err := e.Propose(context.Background(), &protocol.ProposalInput{Kind: protocol.KindUnifiedDiff, Diff: &d}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNewScanner(b *testing.B) {
+	for b.Loop() {
+		sandbox.NewScanner()
+	}
+}
+
+func copyDir(tb testing.TB, src, dst string) {
+	tb.Helper()
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, info.Mode().Perm())
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
