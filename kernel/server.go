@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -43,9 +42,6 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	stream *Stream
-	// conn is set by the first Handle call (jsonrpc2 may dispatch a message
-	// before NewConn returns) and read by the event notifier.
-	conn atomic.Pointer[jsonrpc2.Conn]
 
 	mu          sync.Mutex
 	initialized bool
@@ -239,13 +235,8 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	conn := jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(slogAdapter{s.log}))
-	s.conn.CompareAndSwap(nil, conn)
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
-		c := s.conn.Load()
-		if c == nil {
-			return
-		}
-		if err := c.Notify(context.Background(), ev.Type, ev); err != nil {
+		if err := s.stream.WriteNotification(ev.Type, ev); err != nil {
 			s.log.Debug("notification not sent", "type", ev.Type, "err", err)
 		}
 	})
@@ -283,7 +274,6 @@ func (s *Server) exited() bool {
 // that reaches a service runs in its own goroutine, so a long apply never
 // blocks the $/cancelRequest that would stop it.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	s.conn.CompareAndSwap(nil, conn)
 	m, ok := methods[req.Method]
 	if !ok || m.notify != req.Notif {
 		if req.Notif {
@@ -352,12 +342,16 @@ func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) 
 	return m.handle(ctx, s, req.Params)
 }
 
+// reply writes a response straight to the stream, which restores the
+// client's id: jsonrpc2.Conn only reads and dispatches.
 func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
 	var sendErr error
 	if err != nil {
-		sendErr = s.conn.Load().ReplyWithError(ctx, req.ID, s.toWire(err))
+		sendErr = s.stream.WriteResponse(req.ID, nil, s.toWire(err))
+	} else if raw, mErr := json.Marshal(res); mErr != nil {
+		sendErr = s.stream.WriteResponse(req.ID, nil, s.toWire(mErr))
 	} else {
-		sendErr = s.conn.Load().Reply(ctx, req.ID, res)
+		sendErr = s.stream.WriteResponse(req.ID, raw, nil)
 	}
 	if sendErr != nil {
 		s.log.Debug("reply not sent", "method", req.Method, "err", sendErr)

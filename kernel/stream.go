@@ -825,6 +825,49 @@ func (s *Stream) WriteObject(obj any) error {
 	return s.respond(internal, responseMessage(fl.orig, member, value), nil)
 }
 
+// WriteResponse writes the response to the request jsonrpc2 handed out as
+// id, with the client's original id restored (and, for a batch member, into
+// its batch). Exactly one of result (already-encoded JSON; nil means null)
+// and rpcErr is used: rpcErr when it is non-nil. It is WriteObject's fast
+// path: the server encodes a result once, where going through
+// jsonrpc2.Conn.Reply would encode it twice and parse it again.
+func (s *Stream) WriteResponse(id jsonrpc2.ID, result json.RawMessage, rpcErr *jsonrpc2.Error) error {
+	member, value := "result", []byte(result)
+	if rpcErr != nil {
+		e, err := json.Marshal(rpcErr)
+		if err != nil {
+			return err
+		}
+		member, value = "error", fixError(e)
+	} else if len(value) == 0 {
+		value = []byte("null")
+	}
+	s.mu.Lock()
+	fl, ok := s.inflight[id.Str]
+	s.mu.Unlock()
+	if !id.IsString || !ok {
+		return fmt.Errorf("kernel: response for unknown request %s", id)
+	}
+	return s.respond(id.Str, responseMessage(fl.orig, member, value), nil)
+}
+
+// WriteNotification writes a server notification {"jsonrpc":"2.0",
+// "method":method,"params":params} at once, even while a batch is pending.
+func (s *Stream) WriteNotification(method string, params any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	m, _ := json.Marshal(method)
+	msg := make([]byte, 0, len(p)+len(m)+40)
+	msg = append(msg, `{"jsonrpc":"2.0","method":`...)
+	msg = append(msg, m...)
+	msg = append(msg, `,"params":`...)
+	msg = append(msg, p...)
+	msg = append(msg, '}')
+	return s.writeFrame(msg)
+}
+
 // respond delivers the response msg to an in-flight request (when msg is
 // empty, e is rendered with the original id instead), writing it alone or,
 // for the last answer of a batch, the whole batch. The entry is removed

@@ -254,9 +254,7 @@ func (e *Engine) finishCommitted(t *transaction, recovered bool) error {
 		n++
 	}
 	if n < len(tail) {
-		if err := e.appendEvents(t, tail[n:]...); err != nil {
-			return err
-		}
+		return e.appendWithMeta(t, tail[n:]...)
 	}
 	return e.writeMeta(t)
 }
@@ -390,12 +388,9 @@ func (e *Engine) CloseTx(ctx context.Context, id string) (*protocol.TxStatusResu
 		return nil, protocol.NewError(protocol.CodeTransactionClosed, map[string]any{"transactionId": id, "state": t.meta.State},
 			"transaction %s is being applied and cannot be discarded", id)
 	}
-	if err := e.appendEvents(t,
+	if err := e.appendWithMeta(t,
 		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateClosed},
 		protocol.Event{Type: protocol.EventTxClose, Reason: "discarded"}); err != nil {
-		return nil, err
-	}
-	if err := e.writeMeta(t); err != nil {
 		return nil, err
 	}
 	return e.statusLocked(t), nil

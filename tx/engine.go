@@ -167,6 +167,7 @@ func (e *Engine) loadAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, ent := range entries {
 		name := ent.Name()
 		if strings.HasPrefix(name, ".tmp-") {
@@ -175,6 +176,7 @@ func (e *Engine) loadAll(ctx context.Context) error {
 			if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
 				return fmt.Errorf("remove unfinished proposal %s: %w", name, err)
 			}
+			removed = true
 			continue
 		}
 		if !ent.IsDir() || !validTxID(name) {
@@ -195,6 +197,9 @@ func (e *Engine) loadAll(ctx context.Context) error {
 			e.log.Error("recovery failed", "transactionId", name, "err", err)
 			t.loadErr = err
 		}
+	}
+	if !removed {
+		return nil
 	}
 	return syncDir(e.txRoot)
 }
@@ -279,12 +284,33 @@ func deriveState(evs []protocol.Event) (state, since string) {
 }
 
 func (e *Engine) writeMeta(t *transaction) error {
-	return replaceFileAtomic(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), e.metaJSON(t))
+	return replaceFileAtomic(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), metaJSON(t.meta))
+}
+
+// appendWithMeta appends events that change the state and rewrites
+// transaction.json to match, with the ledger fsync and the metadata
+// replace running side by side. They are independent: if the append fails
+// after the metadata landed, the next start sees the mismatch and rebuilds
+// transaction.json from the ledger, which stays the source of truth.
+func (e *Engine) appendWithMeta(t *transaction, evs ...protocol.Event) error {
+	ts := now()
+	for i := range evs {
+		evs[i].TS = ts
+	}
+	next := t.meta
+	next.State, next.UpdatedAt = deriveState(append(slices.Clone(t.led.events), evs...))
+	path := filepath.Join(t.dir, MetaFile)
+	return parallel(2, func(i int) error {
+		if i == 0 {
+			return e.appendEvents(t, evs...)
+		}
+		return replaceFileAtomic(e.opts.Failpoints, path, metaJSON(next))
+	})
 }
 
 // metaJSON renders transaction.json, indented for people who read it.
-func (e *Engine) metaJSON(t *transaction) []byte {
-	data, err := json.MarshalIndent(t.meta, "", "  ")
+func metaJSON(m protocol.TransactionFile) []byte {
+	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		panic(err) // plain structs of strings, maps and slices always encode
 	}

@@ -138,7 +138,7 @@ func createLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
 // lastSeq is the seq of the newest event, 0 when empty.
 func (l *ledger) lastSeq() int64 { return int64(len(l.events)) }
 
-// append assigns seq and ts to evs, writes them with one write and one fsync,
+// append assigns seq and ts (unless evs[0].TS is set) to evs, writes them with one write and one fsync,
 // and only then adds them to the in-memory view. The fsync is the point at
 // which the events are durable; the caller notifies the host after it.
 func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
@@ -146,6 +146,9 @@ func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
 		return nil, fmt.Errorf("ledger %s is unusable after an earlier failure: %w", l.path, l.broken)
 	}
 	ts := now()
+	if len(evs) > 0 && evs[0].TS != "" {
+		ts = evs[0].TS // the caller fixed the time, to write metadata alongside
+	}
 	var buf []byte
 	out := make([]protocol.Event, len(evs))
 	for i, ev := range evs {

@@ -456,7 +456,7 @@ func (e *Engine) persistProposal(ctx context.Context, in *protocol.ProposalInput
 		}
 		t.meta = protocol.TransactionFile{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
 			State: protocol.StateProposed, WorkspaceRoot: e.ws.Dir(), Pointers: protocol.Pointers{Proposal: ptr}}
-		return writeFileSync(filepath.Join(tmp, MetaFile), e.metaJSON(t), 0o600)
+		return writeFileSync(filepath.Join(tmp, MetaFile), metaJSON(t.meta), 0o600)
 	})
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpProposeBeforeRename)
@@ -524,10 +524,7 @@ func (e *Engine) writeProposalDir(dir string, files []plannedFile, redacted []by
 	if err := parallel(len(jobs), func(i int) error { return jobs[i]() }); err != nil {
 		return err
 	}
-	if err := syncDir(blobs); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return parallel(2, func(i int) error { return syncDir([]string{blobs, dir}[i]) })
 }
 
 // readBlob reads and verifies a new content by its sha256.

@@ -16,7 +16,7 @@ func BenchmarkTxStatusRoundTrip(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	p := startKernel(b, nil, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
+	p := startKernel(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
 	p.initialize()
 	res := p.mustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
 	params := map[string]any{"transactionId": res["transactionId"]}
@@ -29,6 +29,30 @@ func BenchmarkTxStatusRoundTrip(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
 	p.stop()
+}
+
+// BenchmarkPipeEchoFloor is the floor under BenchmarkTxStatusRoundTrip: the
+// same client round-tripping one JSON line through `cat` over the same kind
+// of pipes, so the two figures can be read side by side.
+func BenchmarkPipeEchoFloor(b *testing.B) {
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		b.Skip("cat not installed")
+	}
+	saved := kernelBin
+	kernelBin = cat
+	p := startKernel(b, nil)
+	kernelBin = saved
+	line := `{"jsonrpc":"2.0","id":1,"result":{"state":"proposed"}}`
+	lat := make([]time.Duration, 0, 1024)
+	for b.Loop() {
+		start := time.Now()
+		p.send(line)
+		p.next(10 * time.Second)
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
 }
 
 // BenchmarkFzfApply compares, in one run, the 100 real fzf commits applied

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -131,6 +132,19 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
 	}
 
+	if path := os.Getenv("TXKERNEL_CPUPROFILE"); path != "" {
+		// A debugging aid for performance work: a CPU profile of the whole
+		// session, written when the kernel exits normally.
+		f, err := os.Create(path)
+		if err != nil {
+			return fail("TXKERNEL_CPUPROFILE: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail("TXKERNEL_CPUPROFILE: %v", err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	eng, err := tx.Open(ctx, tx.Options{Workspace: ws, DataDir: dd, Policy: pol, Failpoints: fps, Logger: log})

@@ -35,6 +35,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 //	call METHOD JSON         send a request, wait for its response (${var} expands)
 //	notify METHOD JSON       send a notification
 //	send RAW                 send a raw line (may be invalid JSON)
+//	sendbig N                send a tx/list request padded to about N bytes
 //	recv                     wait for the next response (object or batch array)
 //	quiet MS                 assert no response arrives for MS milliseconds
 //	expect PATH JSON         the last response at PATH (dotted, or an RFC 6901
@@ -238,6 +239,15 @@ func (s *session) exec(line string) error {
 	case "send":
 		raw := s.expand(rest)
 		s.record(">", []byte(raw))
+		s.notes = nil
+		s.p.send(raw)
+	case "sendbig":
+		n, err := strconv.Atoi(rest)
+		if err != nil {
+			return err
+		}
+		raw := `{"jsonrpc":"2.0","id":"big","method":"tx/list","params":{"pad":"` + strings.Repeat("x", n) + `"}}`
+		s.transcript = append(s.transcript, fmt.Sprintf("> <%d-byte request>", len(raw)))
 		s.notes = nil
 		s.p.send(raw)
 	case "recv":

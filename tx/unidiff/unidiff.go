@@ -58,8 +58,13 @@ type FilePatch struct {
 }
 
 // Hunks reports how many "@@" hunks the patch has (0 for pure renames, mode
-// changes and empty-file adds/deletes).
-func (p *FilePatch) Hunks() int { return len(p.file.TextFragments) }
+// changes and empty-file adds/deletes, and for a FilePatch not made by Parse).
+func (p *FilePatch) Hunks() int {
+	if p.file == nil {
+		return 0
+	}
+	return len(p.file.TextFragments)
+}
 
 // ParseError reports a diff that Parse refuses.
 type ParseError struct {
@@ -303,6 +308,9 @@ func (p *FilePatch) Apply(base []byte) (out []byte, err error) {
 		}
 	}()
 
+	if p.file == nil {
+		return nil, conflict(0, 0, "FilePatch was not produced by Parse", nil)
+	}
 	if p.Kind == KindAdd && len(base) != 0 {
 		return nil, conflict(0, 0, "file to be created already has content", nil)
 	}

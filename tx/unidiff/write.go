@@ -71,9 +71,11 @@ func gitMode(perm uint32) uint32 {
 // only the owner-executable bit matters, as in git, and a difference yields
 // "old mode"/"new mode" lines.
 //
-// The output differs from "git diff" only in having no "index" line and no
-// function-name text after the "@@" headers, and in that the hunk split can
-// differ where several minimal diffs exist (go-diff's Myers vs git's xdiff).
+// The output differs from "git diff" only in having no "index" or
+// "similarity index" line, no function-name text after the "@@" headers, a
+// name-final backslash written as \134, and in where an ambiguous change
+// sits when several minimal diffs exist (go-diff's Myers without git's
+// indent/slider heuristics; identical for 341 of 394 fzf corpus files).
 // The result is deterministic (go-diff runs with no timeout), byte-exact for
 // any content (CR, NUL, invalid UTF-8) and parses with Parse and "git apply".
 func FileDiff(oldPath, newPath string, old, new []byte, oldExists, newExists bool, oldMode, newMode uint32) []byte {

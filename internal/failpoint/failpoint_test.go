@@ -1,0 +1,75 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		ok   bool
+	}{
+		{"", true},
+		{"a=exit", true},
+		{" a=exit ; b=sleep(10ms);c=error ", true},
+		{"a", false},
+		{"=exit", false},
+		{"a=boom", false},
+		{"a=sleep(forever)", false},
+	} {
+		_, err := Parse(tc.spec)
+		if (err == nil) != tc.ok {
+			t.Errorf("Parse(%q) = %v, want ok=%v", tc.spec, err, tc.ok)
+		}
+	}
+}
+
+func TestHit(t *testing.T) {
+	var none *Set
+	if err := none.Hit(context.Background(), "x"); err != nil || none.Enabled("x") {
+		t.Fatal("a nil Set must do nothing")
+	}
+	s, _ := Parse("e=error;s=sleep(20ms);long=sleep(1h)")
+	if err := s.Hit(context.Background(), "e"); err == nil {
+		t.Fatal("error action returned nil")
+	}
+	if err := s.Hit(context.Background(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.Hit(context.Background(), "s"); err != nil || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("sleep: %v after %v", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Hit(ctx, "long"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled sleep returned %v", err)
+	}
+}
+
+// TestExitKills runs itself as a child that hits an exit failpoint: the
+// child must die by SIGKILL, with no deferred code run.
+func TestExitKills(t *testing.T) {
+	if os.Getenv("FAILPOINT_CHILD") == "1" {
+		s, _ := Parse("die=exit")
+		defer os.WriteFile(os.Getenv("FAILPOINT_MARK"), []byte("deferred ran"), 0o644)
+		s.Hit(context.Background(), "die")
+		return
+	}
+	mark := t.TempDir() + "/mark"
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExitKills$")
+	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", "FAILPOINT_MARK="+mark)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != -1 {
+		t.Fatalf("child ended with %v, want death by signal", err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("deferred code ran: the exit was not abrupt")
+	}
+}

@@ -1,0 +1,30 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// BenchmarkHandleTxStatus is tx/status without the transport: decode
+// params, fold the ledger, encode the result.
+func BenchmarkHandleTxStatus(b *testing.B) {
+	s := newTestServer(b)
+	content := "x\n"
+	res, err := s.cfg.Engine.Propose(context.Background(), &protocol.ProposalInput{Kind: protocol.KindFiles, Files: []protocol.FileInput{{Path: "a.txt", Content: &content}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := json.RawMessage(`{"transactionId":"` + res.TransactionID + `"}`)
+	for b.Loop() {
+		out, err := methods[protocol.MethodTxStatus].handle(context.Background(), s, &raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
