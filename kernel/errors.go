@@ -42,13 +42,20 @@ func (s *Server) toWire(err error) *jsonrpc2.Error {
 		s.log.Error("internal error", "err", err)
 		pe = protocol.NewError(protocol.CodeInternalError, nil, "internal error: %v", err)
 	}
-	out := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
+	// Error text can quote the host's input (a diff line that does not
+	// parse, a path): redact it like everything else the kernel echoes.
+	msg, _ := s.scanner.RedactString(pe.Message)
+	out := &jsonrpc2.Error{Code: pe.Code, Message: msg}
 	if out.Code == 0 {
 		out.Code = protocol.CodeInternalError
 	}
 	if pe.Data != nil {
 		if raw, mErr := json.Marshal(pe.Data); mErr == nil {
-			rm := json.RawMessage(raw)
+			red, _ := s.scanner.RedactString(string(raw))
+			if !json.Valid([]byte(red)) {
+				red = string(raw) // redaction never splits JSON here, but stay safe
+			}
+			rm := json.RawMessage(red)
 			out.Data = &rm
 		}
 	}

@@ -38,7 +38,7 @@ func newTestServer(tb testing.TB) *Server {
 	tb.Cleanup(func() { eng.Close() })
 	s := &Server{
 		cfg: Config{Engine: eng, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
-		log: log, inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
+		log: log, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
 	}
 	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
 	return s

@@ -39,9 +39,10 @@ type Config struct {
 
 // Server serves one host connection. It is created per Serve call.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	stream *Stream
+	cfg     Config
+	log     *slog.Logger
+	stream  *Stream
+	scanner *sandbox.Scanner // redacts secrets in error messages
 
 	mu          sync.Mutex
 	initialized bool
@@ -230,7 +231,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	if cfg.Framing == "" {
 		cfg.Framing = FramingNDJSON
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
 	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, Logger: cfg.Logger})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
