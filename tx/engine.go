@@ -470,8 +470,8 @@ func validTxID(s string) bool {
 	return true
 }
 
-// newID returns prefix + "-" + 16 random hex digits. Transaction ids also
-// carry the creation time so that directory listings sort by age.
+// newID returns prefix + "-" + 16 random hex digits (64 bits from
+// crypto/rand). Ids carry no time: tx/list sorts by created_at.
 func newID(prefix string) string {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
