@@ -32,11 +32,8 @@ import (
 //
 // A second call on a completed transaction returns OK with AlreadyApplied.
 func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, error) {
-	t, err := e.get(id)
+	t, err := e.locked(ctx, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer t.release()
@@ -334,11 +331,8 @@ func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) 
 	if !approvals.ValidDecision(p.Decision) {
 		return nil, invalidParams("decision", "unknown decision %q (want approve, approve_for_session or deny)", p.Decision)
 	}
-	t, err := e.get(p.TransactionID)
+	t, err := e.locked(ctx, p.TransactionID)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer t.release()
@@ -373,11 +367,8 @@ func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) 
 // idempotent on a closed or completed transaction, and refused while an
 // apply is past its commit point.
 func (e *Engine) CloseTx(ctx context.Context, id string) (*protocol.TxStatusResult, error) {
-	t, err := e.get(id)
+	t, err := e.locked(ctx, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer t.release()

@@ -333,6 +333,19 @@ func (e *Engine) get(id string) (*transaction, error) {
 	return t, nil
 }
 
+// locked returns a healthy transaction with its lock held, waiting for the
+// lock until ctx is done. The caller must call t.release.
+func (e *Engine) locked(ctx context.Context, id string) (*transaction, error) {
+	t, err := e.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // appendEvents makes evs durable in t's ledger, refreshes the derived
 // metadata, and then notifies the host. The caller holds t's lock.
 func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
@@ -361,11 +374,8 @@ func (e *Engine) emit(evs []protocol.Event) {
 // Status returns a transaction's state, pointers.proposal, pending approvals
 // and decisions (tx/status).
 func (e *Engine) Status(ctx context.Context, id string) (*protocol.TxStatusResult, error) {
-	t, err := e.get(id)
+	t, err := e.locked(ctx, id)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer t.release()
@@ -436,14 +446,11 @@ func (e *Engine) List(ctx context.Context) (*protocol.TxListResult, error) {
 // Events returns the events with seq > afterSeq (tx/events), for a host that
 // reconnects. Checksums are not sent.
 func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protocol.TxEventsResult, error) {
-	t, err := e.get(id)
-	if err != nil {
-		return nil, err
-	}
 	if afterSeq < 0 {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "afterSeq"}, "afterSeq must be >= 0")
 	}
-	if err := t.acquire(ctx); err != nil {
+	t, err := e.locked(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	defer t.release()

@@ -475,14 +475,17 @@ func (e *Engine) persistProposal(ctx context.Context, in *protocol.ProposalInput
 		return nil, fmt.Errorf("persist proposal: %w", err)
 	}
 	t.dir = final
-	led := t.led
 	// The ledger file moved with its directory; the open descriptor still
 	// names it, but later error messages should show the final path.
-	led.path = filepath.Join(final, LedgerFile)
+	t.led.path = filepath.Join(final, LedgerFile)
+	// Hold the new transaction's lock until its first events are out, so no
+	// call that finds it (through tx/list) can emit an event before them.
+	t.sem <- struct{}{}
 	e.mu.Lock()
 	e.txs[txID] = t
 	e.mu.Unlock()
 	e.emit(evs)
+	t.release()
 
 	sum := protocol.ProposalSummary{
 		PatchID:                     patchID,
