@@ -377,6 +377,7 @@ func (s *Server) cancel(id json.RawMessage) {
 // slogAdapter routes jsonrpc2's internal log lines to slog at debug level.
 type slogAdapter struct{ l *slog.Logger }
 
+// Printf implements jsonrpc2.Logger.
 func (a slogAdapter) Printf(format string, v ...any) {
 	a.l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)))
 }

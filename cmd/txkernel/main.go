@@ -120,15 +120,22 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if dd, err = filepath.Abs(dd); err != nil {
 		return fail("data dir: %v", err)
 	}
+	// Inside the workspace, the ledger and blobs could themselves be targets
+	// of a proposal. Check the path as given before creating anything, and
+	// again once symlinks are resolved.
+	inside := func(p string) bool {
+		return p == ws.Dir() || strings.HasPrefix(p, ws.Dir()+string(filepath.Separator))
+	}
+	if inside(dd) {
+		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
+	}
 	if err := os.MkdirAll(dd, 0o700); err != nil {
 		return fail("data dir: %v", err)
 	}
 	if real, err := filepath.EvalSymlinks(dd); err == nil {
 		dd = real
 	}
-	if dd == ws.Dir() || strings.HasPrefix(dd, ws.Dir()+string(filepath.Separator)) {
-		// Inside the workspace, the ledger and blobs could themselves be
-		// targets of a proposal.
+	if inside(dd) {
 		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
 	}
 
