@@ -288,7 +288,14 @@ func (e *Engine) rollForward(t *transaction, commit *protocol.CommitRecord) erro
 		default:
 			return fmt.Errorf("unknown commit op %q", op.Op)
 		}
-		dirs[path.Dir(op.Path)] = true
+		// Sync the parent and every ancestor: staging may have created
+		// directories, and a new directory's entry lives in its parent.
+		for d := path.Dir(op.Path); ; d = path.Dir(d) {
+			dirs[d] = true
+			if d == "." {
+				break
+			}
+		}
 		if i < len(commit.Ops)-1 {
 			if err := e.opts.Failpoints.Hit(context.Background(), fpBetweenRenames); err != nil {
 				return err
