@@ -120,8 +120,19 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Policy = approvals.Untrusted
 	}
 	txRoot := filepath.Join(opts.DataDir, "transactions")
-	if err := os.MkdirAll(txRoot, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if _, err := os.Stat(txRoot); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(txRoot, 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		// A new directory's entry lives in its parent: make the data dir
+		// and transactions/ themselves durable once, when first created.
+		for _, d := range []string{opts.DataDir, filepath.Dir(opts.DataDir)} {
+			if err := syncDir(d); err != nil {
+				return nil, fmt.Errorf("fsync %s: %w", d, err)
+			}
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	lock, err := lockDataDir(opts.DataDir)
 	if err != nil {
