@@ -33,7 +33,9 @@ func BenchmarkPropose(b *testing.B) {
 		b.Fatal(err)
 	}
 	ws := b.TempDir()
-	copyDir(b, filepath.Join(dir, "base"), ws)
+	if err := os.CopyFS(ws, os.DirFS(filepath.Join(dir, "base"))); err != nil {
+		b.Fatal(err)
+	}
 	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
 	if err != nil {
 		b.Fatal(err)
@@ -54,26 +56,5 @@ func BenchmarkPropose(b *testing.B) {
 func BenchmarkNewScanner(b *testing.B) {
 	for b.Loop() {
 		sandbox.NewScanner()
-	}
-}
-
-func copyDir(tb testing.TB, src, dst string) {
-	tb.Helper()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if info.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, info.Mode().Perm())
-	})
-	if err != nil {
-		tb.Fatal(err)
 	}
 }

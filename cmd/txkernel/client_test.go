@@ -205,29 +205,6 @@ func (p *proc) stop() {
 	}
 }
 
-// copyTree copies src into dst, keeping permission bits.
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // sharedDir returns ../shared relative to the repository root, or skips.
 func sharedDir(t testing.TB, sub string) string {
 	t.Helper()
@@ -269,4 +246,12 @@ func jsonPath(v any, path string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// copyTree copies src into dst (os.CopyFS keeps the executable bits).
+func copyTree(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -111,7 +111,7 @@ func run(kernelBin, commit, decision string, keep bool) error {
 		defer os.RemoveAll(ws)
 		defer os.RemoveAll(data)
 	}
-	if err := copyTree(filepath.Join(commit, "base"), ws); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.CopyFS(ws, os.DirFS(filepath.Join(commit, "base"))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	fmt.Printf("workspace: %s (a copy of %s/base)\ndata dir:  %s\n", ws, commit, data)
@@ -215,24 +215,6 @@ func run(kernelBin, commit, decision string, keep bool) error {
 		}
 	}
 	return nil
-}
-
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		info, _ := d.Info()
-		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
-	})
 }
 
 func sameAsBase(ws, base string) bool {
