@@ -11,7 +11,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build test test-short vet lint demo bench fuzz clean
+.PHONY: all build test test-short vet lint demo bench fuzz crash clean
 
 all: build
 
@@ -49,6 +49,15 @@ bench:
 	@test -x $(GOBIN)/benchstat || $(GO) install golang.org/x/perf/cmd/benchstat@latest
 	$(GO) test -run '^$$' -bench . -count 6 -timeout 60m ./... | tee bench/latest.txt
 	$(GOBIN)/benchstat bench/latest.txt
+
+## crash: the long reliability run (RELIABILITY.md): 600 kill -9 at random
+## moments plus every failpoint on the 5 largest fzf commits, and the
+## power-loss model on the same commits with up to 256 states per crash point
+CRASH_ITERATIONS ?= 600
+crash:
+	$(GO) test -count=1 -timeout 120m -run 'TestCrashHarness|TestPowerLoss' ./cmd/txkernel -v \
+	  -crash.iterations $(CRASH_ITERATIONS) -crash.commits 5 \
+	  -powerloss.commits all-largest -powerloss.max 256 | grep -v -e '^=== RUN' -e '^    --- PASS'
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

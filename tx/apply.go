@@ -185,7 +185,42 @@ func (e *Engine) stage(ctx context.Context, t *transaction) ([]protocol.CommitOp
 	if err != nil {
 		return nil, err
 	}
+	// fsync of a staged file makes its bytes durable, not its name: that
+	// lives in the directory. Without this, a power cut after the commit
+	// record could keep the record and lose the staged files it names
+	// (found by the power-loss model, TestPowerLoss). Staging may also have
+	// created directories, whose names live in their parents.
+	var paths []string
+	for _, op := range ops {
+		if op.Op == protocol.OpWrite {
+			paths = append(paths, op.Path)
+		}
+	}
+	if err := e.syncParents(paths); err != nil {
+		return nil, err
+	}
 	return ops, nil
+}
+
+// syncParents fsyncs, concurrently, the parent directory of every path and
+// all of their ancestors up to the workspace root.
+func (e *Engine) syncParents(paths []string) error {
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		for d := path.Dir(p); ; d = path.Dir(d) {
+			dirs[d] = true
+			if d == "." {
+				break
+			}
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(dirs))
+	return parallel(len(sorted), func(i int) error {
+		if err := e.ws.SyncDir(sorted[i]); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
+		}
+		return nil
+	})
 }
 
 // unstage removes staged files of an apply that did not reach its commit
@@ -257,7 +292,7 @@ func (e *Engine) finishCommitted(t *transaction, recovered bool) error {
 }
 
 func (e *Engine) rollForward(t *transaction, commit *protocol.CommitRecord) error {
-	dirs := map[string]bool{}
+	var paths []string
 	for i, op := range commit.Ops {
 		switch op.Op {
 		case protocol.OpWrite:
@@ -288,14 +323,7 @@ func (e *Engine) rollForward(t *transaction, commit *protocol.CommitRecord) erro
 		default:
 			return fmt.Errorf("unknown commit op %q", op.Op)
 		}
-		// Sync the parent and every ancestor: staging may have created
-		// directories, and a new directory's entry lives in its parent.
-		for d := path.Dir(op.Path); ; d = path.Dir(d) {
-			dirs[d] = true
-			if d == "." {
-				break
-			}
-		}
+		paths = append(paths, op.Path)
 		if i < len(commit.Ops)-1 {
 			if err := e.opts.Failpoints.Hit(context.Background(), fpBetweenRenames); err != nil {
 				return err
@@ -305,13 +333,9 @@ func (e *Engine) rollForward(t *transaction, commit *protocol.CommitRecord) erro
 	if err := e.opts.Failpoints.Hit(context.Background(), fpBeforeDirFsync); err != nil {
 		return err
 	}
-	sorted := slices.Sorted(maps.Keys(dirs))
-	return parallel(len(sorted), func(i int) error {
-		if err := e.ws.SyncDir(sorted[i]); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
-		}
-		return nil
-	})
+	// Sync every parent and ancestor: the renames and removals live in
+	// the directories, and staging may have created some of them.
+	return e.syncParents(paths)
 }
 
 // recover finishes what a crash interrupted: a committed apply is rolled

@@ -162,14 +162,14 @@ func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
 		buf = append(buf, line...)
 		out[i] = ev
 	}
-	if l.fp.Enabled(fpLedgerMidAppend) {
+	if l.fp.Arm(fpLedgerMidAppend) {
 		// A crash mid-append: half of the bytes reach the file, then the
 		// process dies. Recovery must set the torn tail aside.
 		half := len(buf) / 2
 		if _, err := l.f.Write(buf[:half]); err != nil {
 			return nil, err
 		}
-		if err := l.fp.Hit(context.Background(), fpLedgerMidAppend); err != nil {
+		if err := l.fp.Fire(context.Background(), fpLedgerMidAppend); err != nil {
 			return nil, err
 		}
 		buf = buf[half:]

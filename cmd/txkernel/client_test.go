@@ -65,7 +65,13 @@ type proc struct {
 // startKernel starts the binary with args and extra environment.
 func startKernel(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(kernelBin, args...)
+	return startCmd(t, exec.Command(kernelBin, args...), env)
+}
+
+// startCmd starts cmd, which runs the kernel (perhaps under a wrapper such
+// as strace), with env added to this process's environment.
+func startCmd(t testing.TB, cmd *exec.Cmd, env []string) *proc {
+	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -4,6 +4,10 @@
 //
 //	TXKERNEL_FAILPOINTS='apply.after-commit-record=exit;apply.before-commit-record=sleep(2s)'
 //
+// An action may end in @N: it then fires on the N-th time the failpoint is
+// reached (counting from 1) and not before or after, so a crash harness can
+// stop, say, the third ledger append of a session (ledger.mid-append=exit@3).
+//
 // Actions:
 //   - exit: the process kills itself with SIGKILL, as a crash or kill -9 would;
 //   - sleep(D): wait D (a time.ParseDuration string) or until the request's
@@ -18,7 +22,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -29,6 +35,8 @@ const EnvVar = "TXKERNEL_FAILPOINTS"
 type action struct {
 	kind  string // exit | sleep | error
 	sleep time.Duration
+	nth   int64         // fire only on this hit (1-based); 0 means every hit
+	hits  *atomic.Int64 // hits so far
 }
 
 // Set is a parsed failpoint configuration: failpoint name → action.
@@ -53,18 +61,27 @@ func Parse(spec string) (*Set, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("failpoint %q: want name=action", entry)
 		}
+		a := action{hits: new(atomic.Int64)}
+		if i := strings.LastIndexByte(act, '@'); i >= 0 {
+			n, err := strconv.ParseInt(act[i+1:], 10, 64)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("failpoint %q: want @N with N >= 1", entry)
+			}
+			a.nth, act = n, act[:i]
+		}
 		switch {
 		case act == "exit" || act == "error":
-			s.actions[name] = action{kind: act}
+			a.kind = act
 		case strings.HasPrefix(act, "sleep(") && strings.HasSuffix(act, ")"):
 			d, err := time.ParseDuration(act[len("sleep(") : len(act)-1])
 			if err != nil {
 				return nil, fmt.Errorf("failpoint %q: %w", entry, err)
 			}
-			s.actions[name] = action{kind: "sleep", sleep: d}
+			a.kind, a.sleep = "sleep", d
 		default:
-			return nil, fmt.Errorf("failpoint %q: unknown action %q (want exit, error or sleep(D))", entry, act)
+			return nil, fmt.Errorf("failpoint %q: unknown action %q (want exit, error or sleep(D), optionally @N)", entry, act)
 		}
+		s.actions[name] = a
 	}
 	return s, nil
 }
@@ -72,19 +89,34 @@ func Parse(spec string) (*Set, error) {
 // FromEnv parses TXKERNEL_FAILPOINTS.
 func FromEnv() (*Set, error) { return Parse(os.Getenv(EnvVar)) }
 
-// Enabled reports whether name has an action, for failpoints that must do
-// part of a step (half a write) before they fire.
-func (s *Set) Enabled(name string) bool {
+// Arm counts one arrival at name and reports whether its action fires on
+// this one. It is for failpoints that must do part of a step (half a write)
+// before they fire, with Fire; the others call Hit.
+func (s *Set) Arm(name string) bool {
 	if s == nil {
 		return false
 	}
-	_, ok := s.actions[name]
-	return ok
+	a, ok := s.actions[name]
+	if !ok {
+		return false
+	}
+	n := a.hits.Add(1)
+	return a.nth == 0 || n == a.nth
 }
 
-// Hit runs the action configured for name, if any. It returns an error for
-// the error action and ctx.Err() when a sleep is cut short; exit never returns.
+// Hit counts one arrival at name and runs its action if it fires on this
+// one (see Arm). It returns an error for the error action and ctx.Err()
+// when a sleep is cut short; exit never returns.
 func (s *Set) Hit(ctx context.Context, name string) error {
+	if !s.Arm(name) {
+		return nil
+	}
+	return s.Fire(ctx, name)
+}
+
+// Fire runs name's action now, without counting; call it after Arm said
+// yes. It returns what Hit returns.
+func (s *Set) Fire(ctx context.Context, name string) error {
 	if s == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -21,6 +22,11 @@ func TestParse(t *testing.T) {
 		{"=exit", false},
 		{"a=boom", false},
 		{"a=sleep(forever)", false},
+		{"a=exit@3", true},
+		{"a=sleep(1ms)@2", true},
+		{"a=exit@0", false},
+		{"a=exit@x", false},
+		{"a=exit@", false},
 	} {
 		_, err := Parse(tc.spec)
 		if (err == nil) != tc.ok {
@@ -31,7 +37,7 @@ func TestParse(t *testing.T) {
 
 func TestHit(t *testing.T) {
 	var none *Set
-	if err := none.Hit(context.Background(), "x"); err != nil || none.Enabled("x") {
+	if err := none.Hit(context.Background(), "x"); err != nil || none.Arm("x") {
 		t.Fatal("a nil Set must do nothing")
 	}
 	s, _ := Parse("e=error;s=sleep(20ms);long=sleep(1h)")
@@ -49,6 +55,26 @@ func TestHit(t *testing.T) {
 	cancel()
 	if err := s.Hit(ctx, "long"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled sleep returned %v", err)
+	}
+}
+
+// TestHitCount checks @N: the action fires on the N-th arrival only.
+func TestHitCount(t *testing.T) {
+	s, err := Parse("e=error@3;a=error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for range 5 {
+		got = append(got, s.Hit(context.Background(), "e") != nil)
+	}
+	if want := []bool{false, false, true, false, false}; !slices.Equal(got, want) {
+		t.Fatalf("e=error@3 fired %v, want %v", got, want)
+	}
+	for i := range 3 {
+		if !s.Arm("a") {
+			t.Fatalf("an action without @N must fire on every arrival (arrival %d did not)", i+1)
+		}
 	}
 }
 

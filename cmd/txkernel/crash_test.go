@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+var (
+	crashIterations = flag.Int("crash.iterations", 12,
+		"kill -9 iterations of TestCrashHarness at random moments (make crash runs 600)")
+	crashSeed    = flag.Uint64("crash.seed", 1, "seed of TestCrashHarness's random kill moments")
+	crashCommits = flag.Int("crash.commits", 1,
+		"how many of the 5 largest fzf commits TestCrashHarness crashes at every failpoint (make crash: 5)")
+)
+
+// crashFailpoints are every failpoint of the apply protocol and the ledger
+// append (tx/engine.go), each crashed with exit (SIGKILL of the kernel
+// itself). A ledger append, a transaction.json replace and a rename happen
+// several times per session, so those are crashed at each occurrence (@N).
+func crashFailpoints(files int) []string {
+	fps := []string{
+		"propose.before-rename=exit",
+		"apply.after-staging=exit",
+		"apply.before-commit-record=exit",
+		"apply.after-commit-record=exit",
+		"apply.before-dir-fsync=exit",
+	}
+	for n := 1; n < files; n++ {
+		fps = append(fps, fmt.Sprintf("apply.between-renames=exit@%d", n))
+	}
+	// A session appends to the ledger at turn/start, approval request,
+	// approval decision, apply/start+commit and the closing events: crash
+	// each one (and one more, which is never reached, to prove the count).
+	for n := 1; n <= 6; n++ {
+		fps = append(fps, fmt.Sprintf("ledger.mid-append=exit@%d", n))
+	}
+	for n := 1; n <= 2; n++ {
+		fps = append(fps, fmt.Sprintf("meta.mid-replace=exit@%d", n))
+	}
+	return fps
+}
+
+// crashHost drives one kernel and keeps every byte it received, in order:
+// what the host was told is what must survive.
+type crashHost struct {
+	p          *proc
+	transcript bytes.Buffer
+	methods    map[string]string // request id -> method
+}
+
+func (h *crashHost) request(method string, params any) string {
+	h.p.nextID++
+	id := strconv.Itoa(h.p.nextID)
+	h.methods[id] = method
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": h.p.nextID, "method": method, "params": params})
+	// A write may fail once the kernel is dead; the caller notices at await.
+	_, _ = h.p.stdin.Write(append(b, '\n'))
+	return id
+}
+
+// await returns the response to id, or nil if the kernel died first.
+func (h *crashHost) await(id string) map[string]any {
+	for m := range h.p.out {
+		h.transcript.Write(m.raw)
+		h.transcript.WriteByte('\n')
+		obj, _ := m.value.(map[string]any)
+		if got, ok := obj["id"]; ok && fmt.Sprint(got) == id {
+			return obj
+		}
+	}
+	return nil
+}
+
+// drain records everything the kernel wrote before it died.
+func (h *crashHost) drain() {
+	for m := range h.p.out {
+		h.transcript.Write(m.raw)
+		h.transcript.WriteByte('\n')
+	}
+}
+
+// phases of the session in which a random kill lands.
+var crashPhases = []string{"turn/start", "approval/respond", "apply/execute"}
+
+// crashPlan is one iteration: a commit, and either a failpoint or a phase
+// and a delay after that phase's request was sent.
+type crashPlan struct {
+	commit    fzfCommit
+	failpoint string
+	phase     string
+	delay     time.Duration
+}
+
+// TestCrashHarness kills the real kernel with SIGKILL at random moments
+// during turn/start, approval/respond and apply/execute, and at every
+// failpoint, on the largest real fzf commits. After each crash it restarts
+// the kernel and asserts that, by the time the first response arrives, the
+// workspace is base/ or expected/ (never a mix) and no staged or temp file
+// is left; that every ledger loads; that everything the host received
+// before the crash is on disk; and that finishing the transaction yields
+// expected/. Run it long with `make crash`.
+func TestCrashHarness(t *testing.T) {
+	all := map[string]fzfCommit{}
+	for _, c := range fzfCommits(t) {
+		all[c.name] = c
+	}
+	var commits []fzfCommit
+	for _, name := range largestFzfCommits {
+		commits = append(commits, all[name])
+	}
+	rng := rand.New(rand.NewPCG(*crashSeed, 0x5eed))
+
+	// Calibrate: how long each phase takes here, so kills land inside.
+	window := map[string]time.Duration{}
+	for i := range 3 {
+		d := runCrashIteration(t, crashPlan{commit: commits[i%len(commits)]}, nil)
+		for k, v := range d {
+			window[k] = max(window[k], v)
+		}
+	}
+	t.Logf("phase windows (longest of 3 uninterrupted runs): %v", window)
+
+	var plans []crashPlan
+	for _, c := range commits[:min(max(*crashCommits, 1), len(commits))] {
+		for _, fp := range crashFailpoints(len(diffFiles(c.diff))) {
+			plans = append(plans, crashPlan{commit: c, failpoint: fp})
+		}
+	}
+	nfp := len(plans)
+	for i := range *crashIterations {
+		ph := crashPhases[i%len(crashPhases)]
+		// Up to 1.3x the phase's length: most kills land inside it, some
+		// just after the response, when the host has been told.
+		d := time.Duration(rng.Int64N(int64(window[ph])*13/10 + 1))
+		plans = append(plans, crashPlan{commit: commits[rng.IntN(len(commits))], phase: ph, delay: d})
+	}
+	outcomes := map[string]int{}
+	for i, pl := range plans {
+		name := pl.failpoint
+		if name == "" {
+			name = fmt.Sprintf("kill-%s-%v", pl.phase, pl.delay)
+		}
+		ok := t.Run(fmt.Sprintf("%03d-%s-%s", i, pl.commit.name[:3], name), func(t *testing.T) {
+			runCrashIteration(t, pl, outcomes)
+		})
+		if !ok && i > nfp+5 {
+			break // a broken invariant shows in the first failures
+		}
+	}
+	keys := make([]string, 0, len(outcomes))
+	for k := range outcomes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "\n  %-40s %d", k, outcomes[k])
+	}
+	t.Logf("%d iterations: %d at failpoints, %d kill -9 at random moments; after restart:%s", len(plans), nfp, len(plans)-nfp, sb.String())
+}
+
+// diffFiles lists the "diff --git" lines of a unified diff.
+func diffFiles(diff []byte) [][]byte {
+	var out [][]byte
+	for _, l := range bytes.Split(diff, []byte("\n")) {
+		if bytes.HasPrefix(l, []byte("diff --git ")) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// runCrashIteration runs one plan. With outcomes nil it is a calibration
+// run: no crash, and it returns how long each phase took.
+func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[string]time.Duration {
+	work := t.TempDir()
+	ws, dataDir := filepath.Join(work, "ws"), filepath.Join(work, "data")
+	base, expected := filepath.Join(pl.commit.dir, "base"), filepath.Join(pl.commit.dir, "expected")
+	if _, err := os.Stat(base); err == nil {
+		copyTree(t, base, ws)
+	} else if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wsInitial, err := treeDigest(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"serve", "--workspace", ws, "--data-dir", dataDir, "--approval-policy", "untrusted", "--log-level", "error"}
+	var env []string
+	if pl.failpoint != "" {
+		env = []string{"TXKERNEL_FAILPOINTS=" + pl.failpoint}
+	}
+	h := &crashHost{p: startKernel(t, env, args...), methods: map[string]string{}}
+
+	// The session, with the kill (if any) after the chosen phase's request.
+	took := map[string]time.Duration{}
+	killed := false
+	step := func(method string, params any) map[string]any {
+		if killed {
+			return nil
+		}
+		start := time.Now()
+		id := h.request(method, params)
+		if outcomes != nil && pl.phase == method {
+			time.Sleep(pl.delay)
+			_ = h.p.cmd.Process.Kill()
+			killed = true
+			h.drain()
+			return nil
+		}
+		resp := h.await(id)
+		took[method] = time.Since(start)
+		if resp == nil {
+			killed = true // a failpoint fired
+			h.drain()
+		}
+		return resp
+	}
+	step("initialize", map[string]any{"clientInfo": map[string]any{"name": "crash"}})
+	var txID string
+	if resp := step("turn/start", diffParams(pl.commit.diff)); resp != nil {
+		txID, _ = jsonString(resp, "result.transactionId")
+	}
+	if txID != "" {
+		if resp := step("apply/execute", map[string]any{"transactionId": txID}); resp != nil {
+			pend, _ := jsonPath(resp, "result.pendingApprovals")
+			list, _ := pend.([]any)
+			for i, pa := range list {
+				id, _ := jsonString(pa, "approvalRequestId")
+				if i > 0 && pl.phase == "approval/respond" {
+					break // kill during the first decision only
+				}
+				step("approval/respond", map[string]any{"transactionId": txID, "approvalRequestId": id, "decision": "approve"})
+			}
+			step("apply/execute", map[string]any{"transactionId": txID})
+		}
+	}
+	if !killed {
+		h.p.stdin.Close()
+		h.drain()
+	}
+	<-h.p.done
+	if outcomes == nil {
+		if killed {
+			t.Fatalf("calibration run died: %s", h.p.stderrText())
+		}
+		assertTree(t, ws, base, expected)
+		return took
+	}
+
+	// Restart. Recovery must be complete before the first response.
+	r := &crashHost{p: startKernel(t, nil, args...), methods: map[string]string{}}
+	if resp := r.await(r.request("initialize", map[string]any{"clientInfo": map[string]any{"name": "crash-restart"}})); resp == nil || resp["result"] == nil {
+		t.Fatalf("restart: initialize failed: %v\nstderr:\n%s", resp, r.p.stderrText())
+	}
+	verdict, err := classifyWorkspace(ws, base, expected, wsInitial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &recoveryReport{workspace: verdict, states: map[string]string{}, events: map[string][]protocol.Event{}, decisions: map[string]bool{}}
+	if verdict != "base" && verdict != "expected" {
+		rep.problems = append(rep.problems, "at the first response after restart the workspace is "+verdict)
+	}
+	for _, l := range leftovers(ws, dataDir) {
+		rep.problems = append(rep.problems, "left behind at the first response: "+l)
+	}
+	list := r.await(r.request("tx/list", map[string]any{}))
+	rows, _ := jsonPath(list, "result.transactions")
+	rowList, _ := rows.([]any)
+	for _, row := range rowList {
+		id, _ := jsonString(row, "transactionId")
+		if e, ok := jsonPath(row, "error"); ok && e != nil {
+			rep.problems = append(rep.problems, fmt.Sprintf("transaction %s does not load: %v", id, e))
+			continue
+		}
+		st := r.await(r.request("tx/status", map[string]any{"transactionId": id}))
+		state, _ := jsonString(st, "result.state")
+		rep.states[id] = state
+		decs, _ := jsonPath(st, "result.decisions")
+		dl, _ := decs.([]any)
+		for _, d := range dl {
+			aid, _ := jsonString(d, "approvalRequestId")
+			rep.decisions[aid] = true
+		}
+		evResp := r.await(r.request("tx/events", map[string]any{"transactionId": id}))
+		var evs struct {
+			Result protocol.TxEventsResult `json:"result"`
+		}
+		raw, _ := json.Marshal(evResp)
+		if err := json.Unmarshal(raw, &evs); err != nil {
+			rep.problems = append(rep.problems, "tx/events: "+err.Error())
+		}
+		rep.events[id] = evs.Result.Events
+		if state == protocol.StateApplying {
+			rep.problems = append(rep.problems, "transaction "+id+" is still applying after recovery")
+		}
+	}
+	applied := false
+	for _, st := range rep.states {
+		applied = applied || st == protocol.StateApplied || st == protocol.StateCompleted
+	}
+	if (verdict == "expected") != applied {
+		rep.problems = append(rep.problems, fmt.Sprintf("workspace is %s but the ledgers say applied=%v", verdict, applied))
+	}
+	rep.problems = append(rep.problems, checkAcknowledged(h.transcript.Bytes(), h.methods, rep)...)
+
+	// Finish the work as a host would, then expect expected/.
+	var open string
+	for id, st := range rep.states {
+		if st != protocol.StateApplied && st != protocol.StateCompleted {
+			open = id
+		}
+	}
+	if len(rep.states) == 0 {
+		if resp := r.await(r.request("turn/start", diffParams(pl.commit.diff))); resp != nil {
+			open, _ = jsonString(resp, "result.transactionId")
+		}
+	}
+	if open != "" {
+		for range 3 {
+			ap := r.await(r.request("apply/execute", map[string]any{"transactionId": open}))
+			if ok, _ := jsonPath(ap, "result.ok"); ok == true {
+				break
+			}
+			pend, _ := jsonPath(ap, "result.pendingApprovals")
+			pl, _ := pend.([]any)
+			if len(pl) == 0 {
+				rep.problems = append(rep.problems, fmt.Sprintf("finishing: apply/execute answered %v", ap))
+				break
+			}
+			for _, pa := range pl {
+				id, _ := jsonString(pa, "approvalRequestId")
+				r.await(r.request("approval/respond", map[string]any{"transactionId": open, "approvalRequestId": id, "decision": "approve"}))
+			}
+		}
+	}
+	r.p.stdin.Close()
+	r.drain()
+	<-r.p.done
+	finished, err := classifyWorkspace(ws, base, expected, wsInitial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if finished != "expected" {
+		rep.problems = append(rep.problems, "after finishing, the workspace is "+finished)
+	}
+	if len(rep.problems) > 0 {
+		t.Errorf("after the crash (%d bytes received before it):\n  %s\nstderr before the crash:\n%s\nstderr after:\n%s",
+			h.transcript.Len(), strings.Join(rep.problems, "\n  "), h.p.stderrText(), r.p.stderrText())
+	}
+	state := "absent"
+	for _, st := range rep.states {
+		state = st // a session has at most one transaction
+	}
+	outcomes[fmt.Sprintf("workspace %s, transaction %s", verdict, state)]++
+	return nil
+}
+
+// jsonString returns the string at a dotted path of a decoded JSON value.
+func jsonString(v any, path string) (string, bool) {
+	x, ok := jsonPath(v, path)
+	if !ok {
+		return "", false
+	}
+	s, ok := x.(string)
+	return s, ok
+}
