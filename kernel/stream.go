@@ -259,10 +259,18 @@ func (s *Stream) drain() {
 // readLine returns the next non-blank NDJSON line without its line ending.
 // Bytes beyond the limit are skipped, not buffered, so memory stays bounded
 // by MaxMessageBytes plus the read buffer whatever the line length.
+//
+// A long line is kept as a list of fragments (each at most the read
+// buffer's size, copied once and never moved) and joined only when it is
+// complete and within the limit. Growing one slice with append instead
+// copies the line at every growth and leaves each old array as garbage:
+// a 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
+// against about 40 MiB this way (cmd/txkernel TestOversizeLineBoundedMemory).
 func (s *Stream) readLine() ([]byte, *wireError, error) {
 	for {
 		var (
-			buf      []byte
+			one      [1][]byte // most lines are one fragment: no slice to allocate
+			frags    = one[:0]
 			n        int64
 			oversize bool
 		)
@@ -273,9 +281,9 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 			if !oversize {
 				// +2 leaves room for the "\r\n" that does not count.
 				if n-2 > s.max {
-					oversize, buf = true, nil
-				} else {
-					buf = append(buf, f...)
+					oversize, frags = true, nil
+				} else if len(f) > 0 {
+					frags = append(frags, bytes.Clone(f))
 				}
 			}
 			switch {
@@ -296,6 +304,7 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 		if oversize {
 			return nil, s.oversize(n), nil
 		}
+		buf := joinFragments(frags, n)
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
 		if int64(len(buf)) > s.max {
@@ -306,6 +315,19 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 		}
 		return buf, nil, nil
 	}
+}
+
+// joinFragments returns frags (n bytes in all) as one slice, without a
+// copy when there is a single fragment.
+func joinFragments(frags [][]byte, n int64) []byte {
+	if len(frags) == 1 {
+		return frags[0]
+	}
+	buf := make([]byte, 0, n)
+	for _, f := range frags {
+		buf = append(buf, f...)
+	}
+	return buf
 }
 
 func (s *Stream) oversize(n int64) *wireError {

@@ -252,6 +252,17 @@ func TestStreamNDJSON(t *testing.T) {
 			want:  []string{res("1", `["`+strings.Repeat("x", 1024-len(req("1", "echo", `[""]`)))+`"]`), rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`)},
 		},
 		{
+			// Longer than the 64 KiB read buffer: read in fragments, joined.
+			name:  "lines spanning several read buffers, at and over the limit",
+			max:   300 << 10,
+			input: bigRequest("1", 300<<10) + "\r\n" + bigRequest("2", 300<<10+1) + "\n" + bigRequest("3", 200<<10),
+			want: []string{
+				res("1", `["`+strings.Repeat("x", 300<<10-len(req("1", "echo", `[""]`)))+`"]`),
+				rpcErr("null", -32600, "Invalid Request", `{"limit":307200}`),
+				res("3", `["`+strings.Repeat("x", 200<<10-len(req("3", "echo", `[""]`)))+`"]`),
+			},
+		},
+		{
 			name:  "oversize unterminated last line",
 			max:   1024,
 			input: req("1", "echo", `[1]`) + "\n" + bigRequest("2", 4096),

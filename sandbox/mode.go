@@ -21,8 +21,9 @@ const (
 	// so a transaction can be proposed but never applied.
 	ReadOnly Mode = "read-only"
 	// WorkspaceWrite allows writes anywhere in the workspace except
-	// repository metadata: any path component named ".git" (compared
-	// case-insensitively) is protected.
+	// repository metadata: any path component that git treats as ".git"
+	// (".GIT", ".git.", "git~1", ".g\u200cit" and the other NTFS and HFS+
+	// synonyms; see Workspace.CheckWritable) is protected.
 	WorkspaceWrite Mode = "workspace-write"
 	// DangerFullAccess allows writes to every path inside the workspace,
 	// .git included. Paths still cannot escape the workspace root.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Every error this package returns for a refused path is a
@@ -39,6 +41,10 @@ var (
 	// non-regular file where a regular file is required (or a non-directory
 	// where a directory is required). PathError.Reason is "not-regular".
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrHardlink: the regular file has more than one hard link, so its
+	// content may also be reachable under a name outside the workspace,
+	// which os.Root cannot see. PathError.Reason is "hardlink".
+	ErrHardlink = errors.New("file has more than one hard link")
 )
 
 // PathError records a path this package refused and why.
@@ -46,8 +52,9 @@ var (
 // Path is the workspace-relative path as given (or the offending prefix of
 // it, for symlinked parents). Reason is a short stable machine word, safe to
 // put on the wire: "escape", "absolute", "nul-byte", "backslash",
-// "too-long", "empty", "not-sibling", "protected", "symlink", "read-only" or
-// "not-regular". Err wraps one of the package's sentinel errors.
+// "too-long", "empty", "not-sibling", "protected", "symlink", "read-only",
+// "not-regular" or "hardlink". Err wraps one of the package's sentinel
+// errors.
 type PathError struct {
 	Path   string
 	Reason string
@@ -132,13 +139,111 @@ func hasDrivePrefix(p string) bool {
 	return c >= 'a' && c <= 'z'
 }
 
-// isProtectedComponent reports a name that git (or the filesystem) treats
-// as ".git". Trailing dots and spaces are stripped and the 8.3 short name
-// "git~1" is included because Windows and NTFS resolve those to ".git"
-// (the CVE-2014-9390 family); on Unix they are merely conservative.
+// isProtectedComponent reports whether one path component names ".git" on
+// some file system, following git's is_ntfs_dotgit (path.c) and
+// is_hfs_dotgit (utf8.c), which git uses to refuse such tree entries since
+// CVE-2014-9390. After removing the code points HFS+ ignores (see
+// hfsIgnorable), the component must equal ".git" or its NTFS 8.3 short name
+// "git~1", compared ASCII-case-insensitively, followed only by dots and
+// spaces (which Win32 strips) and optionally a ':' that starts an NTFS
+// alternate data stream (".git::$INDEX_ALLOCATION" opens the directory).
+// Git applies the NTFS and HFS+ rules separately; applying both at once
+// refuses a little more, never less. On Linux these names are ordinary,
+// but a workspace may be shared with, or copied to, Windows and macOS.
 func isProtectedComponent(c string) bool {
-	t := strings.TrimRight(c, ". ")
-	return strings.EqualFold(t, ".git") || strings.EqualFold(t, "git~1")
+	c = stripHFSIgnorable(c)
+	if i := strings.IndexByte(c, ':'); i >= 0 {
+		c = c[:i]
+	}
+	c = strings.TrimRight(c, ". ")
+	return asciiEqualFold(c, ".git") || asciiEqualFold(c, "git~1")
+}
+
+// asciiEqualFold compares ASCII letters case-insensitively and every other
+// byte exactly, as git does (so ".\u0147it" is not ".git").
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hfsIgnorable reports the code points that HFS+ drops when it compares
+// names, so ".g\u200cit" opens ".git" on macOS: the zero-width joiners and
+// direction marks U+200C..U+200F, the embeddings and overrides
+// U+202A..U+202E, the deprecated format characters U+206A..U+206F, and the
+// byte order mark U+FEFF. The list is git's (next_hfs_char in utf8.c).
+func hfsIgnorable(r rune) bool {
+	return r >= 0x200c && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x206a && r <= 0x206f || r == 0xfeff
+}
+
+// stripHFSIgnorable removes hfsIgnorable code points from s. Invalid UTF-8
+// is kept byte for byte.
+func stripHFSIgnorable(s string) string {
+	if !strings.ContainsFunc(s, hfsIgnorable) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !hfsIgnorable(r) {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// FoldPath returns the key under which a case-insensitive file system
+// (NTFS, and APFS and HFS+ as macOS formats them by default) compares
+// clean, a path already validated by CleanPath: two paths with the same
+// FoldPath can name one file there. Each component is folded by Unicode
+// simple case folding (every rune becomes the smallest rune of its
+// unicode.SimpleFold orbit, so "A.txt" and "a.txt" fold alike, as do the
+// Kelvin sign U+212A and "k"), loses the HFS+ ignorable code points (see
+// hfsIgnorable) and its trailing dots and spaces (which Win32 strips).
+// Invalid UTF-8 is kept byte for byte. Unicode normalization (NFC against
+// NFD, which APFS and HFS+ also ignore) is not applied: the standard
+// library has no normalizer. The result is a comparison key, not a path to
+// open.
+func FoldPath(clean string) string {
+	comps := strings.Split(clean, "/")
+	for i, c := range comps {
+		c = strings.TrimRight(stripHFSIgnorable(c), ". ")
+		var b strings.Builder
+		for j := 0; j < len(c); {
+			r, n := utf8.DecodeRuneInString(c[j:])
+			if r == utf8.RuneError && n <= 1 {
+				b.WriteString(c[j : j+n])
+			} else {
+				b.WriteRune(foldRune(r))
+			}
+			j += n
+		}
+		comps[i] = b.String()
+	}
+	return strings.Join(comps, "/")
+}
+
+// foldRune returns the smallest rune that unicode.SimpleFold maps r to.
+func foldRune(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return m
 }
 
 // Workspace is a directory tree opened for confined access. Every read and
@@ -198,9 +303,11 @@ func (w *Workspace) Close() error { return w.root.Close() }
 // CheckWritable reports whether the sandbox mode allows writing rel, a
 // workspace-relative path (validated with CleanPath first, whose errors it
 // returns). It returns a *PathError wrapping ErrReadOnly in ReadOnly mode,
-// ErrProtected in WorkspaceWrite mode when any component of rel is ".git"
-// compared case-insensitively (so ".GIT/config" and "sub/.git/HEAD" too),
-// and nil in DangerFullAccess. It does not touch the filesystem.
+// ErrProtected in WorkspaceWrite mode when any component of rel is a name
+// git treats as ".git" on NTFS or HFS+ (see isProtectedComponent: so
+// ".GIT/config", "sub/.git/HEAD", ".git./x", "git~1/x", ".git::$DATA" and
+// ".g\u200cit/x" too), and nil in DangerFullAccess. It does not touch the
+// filesystem.
 func (w *Workspace) CheckWritable(rel string) error {
 	clean, err := CleanPath(rel)
 	if err != nil {
@@ -271,9 +378,19 @@ func (w *Workspace) mapErr(rel string, err error) error {
 // directories, is absent. It returns a *PathError wrapping ErrSymlink when
 // rel or any parent inside the workspace is a symlink — whether it points
 // outside or inside — or when the file was replaced between the check and
-// the open; ErrNotRegular for a directory, device, FIFO or socket; ErrEscape
-// if os.Root detects an escape; and CleanPath's errors for a malformed rel.
-// mode is the file's fs.FileMode (permission and setuid/setgid/sticky bits).
+// the open; ErrNotRegular for a directory, device, FIFO or socket;
+// ErrHardlink when the file's link count (fstat st_nlink, or NumberOfLinks
+// on Windows) is above 1, before any byte is read; ErrEscape if os.Root
+// detects an escape; and CleanPath's errors for a malformed rel. mode is the
+// file's fs.FileMode (permission and setuid/setgid/sticky bits).
+//
+// Hard links are refused because os.Root confines names, not inodes: a
+// link planted in the workspace to a file outside it would let a proposal
+// read (and hash, and show in a diff) outside content. Writes never go
+// through such a link, since they replace the name by rename, so only reads
+// check; the apply re-reads every base (FileSHA256) and so re-checks. A
+// file with two links that are both inside the workspace is refused too:
+// the other name cannot be found without scanning the file system.
 func (w *Workspace) ReadFile(rel string) (data []byte, mode fs.FileMode, exists bool, err error) {
 	clean, err := CleanPath(rel)
 	if err != nil {
@@ -302,6 +419,12 @@ func (w *Workspace) ReadFile(rel string) (data []byte, mode fs.FileMode, exists 
 	// for a link (or anything else) in between, refuse rather than read it.
 	if !os.SameFile(leaf, fi) {
 		return nil, 0, false, pathErr(rel, "symlink", ErrSymlink)
+	}
+	// Checked on the open descriptor, so a link made after the walk counts.
+	if n, err := linkCount(f, fi); err != nil {
+		return nil, 0, false, err
+	} else if n > 1 {
+		return nil, 0, false, pathErr(rel, "hardlink", ErrHardlink)
 	}
 	data, err = io.ReadAll(f)
 	if err != nil {

@@ -252,6 +252,9 @@ func TestCheckWritable(t *testing.T) {
 		{WorkspaceWrite, "sub/.git/HEAD", ErrProtected},
 		{WorkspaceWrite, ".git./config", ErrProtected},
 		{WorkspaceWrite, "GIT~1/config", ErrProtected},
+		{WorkspaceWrite, "a/.g\u200cit/hooks/post-checkout", ErrProtected},
+		{WorkspaceWrite, ".git::$INDEX_ALLOCATION/config", ErrProtected},
+		{DangerFullAccess, ".g\u200cit/config", nil},
 		{DangerFullAccess, ".git/config", nil},
 		{DangerFullAccess, ".GIT/x", nil},
 		{ReadOnly, "main.go", ErrReadOnly},
@@ -263,6 +266,129 @@ func TestCheckWritable(t *testing.T) {
 			t.Errorf("%s CheckWritable(%q) = %v, want %v", tc.mode, tc.rel, err, tc.err)
 		}
 	}
+}
+
+// TestProtectedComponent holds isProtectedComponent to the names git
+// itself refuses (is_ntfs_dotgit, is_hfs_dotgit, t/t1450-fsck.sh and
+// t/t0060-path-utils.sh), and to the near misses it accepts.
+func TestProtectedComponent(t *testing.T) {
+	for _, c := range []string{
+		".git", ".GIT", ".GiT", ".gIT",
+		".git.", ".git...", ".git ", ".git . .", // Win32 strips trailing dots and spaces
+		"git~1", "GIT~1", "Git~1.", "git~1 ", // the NTFS 8.3 short name
+		".git:", ".git::$INDEX_ALLOCATION", ".git:stream", "git~1::$DATA", ".git .:x", // NTFS alternate data streams
+		"\u200c.git", ".g\u200cit", ".gi\u200dt", ".git\u200e", ".\u200f\u202agit", // HFS+ ignorables, anywhere
+		".g\u202bi\u202c\u202dt\u202e", ".\u206ag\u206bi\u206ct\u206d\u206e\u206f", "\ufeff.GIT",
+		".G\u200cIT.", // both at once
+	} {
+		if !isProtectedComponent(c) {
+			t.Errorf("isProtectedComponent(%+q) = false, want true", c)
+		}
+	}
+	for _, c := range []string{
+		"", ".", "git", ".gi", ".gitx", ".git-foo", ".gitignore", ".gitmodules", ".github",
+		"..git", " .git", "x.git", ".git~1", "git~2", "git~10", "gi~1", "git~", "_git",
+		".\u0147it", ".g\u0131t", ".g\u200bit", // not ASCII-folded to "git"; U+200B is not ignorable
+		".g\xe2\x80it", ".git\xff", // invalid UTF-8 is never ".git"
+		".git/x", ".git\\x", // not a component (never reaches here after CleanPath)
+	} {
+		if isProtectedComponent(c) {
+			t.Errorf("isProtectedComponent(%+q) = true, want false", c)
+		}
+	}
+}
+
+func TestFoldPath(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"A.txt", "a.txt"},
+		{"Dir/README.md", "dir/readme.MD"},
+		{"x/\u212a", "x/k"},            // Kelvin sign folds to k
+		{"stra\u00dfe", "STRA\u1e9eE"}, // sharp s and capital sharp s
+		{"a.txt.", "a.txt"},            // Win32 strips trailing dots
+		{"a.txt ", "a.txt"},            // and spaces
+		{"re\u200cad.me", "read.me"},   // HFS+ ignorable
+		{"\xff.txt", "\xff.TXT"},       // invalid UTF-8 is kept, the rest folds
+	} {
+		if fa, fb := FoldPath(tc.a), FoldPath(tc.b); fa != fb {
+			t.Errorf("FoldPath(%+q) = %+q, FoldPath(%+q) = %+q; want equal", tc.a, fa, tc.b, fb)
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"a.txt", "b.txt"},
+		{"a/b", "a.b"},
+		{"\xff", "\xfe"},            // two invalid bytes stay distinct
+		{"\xff", "\ufffd"},          // and differ from U+FFFD
+		{"caf\u00e9", "cafe\u0301"}, // NFC vs NFD: not normalised (documented)
+	} {
+		if fa, fb := FoldPath(tc.a), FoldPath(tc.b); fa == fb {
+			t.Errorf("FoldPath(%+q) == FoldPath(%+q) = %+q; want different", tc.a, tc.b, fa)
+		}
+	}
+}
+
+// link creates a hard link, or skips when the file system has none.
+func link(t *testing.T, oldname, newname string) {
+	t.Helper()
+	if err := os.Link(oldname, newname); err != nil {
+		t.Skipf("hard links unavailable: %v", err)
+	}
+}
+
+// TestHardlinksRefused: os.Root confines names, not inodes, so a hard link
+// in the workspace to a file outside must not be read, whether it was
+// there before the first read or made between a proposal and its apply.
+func TestHardlinksRefused(t *testing.T) {
+	w, outside := newWS(t, WorkspaceWrite)
+	secret := filepath.Join(outside, "secret.txt")
+	link(t, secret, filepath.Join(w.Dir(), "in-link.txt"))
+	write(t, w, "d/a.txt", "a")
+
+	refused := func(rel string) {
+		t.Helper()
+		data, _, ok, err := w.ReadFile(rel)
+		var pe *PathError
+		if !errors.Is(err, ErrHardlink) || !errors.As(err, &pe) || pe.Reason != "hardlink" || data != nil || ok {
+			t.Errorf("ReadFile(%s) = %q, %v, %v; want ErrHardlink with reason hardlink and no data", rel, data, ok, err)
+		}
+		if _, _, err := w.FileSHA256(rel); !errors.Is(err, ErrHardlink) {
+			t.Errorf("FileSHA256(%s) = %v, want ErrHardlink", rel, err)
+		}
+	}
+	refused("in-link.txt")
+
+	// A link made after the proposal read the base: the apply's re-read
+	// (FileSHA256) refuses it.
+	if _, _, err := w.FileSHA256("d/a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(outside, "alias.txt")
+	link(t, filepath.Join(w.Dir(), "d/a.txt"), alias)
+	refused("d/a.txt")
+
+	// Writes replace the name, never the inode: staging and renaming over
+	// the linked name leaves the outside name's content alone.
+	for _, rel := range []string{"in-link.txt", "d/a.txt"} {
+		staged := StagedName(rel, "tx")
+		if err := w.StageFile(rel, staged, []byte("new"), 0o644); err != nil {
+			t.Fatalf("StageFile(%s): %v", rel, err)
+		}
+		if err := w.Rename(staged, rel); err != nil {
+			t.Fatalf("Rename(%s): %v", rel, err)
+		}
+		if data, _, ok, err := w.ReadFile(rel); err != nil || !ok || string(data) != "new" {
+			t.Errorf("after rename, ReadFile(%s) = %q %v %v", rel, data, ok, err)
+		}
+	}
+	for p, want := range map[string]string{secret: "outside", alias: "a"} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("outside file %s = %q, %v; want %q", p, b, err, want)
+		}
+	}
+	// A link whose other name is inside the workspace is refused too.
+	write(t, w, "b.txt", "b")
+	link(t, filepath.Join(w.Dir(), "b.txt"), filepath.Join(w.Dir(), "c.txt"))
+	refused("b.txt")
+	refused("c.txt")
 }
 
 func TestProtectedGitOnDisk(t *testing.T) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/base64"
 	"math"
 	"regexp"
 	"slices"
@@ -39,8 +40,14 @@ type Finding struct {
 // Scanner finds and redacts secrets in lines of text. Its rules aim at high
 // precision, after gitleaks: AWS access key ids, GitHub tokens, PEM private
 // keys, and "generic" credentials assigned to a secret-sounding identifier,
-// filtered by entropy and shape. A Scanner holds only compiled regular
-// expressions and is safe for concurrent use.
+// filtered by entropy and shape. Like gitleaks' allowlists, each rule drops
+// documentation placeholders (AKIAIOSFODNN7EXAMPLE, runs such as "XXXX" or
+// "123456", low-entropy bodies), and the generic rule drops values that are
+// identifiers or public data by their shape or name (UUIDs, digests and
+// commits, lock-file integrity hashes, public keys, base64 of prose; see
+// notCredential). sandbox/secrets_test.go lists true- and false-positive
+// samples for every rule. A Scanner holds only compiled regular expressions
+// and is safe for concurrent use.
 type Scanner struct {
 	aws, github    *regexp.Regexp
 	keyBegin       *regexp.Regexp
@@ -200,18 +207,22 @@ func (s *Scanner) scan(lines []string) []span {
 			spans = append(spans, sp)
 		}
 		for _, m := range s.aws.FindAllStringIndex(line, -1) {
-			// AWS documentation keys such as AKIAIOSFODNN7EXAMPLE, and
-			// "AKIAAAAA…" placeholders.
+			// AWS's documentation keys (AKIAIOSFODNN7EXAMPLE and the
+			// other "…EXAMPLE" ids, allowlisted by gitleaks too: they are
+			// published, so not secret), and placeholders.
 			t := line[m[0]:m[1]]
-			if !strings.HasSuffix(t, "EXAMPLE") && !hasRun(t[4:], 4) {
+			if !strings.HasSuffix(t, "EXAMPLE") && !placeholderBody(t[4:], minAWSEntropy) {
 				add(m[0], m[1], RuleAWSAccessKeyID)
 			}
 		}
 		for _, m := range s.github.FindAllStringIndex(line, -1) {
-			// "ghp_xxxx…" placeholders; a random body has such a run with
-			// probability about 1e-4.
-			if !hasRun(line[m[0]+4:m[1]], 4) {
-				add(m[0], m[1], githubRule(line[m[0]:m[1]]))
+			t := line[m[0]:m[1]]
+			body := t[strings.IndexByte(t, '_')+1:]
+			if strings.HasPrefix(t, "github_pat_") {
+				body = t[len("github_pat_"):]
+			}
+			if !placeholderBody(body, minGitHubEntropy) && !allWordish(body) {
+				add(m[0], m[1], githubRule(t))
 			}
 		}
 		for _, m := range s.genericMatches(line) {
@@ -307,10 +318,40 @@ func githubRule(tok string) string {
 // parsers that merely mention the markers from being reported.
 const minKeyBody = 64
 
+// minKeyEntropy is the least Shannon entropy, in bits per base64
+// character, of a key body: real keys from ssh-keygen (ed25519, RSA,
+// ECDSA) and openssl (PKCS#8 ed25519, EC, RSA, encrypted) measure 4.96 to
+// 5.96, while documentation's "XXXX…" or "AAAA…" bodies measure near 0.
+const minKeyEntropy = 4.0
+
+// b64Entropy returns the Shannon entropy of the base64 characters of parts
+// taken together, in bits per character.
+func b64Entropy(parts []string) float64 {
+	var counts [256]int
+	n := 0
+	for _, p := range parts {
+		for i := 0; i < len(p); i++ {
+			if isB64(p[i]) {
+				counts[p[i]]++
+				n++
+			}
+		}
+	}
+	h := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			q := float64(c) / float64(n)
+			h -= q * math.Log2(q)
+		}
+	}
+	return h
+}
+
 // scanPrivateKeys finds PEM private key blocks. A BEGIN marker counts when
 // it is followed — on the same line up to an END marker, or on the following
 // lines up to the matching END line — by at least minKeyBody base64
-// characters, and every following line up to END looks like key material
+// characters with an entropy of at least minKeyEntropy (so not a
+// placeholder), and every following line up to END looks like key material
 // (base64, PEM header fields, possibly quoted or with literal "\n"s). A
 // block whose END line never comes is still redacted, through its last
 // body-like line, since input is often a truncated diff.
@@ -344,7 +385,7 @@ func (s *Scanner) scanPrivateKeys(lines []string) []span {
 			// The first END marker after this header, if any.
 			e := slices.IndexFunc(ends, func(e []int) bool { return e[0] >= he })
 			if e >= 0 {
-				if b64Before[ends[e][0]]-b64Before[he] >= minKeyBody {
+				if b64Before[ends[e][0]]-b64Before[he] >= minKeyBody && b64Entropy([]string{line[he:ends[e][0]]}) >= minKeyEntropy {
 					spans = append(spans, span{i, hs, ends[e][1], RulePrivateKey, true})
 					consumed = ends[e][1]
 				}
@@ -367,6 +408,13 @@ func (s *Scanner) scanPrivateKeys(lines []string) []span {
 				count += body.endB64[stop]
 			}
 			if count < minKeyBody {
+				continue
+			}
+			parts := append([]string{line[he:eol]}, lines[i+1:stop]...)
+			if endLine >= 0 {
+				parts = append(parts, lines[endLine][:body.endAt[endLine]])
+			}
+			if b64Entropy(parts) < minKeyEntropy {
 				continue
 			}
 			spans = append(spans, span{i, hs, eol, RulePrivateKey, true})
@@ -483,7 +531,7 @@ func (s *Scanner) genericMatches(line string) [][2]int {
 		}
 		ident := line[off+m[2] : off+m[3]]
 		vs, ve := off+m[4], off+m[5]
-		if identHasKeyword(ident) && likelySecret(line[vs:ve]) {
+		if identHasKeyword(ident) && likelySecret(line[vs:ve]) && !notCredential(ident, line[vs:ve]) {
 			out = append(out, [2]int{vs, ve})
 			off = ve
 			continue
@@ -587,9 +635,10 @@ const minEntropy = 3.5
 
 // likelySecret applies the value filters of the generic rule: a digit and
 // a letter, Shannon entropy of at least minEntropy, no placeholder, no run
-// of four identical bytes, and not made only of word-like pieces (which is
-// what version strings, module paths, dotted member names and key names
-// like "ctrl-alt-f12" are).
+// of four identical bytes nor of six consecutive characters ("123456",
+// "abcdef"), and not made only of word-like pieces (which is what version
+// strings, module paths, dotted member names and key names like
+// "ctrl-alt-f12" are).
 func likelySecret(v string) bool {
 	if v == "" || v[0] == '=' {
 		return false
@@ -608,7 +657,7 @@ func likelySecret(v string) bool {
 			return false
 		}
 	}
-	if hasRun(v, 4) {
+	if hasRun(v, 4) || hasSequence(v, 6) {
 		return false
 	}
 	pieces := strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune("-_./=+", r) })
@@ -664,6 +713,166 @@ func wordish(p string) bool {
 		}
 	}
 	return true
+}
+
+// Entropy floors (bits per byte) under which a token body is taken for a
+// placeholder ("ghp_abab…"). Measured on 200,000 random bodies each: no
+// GitHub body (36 or 82 characters of [0-9A-Za-z_]) fell below 4.0; 2 in
+// 200,000 AWS bodies (16 characters of base32) fell below 2.5.
+const (
+	minGitHubEntropy = 3.0
+	minAWSEntropy    = 2.5
+)
+
+// placeholderBody reports the body of a provider token (the part after
+// "AKIA", "ghp_", "github_pat_") that documentation writes in place of a
+// real one: four identical bytes in a row ("XXXX"), a run of six or more
+// consecutive ascending or descending characters ("123456", "abcdef",
+// "ABCDEFGHIJKLMNOP"), or an entropy below minH. A random body trips one of
+// these with probability about 2e-4 (GitHub) to 4e-4 (AWS), nearly all of
+// it the run test ("ghp_…F4444…" is missed); that is the price of refusing
+// "1111222233334444" placeholders.
+func placeholderBody(body string, minH float64) bool {
+	return hasRun(body, 4) || hasSequence(body, 6) || entropy(body) < minH
+}
+
+// hasSequence reports whether s holds n bytes in a row that each differ
+// from the previous one by +1, or each by -1 ("34567", "fedcb").
+func hasSequence(s string, n int) bool {
+	up, down := 1, 1
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1]+1 {
+			up++
+		} else {
+			up = 1
+		}
+		if s[i] == s[i-1]-1 {
+			down++
+		} else {
+			down = 1
+		}
+		if up >= n || down >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// allWordish reports whether every "_"-separated piece of s is wordish:
+// an identifier such as "github_pat_expiry_days_…" of exactly the token's
+// length, not a token, whose pieces are random.
+func allWordish(s string) bool {
+	for _, p := range strings.Split(s, "_") {
+		if p != "" && !wordish(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// strongWords name a credential outright. A value assigned to an
+// identifier holding one is reported even when its shape or the
+// identifier's other words would clear it (see notCredential): a UUID or a
+// sentence can be a password, and a cache server has one.
+var strongWords = map[string]bool{"password": true, "passwd": true, "secret": true}
+
+// notKeyWords are identifier words that say the value is public or derived
+// data rather than a credential: a public key, a digest or checksum, a
+// commit or revision, a cache key, a colour. They clear identifiers whose
+// keyword is only a weak one ("key", "token", "api", "auth", "access",
+// "client"): "cache_key", "publicKey", "tokenHash", "api_spec_commit".
+var notKeyWords = map[string]bool{
+	"public": true, "pub": true, "hash": true, "hashed": true, "sha": true, "sha1": true,
+	"sha256": true, "sha384": true, "sha512": true, "md5": true, "digest": true, "checksum": true,
+	"integrity": true, "commit": true, "rev": true, "revision": true, "etag": true, "cache": true,
+	"fingerprint": true, "color": true, "colour": true,
+}
+
+// notCredential applies the generic rule's allowlists to an identifier
+// and a value that passed likelySecret. Unless the identifier holds a
+// strongWords word, it clears a value when the identifier holds a
+// notKeyWords word, when the value is a UUID (RFC 9562 text form: the shape
+// of identifiers, e.g. OAuth client ids; UUID-shaped API keys of some
+// providers are missed unless named secret or password), or when the value
+// is base64 of prose (see base64Prose). Subresource-integrity digests
+// ("sha512-<base64>", as in lock files) are cleared whatever the name.
+func notCredential(ident, v string) bool {
+	if sriDigest(v) {
+		return true
+	}
+	strong, stop := false, false
+	for _, w := range identWords(ident) {
+		w = strings.ToLower(w)
+		ws := strings.TrimSuffix(w, "s")
+		strong = strong || strongWords[w] || strongWords[ws] || strings.Contains(w, "password") || strings.Contains(w, "secret")
+		stop = stop || notKeyWords[w] || notKeyWords[ws]
+	}
+	if strong {
+		return false
+	}
+	return stop || isUUID(v) || base64Prose(v)
+}
+
+// isUUID reports the 36-byte form 8-4-4-4-12 of hex digits.
+func isUUID(v string) bool {
+	if len(v) != 36 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if v[i] != '-' {
+				return false
+			}
+		case !isHex(v[i]):
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// sriDigest reports a Subresource Integrity value, "sha1-", "sha256-",
+// "sha384-" or "sha512-" followed by base64 (npm, yarn and pnpm lock files,
+// HTML integrity attributes).
+func sriDigest(v string) bool {
+	for _, p := range []string{"sha1-", "sha256-", "sha384-", "sha512-"} {
+		if rest, ok := strings.CutPrefix(strings.ToLower(v), p); ok && len(rest) >= 16 {
+			return strings.IndexFunc(v[len(p):], func(r rune) bool { return r > 127 || !isB64(byte(r)) }) < 0
+		}
+	}
+	return false
+}
+
+// base64Prose reports a value that decodes (standard or URL alphabet,
+// padded or not) to at least 12 bytes of printable ASCII with two or more
+// spaces, nearly all letters and spaces: encoded text such as "hello world
+// this is a test", not key material. Random bytes decode to printable
+// ASCII with probability (95/256)^n.
+func base64Prose(v string) bool {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(v)
+		if err != nil || len(b) < 12 {
+			continue
+		}
+		spaces, letters := 0, 0
+		printable := true
+		for _, c := range b {
+			switch {
+			case c == ' ':
+				spaces++
+			case isUpper(c) || isLower(c):
+				letters++
+			case c < 0x20 || c > 0x7e:
+				printable = false
+			}
+		}
+		if printable && spaces >= 2 && (spaces+letters)*100 >= 85*len(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasRun reports whether s holds n identical consecutive bytes.

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/internal/failpoint"
@@ -92,6 +93,28 @@ type transaction struct {
 	meta    protocol.TransactionFile
 	led     *ledger
 	loadErr error
+
+	// summary is the transaction's tx/list entry as of its last event
+	// sent to the host. It is replaced, never modified, by publish (which
+	// runs under sem), so List reads it without taking sem and never waits
+	// behind an apply or any other call in progress. nil until the
+	// proposal's own events are out: List skips the transaction until then.
+	summary atomic.Pointer[protocol.TxSummary]
+}
+
+// publish refreshes t's tx/list entry from its metadata and ledger. The
+// caller holds t's lock (or is loading t, before anyone else can see it).
+func (t *transaction) publish() {
+	p := t.meta.Pointers.Proposal
+	t.summary.Store(&protocol.TxSummary{
+		TransactionID:    t.id,
+		State:            t.meta.State,
+		CreatedAt:        t.meta.CreatedAt,
+		UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
+		Kind:             p.Kind,
+		TargetFiles:      p.TargetFiles,
+		PendingApprovals: len(approvals.Fold(t.led.events).Pending()),
+	})
 }
 
 func (t *transaction) acquire(ctx context.Context) error {
@@ -250,6 +273,7 @@ func (e *Engine) loadTx(id string) *transaction {
 			t.loadErr = werr
 		}
 	}
+	t.publish()
 	return t
 }
 
@@ -358,7 +382,10 @@ func (e *Engine) locked(ctx context.Context, id string) (*transaction, error) {
 }
 
 // appendEvents makes evs durable in t's ledger, refreshes the derived
-// metadata, and then notifies the host. The caller holds t's lock.
+// metadata, notifies the host, and then publishes t's new tx/list entry
+// (after the notifications, as when List waited for t's lock: a host never
+// sees a state in tx/list before the event that entered it). The caller
+// holds t's lock.
 func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
 	out, err := t.led.append(evs...)
 	if err != nil {
@@ -366,6 +393,7 @@ func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
 	}
 	t.meta.State, t.meta.UpdatedAt = deriveState(t.led.events)
 	e.emit(out)
+	t.publish()
 	return nil
 }
 
@@ -413,6 +441,15 @@ func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
 
 // List returns every transaction in the data dir, newest first (tx/list).
 // A transaction that could not be loaded is listed with its error.
+//
+// List takes no transaction's lock: it reads the entry each transaction
+// published after its last event (transaction.publish), so it never waits
+// for a call in progress (an apply holds its transaction's lock through
+// every fsync, and a failpoint or a slow disk can make that long). An entry
+// is a snapshot: it shows the state as of the transaction's last event
+// already sent, exactly as a List that had waited for the lock would have,
+// with a call in progress either not started or finished. ctx is unused,
+// since nothing here blocks.
 func (e *Engine) List(ctx context.Context) (*protocol.TxListResult, error) {
 	e.mu.Lock()
 	all := make([]*transaction, 0, len(e.txs))
@@ -430,20 +467,9 @@ func (e *Engine) List(ctx context.Context) (*protocol.TxListResult, error) {
 			out = append(out, protocol.TxSummary{TransactionID: t.id, State: "unavailable", TargetFiles: []string{}, Error: pe})
 			continue
 		}
-		if err := t.acquire(ctx); err != nil {
-			return nil, err
+		if s := t.summary.Load(); s != nil {
+			out = append(out, *s)
 		}
-		p := t.meta.Pointers.Proposal
-		out = append(out, protocol.TxSummary{
-			TransactionID:    t.id,
-			State:            t.meta.State,
-			CreatedAt:        t.meta.CreatedAt,
-			UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
-			Kind:             p.Kind,
-			TargetFiles:      p.TargetFiles,
-			PendingApprovals: len(approvals.Fold(t.led.events).Pending()),
-		})
-		t.release()
 	}
 	slices.SortFunc(out, func(a, b protocol.TxSummary) int {
 		if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {

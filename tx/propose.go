@@ -77,11 +77,20 @@ func (e *Engine) plan(in *protocol.ProposalInput) ([]plannedFile, error) {
 		return nil, err
 	}
 	seen := map[string]bool{}
+	folded := map[string]string{}
 	for _, f := range files {
 		if seen[f.path] {
 			return nil, validationFailed(map[string]any{"path": f.path, "reason": "duplicate"}, "the proposal changes %s twice", f.path)
 		}
 		seen[f.path] = true
+		// Two names for one file on NTFS, APFS or HFS+: the second write
+		// would land on the first, and its base was never checked.
+		key := sandbox.FoldPath(f.path)
+		if other, ok := folded[key]; ok {
+			return nil, validationFailed(map[string]any{"path": f.path, "collidesWith": other, "reason": "case-collision"},
+				"the proposal changes %s and %s, which name the same file on a case-insensitive file system", other, f.path)
+		}
+		folded[key] = f.path
 		// Proposals work in a read-only sandbox; only protected paths are
 		// refused here. The apply checks again, with the write rules.
 		if err := e.ws.CheckWritable(f.path); err != nil && !errors.Is(err, sandbox.ErrReadOnly) {
@@ -104,18 +113,25 @@ func (e *Engine) readBase(rel string) (data []byte, mode uint32, exists bool, er
 	return data, uint32(m.Perm()), exists, nil
 }
 
-// cleanPath validates a path from the host or a diff. A path that is not
-// a path at all (empty, NUL byte, too long, backslash) is a bad param,
-// -32602 naming field; one that tries to leave the workspace (absolute,
-// "..") stays a sandbox error.
-func cleanPath(field, p string) (string, error) {
+// cleanPath validates a path from the host or a diff (see
+// sandbox.CleanPath). A path that names no file — empty, or "." after
+// cleaning — is a missing required value: -32602 {field, path, reason:
+// "empty"}. Every other refusal (NUL byte, too long, backslash, absolute,
+// "..") is a sandbox violation like a protected or symlinked path: -32004
+// {field, path, reason, sandbox}, so that every path a sandbox rule refuses
+// has one code and field still names where the path came from.
+func (e *Engine) cleanPath(field, p string) (string, error) {
 	c, err := sandbox.CleanPath(p)
 	var pe *sandbox.PathError
-	if errors.As(err, &pe) && errors.Is(err, sandbox.ErrInvalidPath) && pe.Reason != "absolute" {
-		return "", protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": field, "path": p, "reason": pe.Reason},
-			"%s: invalid path %q: %s", field, p, pe.Reason)
+	if err == nil || !errors.As(err, &pe) {
+		return c, err
 	}
-	return c, err
+	if pe.Reason == "empty" {
+		return "", protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": field, "path": p, "reason": pe.Reason},
+			"%s: the path names no file", field)
+	}
+	return "", protocol.NewError(protocol.CodeSandboxViolation, map[string]any{"field": field, "path": p, "reason": pe.Reason, "sandbox": string(e.ws.Mode())},
+		"sandbox violation: %s: %v", field, pe)
 }
 
 func (e *Engine) planDiff(in *protocol.ProposalInput) ([]plannedFile, error) {
@@ -142,12 +158,12 @@ func (e *Engine) planDiff(in *protocol.ProposalInput) ([]plannedFile, error) {
 	for _, p := range patches {
 		oldPath, newPath := p.OldPath, p.NewPath
 		if oldPath != "" {
-			if oldPath, err = cleanPath("proposal.diff", oldPath); err != nil {
+			if oldPath, err = e.cleanPath("proposal.diff", oldPath); err != nil {
 				return nil, err
 			}
 		}
 		if newPath != "" {
-			if newPath, err = cleanPath("proposal.diff", newPath); err != nil {
+			if newPath, err = e.cleanPath("proposal.diff", newPath); err != nil {
 				return nil, err
 			}
 		}
@@ -215,7 +231,7 @@ func (e *Engine) planFiles(in *protocol.ProposalInput) ([]plannedFile, error) {
 	var out []plannedFile
 	for i, f := range in.Files {
 		field := "proposal.files[" + strconv.Itoa(i) + "]"
-		p, err := cleanPath(field+".path", f.Path)
+		p, err := e.cleanPath(field+".path", f.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +285,7 @@ func (e *Engine) planRemoveTodo(in *protocol.ProposalInput) ([]plannedFile, erro
 	}
 	var out []plannedFile
 	for i, tf := range in.TargetFiles {
-		p, err := cleanPath("proposal.targetFiles["+strconv.Itoa(i)+"]", tf)
+		p, err := e.cleanPath("proposal.targetFiles["+strconv.Itoa(i)+"]", tf)
 		if err != nil {
 			return nil, err
 		}
@@ -485,6 +501,7 @@ func (e *Engine) persistProposal(ctx context.Context, in *protocol.ProposalInput
 	e.txs[txID] = t
 	e.mu.Unlock()
 	e.emit(evs)
+	t.publish() // now tx/list shows it (see transaction.summary)
 	t.release()
 
 	sum := protocol.ProposalSummary{

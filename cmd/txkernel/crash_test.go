@@ -91,8 +91,10 @@ func (h *crashHost) drain() {
 	}
 }
 
-// phases of the session in which a random kill lands.
-var crashPhases = []string{"turn/start", "approval/respond", "apply/execute"}
+// crashPhases are the steps of the session in which a random kill lands:
+// the proposal, the first apply/execute (which records the approval
+// request), the person's decision, and the apply itself.
+var crashPhases = []string{"turn/start", "apply/execute:request-approval", "approval/respond", "apply/execute"}
 
 // crashPlan is one iteration: a commit, and either a failpoint or a phase
 // and a delay after that phase's request was sent.
@@ -166,7 +168,7 @@ func TestCrashHarness(t *testing.T) {
 	sort.Strings(keys)
 	var sb strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&sb, "\n  %-40s %d", k, outcomes[k])
+		fmt.Fprintf(&sb, "\n  %-90s %4d", k, outcomes[k])
 	}
 	t.Logf("%d iterations: %d at failpoints, %d kill -9 at random moments; after restart:%s", len(plans), nfp, len(plans)-nfp, sb.String())
 }
@@ -207,13 +209,13 @@ func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[
 	// The session, with the kill (if any) after the chosen phase's request.
 	took := map[string]time.Duration{}
 	killed := false
-	step := func(method string, params any) map[string]any {
+	step := func(phase, method string, params any) map[string]any {
 		if killed {
 			return nil
 		}
 		start := time.Now()
 		id := h.request(method, params)
-		if outcomes != nil && pl.phase == method {
+		if outcomes != nil && pl.phase == phase {
 			time.Sleep(pl.delay)
 			_ = h.p.cmd.Process.Kill()
 			killed = true
@@ -221,30 +223,27 @@ func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[
 			return nil
 		}
 		resp := h.await(id)
-		took[method] = time.Since(start)
+		took[phase] = time.Since(start)
 		if resp == nil {
 			killed = true // a failpoint fired
 			h.drain()
 		}
 		return resp
 	}
-	step("initialize", map[string]any{"clientInfo": map[string]any{"name": "crash"}})
+	step("initialize", "initialize", map[string]any{"clientInfo": map[string]any{"name": "crash"}})
 	var txID string
-	if resp := step("turn/start", diffParams(pl.commit.diff)); resp != nil {
+	if resp := step("turn/start", "turn/start", diffParams(pl.commit.diff)); resp != nil {
 		txID, _ = jsonString(resp, "result.transactionId")
 	}
 	if txID != "" {
-		if resp := step("apply/execute", map[string]any{"transactionId": txID}); resp != nil {
+		if resp := step("apply/execute:request-approval", "apply/execute", map[string]any{"transactionId": txID}); resp != nil {
 			pend, _ := jsonPath(resp, "result.pendingApprovals")
 			list, _ := pend.([]any)
-			for i, pa := range list {
+			for _, pa := range list {
 				id, _ := jsonString(pa, "approvalRequestId")
-				if i > 0 && pl.phase == "approval/respond" {
-					break // kill during the first decision only
-				}
-				step("approval/respond", map[string]any{"transactionId": txID, "approvalRequestId": id, "decision": "approve"})
+				step("approval/respond", "approval/respond", map[string]any{"transactionId": txID, "approvalRequestId": id, "decision": "approve"})
 			}
-			step("apply/execute", map[string]any{"transactionId": txID})
+			step("apply/execute", "apply/execute", map[string]any{"transactionId": txID})
 		}
 	}
 	if !killed {
@@ -364,7 +363,11 @@ func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[
 	for _, st := range rep.states {
 		state = st // a session has at most one transaction
 	}
-	outcomes[fmt.Sprintf("workspace %s, transaction %s", verdict, state)]++
+	cause := "kill -9 in " + pl.phase
+	if pl.failpoint != "" {
+		cause, _, _ = strings.Cut(pl.failpoint, "=")
+	}
+	outcomes[fmt.Sprintf("%-40s → workspace %s, transaction %s", cause, verdict, state)]++
 	return nil
 }
 

@@ -57,6 +57,8 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 //	transcriptabsent TEXT    nothing the kernel sent so far contains TEXT
 //	write PATH TEXT          overwrite a workspace file (a user edit)
 //	symlink TARGET LINK      create a symlink ($WORK expands)
+//	hardlink OLD NEW         create a hard link NEW to the existing file OLD
+//	                         (both ws/… or $WORK/…, as for exists)
 //	mkdir PATH               create a directory
 func TestSessions(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "sessions", "*.txtar"))
@@ -418,6 +420,13 @@ func (s *session) exec(line string) error {
 			return err
 		}
 		return os.Symlink(s.expand(args[0]), s.path(args[1]))
+	case "hardlink":
+		if err := need(2); err != nil {
+			return err
+		}
+		if err := os.Link(s.path(args[0]), s.path(args[1])); err != nil {
+			s.t.Skipf("hard links unavailable: %v", err)
+		}
 	case "mkdir":
 		return os.MkdirAll(s.path(rest), 0o755)
 	default:
