@@ -55,9 +55,11 @@ bench:
 ## power-loss model on the same commits with up to 256 states per crash point
 CRASH_ITERATIONS ?= 600
 crash:
-	$(GO) test -count=1 -timeout 120m -run 'TestCrashHarness|TestPowerLoss' ./cmd/txkernel -v \
+	@mkdir -p bench
+	@$(GO) test -count=1 -timeout 120m -run 'TestCrashHarness|TestPowerLoss' ./cmd/txkernel -v \
 	  -crash.iterations $(CRASH_ITERATIONS) -crash.commits 5 \
-	  -powerloss.commits all-largest -powerloss.max 256 | grep -v -e '^=== RUN' -e '^    --- PASS'
+	  -powerloss.commits all-largest -powerloss.max 256 > bench/crash.txt 2>&1; status=$$?; \
+	  grep -v -e '^=== RUN' -e '^    --- PASS' bench/crash.txt; exit $$status
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
