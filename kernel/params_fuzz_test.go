@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -79,27 +80,115 @@ func FuzzMethodParams(f *testing.F) {
 
 // TestMalformedParamsEveryMethod is the table version: for every request
 // method, params of the wrong shape get -32602 (never a panic, never code 0).
+// malformedCommon are bad params for every method that takes any: wrong
+// JSON types, nulls, and transaction ids that are empty, of the wrong type,
+// path-like, huge, or well-formed but unknown.
+var malformedCommon = []string{
+	`[]`, `"str"`, `42`, `true`, `{"transactionId":7}`, `{"transactionId":null}`, `{"transactionId":""}`,
+	`{"transactionId":"tx-"}`, `{"transactionId":"../../etc/passwd"}`, `{"transactionId":"tx-0000000000000000"}`,
+	`{"transactionId":["tx-0000000000000000"]}`, `{"transactionId":{"a":1}}`,
+	`{"transactionId":"tx-` + strings.Repeat("a", 1<<20) + `"}`,
+}
+
+// malformedByMethod are bad params aimed at one method's own fields.
+var malformedByMethod = map[string][]string{
+	"turn/start": {
+		`{}`, `{"proposal":null}`, `{"proposal":"x"}`, `{"proposal":[]}`, `{"proposal":{}}`,
+		`{"proposal":{"kind":5}}`, `{"proposal":{"kind":"nope"}}`,
+		`{"proposal":{"kind":"unified_diff"}}`, `{"proposal":{"kind":"unified_diff","diff":7}}`,
+		`{"proposal":{"kind":"unified_diff","diff":""}}`, `{"proposal":{"kind":"unified_diff","diff":"garbage\n"}}`,
+		`{"proposal":{"kind":"unified_diff","diffBase64":"!!not base64"}}`,
+		`{"proposal":{"kind":"unified_diff","diff":"x","diffBase64":"eA=="}}`,
+		`{"proposal":{"kind":"unified_diff","diff":"--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-nope\n+x\n"}}`,
+		`{"proposal":{"kind":"files"}}`, `{"proposal":{"kind":"files","files":[]}}`, `{"proposal":{"kind":"files","files":{}}}`,
+		`{"proposal":{"kind":"files","files":[null]}}`, `{"proposal":{"kind":"files","files":[{"path":"a.txt"}]}}`,
+		`{"proposal":{"kind":"files","files":[{"path":7,"content":"x"}]}}`,
+		`{"proposal":{"kind":"files","files":[{"path":"a.txt","content":"x","delete":true}]}}`,
+		`{"proposal":{"kind":"files","files":[{"path":"a.txt","contentBase64":"%%%"}]}}`,
+		`{"proposal":{"kind":"files","files":[{"path":"a.txt","content":"x","contentBase64":"eA=="}]}}`,
+		`{"proposal":{"kind":"files","files":[{"path":"a.txt","content":"x"},{"path":"a.txt","content":"y"}]}}`,
+		`{"proposal":{"kind":"files","files":[{"path":"missing.txt","delete":true}]}}`,
+		`{"proposal":{"kind":"remove_todo_multi"}}`, `{"proposal":{"kind":"remove_todo_multi","needle":""}}`,
+		`{"proposal":{"kind":"remove_todo_multi","needle":"TODO"}}`,
+		`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":"a.txt"}}`,
+		`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":[7]}}`,
+		`{"proposal":{"kind":"remove_todo_multi","needle":"NOT THERE","targetFiles":["a.txt"]}}`,
+	},
+	"tx/events": {
+		`{"transactionId":"tx-0000000000000000","afterSeq":"x"}`, `{"transactionId":"tx-0000000000000000","afterSeq":-1}`,
+		`{"transactionId":"tx-0000000000000000","afterSeq":1e30}`, `{"transactionId":"tx-0000000000000000","afterSeq":1.5}`,
+	},
+	"approval/respond": {
+		`{}`, `{"transactionId":"tx-0000000000000000"}`,
+		`{"transactionId":"tx-0000000000000000","approvalRequestId":"apr-0000000000000000"}`,
+		`{"transactionId":"tx-0000000000000000","approvalRequestId":"apr-0000000000000000","decision":"maybe"}`,
+		`{"transactionId":"tx-0000000000000000","approvalRequestId":"apr-0000000000000000","decision":1}`,
+		`{"transactionId":"tx-0000000000000000","approvalRequestId":7,"decision":"approve"}`,
+	},
+}
+
+// TestMalformedParamsEveryMethod sends malformed params to every method of
+// the method table, against a real engine. Each must be answered, within a
+// deadline, by -32602 naming the bad field in data.field, or by an
+// application error (-32000..-32099): never a panic, never a hang, never
+// code 0. initialize and tx/list take no required params, so they may
+// succeed by ignoring what they do not know.
 func TestMalformedParamsEveryMethod(t *testing.T) {
 	s := newTestServer(t)
-	bad := []string{`[]`, `"str"`, `42`, `{"transactionId":7}`, `{"proposal":"x"}`, `{"proposal":{"kind":5}}`, `{"afterSeq":"x","transactionId":"tx-1"}`, `{"decision":1}`}
+	total := 0
+	defer func() { t.Logf("%d malformed calls", total) }()
 	for _, name := range RequestMethods() {
 		if name == "shutdown" {
 			continue
 		}
-		for _, p := range bad {
+		cases := append(slices.Clone(malformedCommon), malformedByMethod[name]...)
+		total += len(cases)
+		for _, p := range cases {
 			raw := json.RawMessage(p)
-			_, err := methods[name].handle(context.Background(), s, &raw)
-			if name == "initialize" || name == "tx/list" {
-				if err == nil {
-					continue // they ignore fields they do not know
-				}
+			label := p
+			if len(label) > 80 {
+				label = label[:80] + "…"
 			}
-			if err == nil {
-				t.Errorf("%s(%s): no error", name, p)
+			type outcome struct {
+				err   error
+				panic any
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				defer func() {
+					if r := recover(); r != nil {
+						done <- outcome{panic: r}
+					}
+				}()
+				_, err := methods[name].handle(context.Background(), s, &raw)
+				done <- outcome{err: err}
+			}()
+			var o outcome
+			select {
+			case o = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s(%s): no answer within 10s", name, label)
+			}
+			if o.panic != nil {
+				t.Errorf("%s(%s): panic: %v", name, label, o.panic)
 				continue
 			}
-			if code := s.toWire(err).Code; code != -32602 && (code < -32099 || code > -32000) {
-				t.Errorf("%s(%s): code %d (%v), want -32602 or an application code", name, p, code, err)
+			if o.err == nil {
+				if name != "initialize" && name != "tx/list" {
+					t.Errorf("%s(%s): no error", name, label)
+				}
+				continue
+			}
+			we := s.toWire(o.err)
+			switch {
+			case we.Code == -32602:
+				var data map[string]any
+				if we.Data == nil || json.Unmarshal(*we.Data, &data) != nil || data["field"] == nil {
+					t.Errorf("%s(%s): -32602 without data.field: %s", name, label, we.Message)
+				}
+			case we.Code >= -32099 && we.Code <= -32000:
+			default:
+				t.Errorf("%s(%s): code %d (%v), want -32602 or an application code", name, label, we.Code, o.err)
 			}
 		}
 	}

@@ -501,9 +501,16 @@ func TestParseFraming(t *testing.T) {
 
 // checkFrame asserts what must hold for every frame the stream writes.
 func checkFrame(frame string) error {
+	// Numbers stay json.Number: an id is echoed byte-exact, and 1e700 is
+	// valid JSON (RFC 8259 §6) that a float64 cannot hold.
+	dec := json.NewDecoder(strings.NewReader(frame))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal([]byte(frame), &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return fmt.Errorf("invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value in a frame")
 	}
 	if a, ok := v.([]any); ok {
 		if len(a) == 0 {
@@ -550,8 +557,9 @@ func checkObject(o map[string]any) error {
 		if !ok {
 			return errors.New("error is not an object")
 		}
-		code, ok := eo["code"].(float64)
-		if !ok || code == 0 || code != float64(int64(code)) {
+		num, ok := eo["code"].(json.Number)
+		code, err := num.Int64()
+		if !ok || err != nil || code == 0 {
 			return fmt.Errorf("bad error code %v", eo["code"])
 		}
 		if _, ok := eo["message"].(string); !ok {

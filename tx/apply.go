@@ -46,6 +46,11 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 			"transaction %s is closed and can no longer be applied", id)
 	case protocol.StateApplying:
 		// An earlier apply passed its commit point and then failed: finish it.
+		unlock, err := e.paths.lock(ctx, t.meta.Pointers.Proposal.TargetFiles)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 		if err := e.finishCommitted(t, false); err != nil {
 			return nil, err
 		}
@@ -85,6 +90,13 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		return &protocol.ApplyResult{OK: false, TransactionID: id, State: t.meta.State, PendingApprovals: pending}, nil
 	}
 
+	// From the base check to the last rename, no other transaction may
+	// apply to these files (see pathLocks).
+	unlock, err := e.paths.lock(ctx, ptr.TargetFiles)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := e.checkBase(ptr); err != nil {
 		return nil, err
 	}

@@ -80,6 +80,8 @@ type Engine struct {
 	mu  sync.Mutex
 	txs map[string]*transaction
 
+	paths pathLocks // held by an apply from its base check to its last rename
+
 	notifyMu sync.RWMutex
 	notify   func(protocol.Event)
 }
@@ -202,6 +204,7 @@ func (e *Engine) loadAll(ctx context.Context) error {
 		return err
 	}
 	removed := false
+	var ids []string
 	for _, ent := range entries {
 		name := ent.Name()
 		if strings.HasPrefix(name, ".tmp-") {
@@ -213,25 +216,47 @@ func (e *Engine) loadAll(ctx context.Context) error {
 			removed = true
 			continue
 		}
-		if !ent.IsDir() || !validTxID(name) {
-			continue
+		if ent.IsDir() && validTxID(name) {
+			ids = append(ids, name)
 		}
-		t := e.loadTx(name)
-		e.txs[name] = t
+	}
+	// Transactions are independent files: load them concurrently (reading
+	// and verifying ledgers is most of the start-up time with many).
+	loaded := make([]*transaction, len(ids))
+	_ = parallel(len(ids), func(i int) error {
+		loaded[i] = e.loadTx(ids[i])
+		return nil
+	})
+	for i, t := range loaded {
+		e.txs[ids[i]] = t
 		if t.loadErr != nil {
-			e.log.Error("transaction refused", "transactionId", name, "err", t.loadErr)
+			e.log.Error("transaction refused", "transactionId", t.id, "err", t.loadErr)
 			continue
 		}
 		for _, ev := range t.led.events {
 			if ev.Type == protocol.EventApprovalDecision && ev.Decision != nil {
-				e.reg.Observe(name, *ev.Decision, false)
+				e.reg.Observe(t.id, *ev.Decision, false)
 			}
 		}
-		if err := e.recover(ctx, t); err != nil {
-			e.log.Error("recovery failed", "transactionId", name, "err", err)
+	}
+	// Recovery is mostly fsyncs, which are faster issued together; the
+	// path locks keep apart two transactions that touch the same file.
+	_ = parallel(len(loaded), func(i int) error {
+		t := loaded[i]
+		if t.loadErr != nil {
+			return nil
+		}
+		unlock, err := e.paths.lock(ctx, t.meta.Pointers.Proposal.TargetFiles)
+		if err == nil {
+			err = e.recover(ctx, t)
+			unlock()
+		}
+		if err != nil {
+			e.log.Error("recovery failed", "transactionId", t.id, "err", err)
 			t.loadErr = err
 		}
-	}
+		return nil
+	})
 	if !removed {
 		return nil
 	}

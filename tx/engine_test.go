@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,6 +299,49 @@ func TestConcurrentApplyOneTransaction(t *testing.T) {
 	}
 	if commits != 1 {
 		t.Fatalf("%d commit records, want 1", commits)
+	}
+}
+
+// TestConcurrentApplySameFileAcrossTransactions: 64 transactions proposed
+// against the same base of one file, applied at once. Exactly one may
+// apply; every other one must see the stale base, not overwrite the
+// winner (a lost update).
+func TestConcurrentApplySameFileAcrossTransactions(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": "a\n"})
+	const n = 64
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = f.propose(content("a.txt", fmt.Sprintf("v%d\n", i)))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	winner, stale := -1, 0
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := f.e.Apply(context.Background(), ids[i])
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case codeOf(err) == protocol.CodeStaleBase:
+				stale++
+			case err != nil:
+				t.Error(err)
+			case res.OK:
+				if winner >= 0 {
+					t.Errorf("both %d and %d applied", winner, i)
+				}
+				winner = i
+			}
+		}()
+	}
+	wg.Wait()
+	if winner < 0 || stale != n-1 {
+		t.Fatalf("winner %d, %d stale; want one winner and %d stale", winner, stale, n-1)
+	}
+	if got, want := f.read("a.txt"), fmt.Sprintf("v%d\n", winner); got != want {
+		t.Fatalf("a.txt = %q, want the winner's %q", got, want)
 	}
 }
 
