@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,7 +107,8 @@ type crashPlan struct {
 }
 
 // TestCrashHarness kills the real kernel with SIGKILL at random moments
-// during turn/start, approval/respond and apply/execute, and at every
+// during turn/start, the apply/execute that records the approval request,
+// approval/respond and the apply/execute that applies, and at every
 // failpoint, on the largest real fzf commits. After each crash it restarts
 // the kernel and asserts that, by the time the first response arrives, the
 // workspace is base/ or expected/ (never a mix) and no staged or temp file
@@ -149,25 +151,22 @@ func TestCrashHarness(t *testing.T) {
 		plans = append(plans, crashPlan{commit: commits[rng.IntN(len(commits))], phase: ph, delay: d})
 	}
 	outcomes := map[string]int{}
+	failed := 0
 	for i, pl := range plans {
 		name := pl.failpoint
 		if name == "" {
 			name = fmt.Sprintf("kill-%s-%v", pl.phase, pl.delay)
 		}
-		ok := t.Run(fmt.Sprintf("%03d-%s-%s", i, pl.commit.name[:3], name), func(t *testing.T) {
+		if !t.Run(fmt.Sprintf("%03d-%s-%s", i, pl.commit.name[:3], name), func(t *testing.T) {
 			runCrashIteration(t, pl, outcomes)
-		})
-		if !ok && i > nfp+5 {
-			break // a broken invariant shows in the first failures
+		}) {
+			if failed++; failed == 10 {
+				t.Fatalf("stopping after 10 failed iterations of %d", len(plans))
+			}
 		}
 	}
-	keys := make([]string, 0, len(outcomes))
-	for k := range outcomes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var sb strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(outcomes)) {
 		fmt.Fprintf(&sb, "\n  %-90s %4d", k, outcomes[k])
 	}
 	t.Logf("%d iterations: %d at failpoints, %d kill -9 at random moments; after restart:%s", len(plans), nfp, len(plans)-nfp, sb.String())
@@ -275,37 +274,7 @@ func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[
 	for _, l := range leftovers(ws, dataDir) {
 		rep.problems = append(rep.problems, "left behind at the first response: "+l)
 	}
-	list := r.await(r.request("tx/list", map[string]any{}))
-	rows, _ := jsonPath(list, "result.transactions")
-	rowList, _ := rows.([]any)
-	for _, row := range rowList {
-		id, _ := jsonString(row, "transactionId")
-		if e, ok := jsonPath(row, "error"); ok && e != nil {
-			rep.problems = append(rep.problems, fmt.Sprintf("transaction %s does not load: %v", id, e))
-			continue
-		}
-		st := r.await(r.request("tx/status", map[string]any{"transactionId": id}))
-		state, _ := jsonString(st, "result.state")
-		rep.states[id] = state
-		decs, _ := jsonPath(st, "result.decisions")
-		dl, _ := decs.([]any)
-		for _, d := range dl {
-			aid, _ := jsonString(d, "approvalRequestId")
-			rep.decisions[aid] = true
-		}
-		evResp := r.await(r.request("tx/events", map[string]any{"transactionId": id}))
-		var evs struct {
-			Result protocol.TxEventsResult `json:"result"`
-		}
-		raw, _ := json.Marshal(evResp)
-		if err := json.Unmarshal(raw, &evs); err != nil {
-			rep.problems = append(rep.problems, "tx/events: "+err.Error())
-		}
-		rep.events[id] = evs.Result.Events
-		if state == protocol.StateApplying {
-			rep.problems = append(rep.problems, "transaction "+id+" is still applying after recovery")
-		}
-	}
+	r.inspect(rep)
 	applied := false
 	for _, st := range rep.states {
 		applied = applied || st == protocol.StateApplied || st == protocol.StateCompleted
@@ -316,35 +285,7 @@ func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[
 	rep.problems = append(rep.problems, checkAcknowledged(h.transcript.Bytes(), h.methods, rep)...)
 
 	// Finish the work as a host would, then expect expected/.
-	var open string
-	for id, st := range rep.states {
-		if st != protocol.StateApplied && st != protocol.StateCompleted {
-			open = id
-		}
-	}
-	if len(rep.states) == 0 {
-		if resp := r.await(r.request("turn/start", diffParams(pl.commit.diff))); resp != nil {
-			open, _ = jsonString(resp, "result.transactionId")
-		}
-	}
-	if open != "" {
-		for range 3 {
-			ap := r.await(r.request("apply/execute", map[string]any{"transactionId": open}))
-			if ok, _ := jsonPath(ap, "result.ok"); ok == true {
-				break
-			}
-			pend, _ := jsonPath(ap, "result.pendingApprovals")
-			pl, _ := pend.([]any)
-			if len(pl) == 0 {
-				rep.problems = append(rep.problems, fmt.Sprintf("finishing: apply/execute answered %v", ap))
-				break
-			}
-			for _, pa := range pl {
-				id, _ := jsonString(pa, "approvalRequestId")
-				r.await(r.request("approval/respond", map[string]any{"transactionId": open, "approvalRequestId": id, "decision": "approve"}))
-			}
-		}
-	}
+	r.finish(pl.commit.diff, rep)
 	r.p.stdin.Close()
 	r.drain()
 	<-r.p.done
@@ -369,6 +310,79 @@ func runCrashIteration(t *testing.T, pl crashPlan, outcomes map[string]int) map[
 	}
 	outcomes[fmt.Sprintf("%-40s → workspace %s, transaction %s", cause, verdict, state)]++
 	return nil
+}
+
+// inspect fills rep from a restarted kernel over its pipes: each
+// transaction's state, decisions and ledger (tx/list, tx/status,
+// tx/events), and a problem for any transaction that does not load or is
+// still applying.
+func (h *crashHost) inspect(rep *recoveryReport) {
+	list := h.await(h.request("tx/list", map[string]any{}))
+	rows, _ := jsonPath(list, "result.transactions")
+	rowList, _ := rows.([]any)
+	for _, row := range rowList {
+		id, _ := jsonString(row, "transactionId")
+		if e, ok := jsonPath(row, "error"); ok && e != nil {
+			rep.problems = append(rep.problems, fmt.Sprintf("transaction %s does not load: %v", id, e))
+			continue
+		}
+		st := h.await(h.request("tx/status", map[string]any{"transactionId": id}))
+		state, _ := jsonString(st, "result.state")
+		rep.states[id] = state
+		decs, _ := jsonPath(st, "result.decisions")
+		dl, _ := decs.([]any)
+		for _, d := range dl {
+			aid, _ := jsonString(d, "approvalRequestId")
+			rep.decisions[aid] = true
+		}
+		evResp := h.await(h.request("tx/events", map[string]any{"transactionId": id}))
+		var evs struct {
+			Result protocol.TxEventsResult `json:"result"`
+		}
+		raw, _ := json.Marshal(evResp)
+		if err := json.Unmarshal(raw, &evs); err != nil {
+			rep.problems = append(rep.problems, "tx/events: "+err.Error())
+		}
+		rep.events[id] = evs.Result.Events
+		if state == protocol.StateApplying {
+			rep.problems = append(rep.problems, "transaction "+id+" is still applying after recovery")
+		}
+	}
+}
+
+// finish does what a host would after the restart: approve and apply the
+// transaction that is not applied yet, or propose diff again if no
+// transaction survived.
+func (h *crashHost) finish(diff []byte, rep *recoveryReport) {
+	var open string
+	for id, st := range rep.states {
+		if st != protocol.StateApplied && st != protocol.StateCompleted {
+			open = id
+		}
+	}
+	if len(rep.states) == 0 {
+		if resp := h.await(h.request("turn/start", diffParams(diff))); resp != nil {
+			open, _ = jsonString(resp, "result.transactionId")
+		}
+	}
+	if open != "" {
+		for range 3 {
+			ap := h.await(h.request("apply/execute", map[string]any{"transactionId": open}))
+			if ok, _ := jsonPath(ap, "result.ok"); ok == true {
+				break
+			}
+			pend, _ := jsonPath(ap, "result.pendingApprovals")
+			pending, _ := pend.([]any)
+			if len(pending) == 0 {
+				rep.problems = append(rep.problems, fmt.Sprintf("finishing: apply/execute answered %v", ap))
+				break
+			}
+			for _, pa := range pending {
+				id, _ := jsonString(pa, "approvalRequestId")
+				h.await(h.request("approval/respond", map[string]any{"transactionId": open, "approvalRequestId": id, "decision": "approve"}))
+			}
+		}
+	}
 }
 
 // jsonString returns the string at a dotted path of a decoded JSON value.

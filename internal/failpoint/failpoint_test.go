@@ -99,3 +99,25 @@ func TestExitKills(t *testing.T) {
 		t.Fatal("deferred code ran: the exit was not abrupt")
 	}
 }
+
+// BenchmarkHit measures a failpoint on the hot path: off (a nil Set, as in
+// production), and on but configured for another name.
+func BenchmarkHit(b *testing.B) {
+	ctx := context.Background()
+	b.Run("off", func(b *testing.B) {
+		var s *Set
+		for b.Loop() {
+			if err := s.Hit(ctx, "apply.after-staging"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("other-name", func(b *testing.B) {
+		s, _ := Parse("ledger.mid-append=exit@3")
+		for b.Loop() {
+			if err := s.Hit(ctx, "apply.after-staging"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
