@@ -26,7 +26,8 @@ var (
 		"most crash states built per crash point; points with more choices are sampled (make crash raises it)")
 )
 
-// largestFzfCommits are the five fzf commits that touch the most files.
+// largestFzfCommits are the largest fzf commits: the four that touch the
+// most files (10 to 14) and the one with the largest diff (025, 63 KB).
 var largestFzfCommits = []string{"028-c1aa5c5f3380", "032-e70a2a581758", "075-ff248d566d42", "083-7d3575b3624c", "025-ae3180f91994"}
 
 // TestPowerLoss is the ALICE method on the real binary. It records, with
