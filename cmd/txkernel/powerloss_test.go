@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,7 +62,6 @@ func TestPowerLoss(t *testing.T) {
 }
 
 func powerLossCommit(t *testing.T, c fzfCommit) {
-	ctx := context.Background()
 	work := t.TempDir()
 	root := filepath.Join(work, "root")
 	ws, dataDir := filepath.Join(root, "ws"), filepath.Join(root, "state", "data")
@@ -128,41 +128,94 @@ func powerLossCommit(t *testing.T, c fzfCommit) {
 		t.Fatalf("the trace misses operations the session must perform: %v", counts)
 	}
 
-	// Check every crash state. Recovery results are cached by the state's
-	// digest: the same disk may be reached at many crash points, with
-	// different things acknowledged.
+	stats, n, problems := checkPowerLoss(t, tr, c, wsInitial, methods, *powerlossMax)
+	for _, p := range problems[:min(len(problems), 10)] {
+		t.Error(p)
+	}
+	if len(problems) > 10 {
+		t.Errorf("... and %d more failing states", len(problems)-10)
+	}
+	js, _ := json.Marshal(stats)
+	t.Logf("power-loss model: %d crash points, %d crash states checked, %d distinct disks recovered and finished, %d failing; %s",
+		stats.Points, stats.States, n, len(problems), js)
+
+	// Negative control: the same trace without the fsyncs of the staged
+	// files' directories before the commit record (the bug this model
+	// found) must fail, or the model could not see that bug.
+	if cut := withoutStagedDirFsyncs(tr); cut == nil {
+		t.Error("negative control: no staged-directory fsync found before the commit record")
+	} else if _, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4); len(problems) == 0 {
+		t.Error("negative control: without the staged-directory fsyncs no state failed; the model cannot see the bug it exists for")
+	} else {
+		t.Logf("negative control: without the staged-directory fsyncs, %d states fail, e.g.\n%s", len(problems), problems[0])
+	}
+}
+
+// withoutStagedDirFsyncs returns a copy of tr without the fsyncs of
+// workspace directories that precede the commit record, as if the kernel
+// did not make staged names durable; nil if there are none.
+func withoutStagedDirFsyncs(tr *powerloss.Trace) *powerloss.Trace {
+	commit := slices.IndexFunc(tr.Ops, func(op powerloss.Op) bool {
+		return op.Kind == powerloss.OpWrite && bytes.Contains(op.Data, []byte(`"type":"apply/commit"`))
+	})
+	if commit < 0 {
+		return nil
+	}
+	cut := *tr
+	cut.Ops = nil
+	dropped := 0
+	for i, op := range tr.Ops {
+		if i < commit && op.Kind == powerloss.OpFsync && (op.Path == "ws" || strings.HasPrefix(op.Path, "ws/")) && !strings.Contains(op.Path, ".txk-") {
+			dropped++
+			continue
+		}
+		cut.Ops = append(cut.Ops, op)
+	}
+	if dropped == 0 {
+		return nil
+	}
+	return &cut
+}
+
+// checkPowerLoss recovers every crash state of tr (at most maxPerPoint per
+// crash point, see powerloss.Options) and returns the enumeration's
+// figures, the number of distinct disks recovered, and one message per
+// failing state. Recovery results are cached by the state's digest: the
+// same disk may be reached at many crash points, with different things
+// acknowledged.
+func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c fzfCommit, wsInitial map[string]string, methods map[string]string, maxPerPoint int) (powerloss.Stats, int, []string) {
+	t.Helper()
+	ctx := context.Background()
+	work := t.TempDir()
 	type result struct {
 		r   *recoveryReport
 		err error
 	}
 	cache := map[string]result{}
-	n, failures := 0, 0
-	start := time.Now()
-	stats, err := tr.States(powerloss.Options{MaxPerPoint: *powerlossMax, Seed: 1}, func(s *powerloss.State) error {
+	n := 0
+	var failing []string
+	stats, err := tr.States(powerloss.Options{MaxPerPoint: maxPerPoint, Seed: 1}, func(s *powerloss.State) error {
 		key := s.Key()
 		res, ok := cache[key]
 		if !ok {
 			n++
-			dir := filepath.Join(work, "s", strconv.Itoa(n))
+			dir := filepath.Join(work, strconv.Itoa(n))
 			if err := s.Materialize(dir); err != nil {
 				return err
 			}
-			sws, sdata := filepath.Join(dir, "ws"), filepath.Join(dir, "state", "data")
-			var pristine string
-			if *powerlossKeep != "" && failures == 0 {
-				pristine = filepath.Join(work, "pristine")
-				os.RemoveAll(pristine)
-				if err := s.Materialize(pristine); err != nil {
+			if *powerlossKeep != "" && len(failing) == 0 {
+				if err := s.Materialize(filepath.Join(work, "pristine")); err != nil {
 					return err
 				}
 			}
-			r, err := recoverState(ctx, sws, sdata, c, wsInitial, true)
-			if err == nil && len(r.problems) > 0 && pristine != "" {
-				if err := os.CopyFS(*powerlossKeep, os.DirFS(pristine)); err != nil {
+			r, err := recoverState(ctx, filepath.Join(dir, "ws"), filepath.Join(dir, "state", "data"), c, wsInitial, true)
+			if err == nil && len(r.problems) > 0 && *powerlossKeep != "" && len(failing) == 0 {
+				if err := os.CopyFS(*powerlossKeep, os.DirFS(filepath.Join(work, "pristine"))); err != nil {
 					return err
 				}
 				t.Logf("the first failing state is kept in %s", *powerlossKeep)
 			}
+			os.RemoveAll(filepath.Join(work, "pristine"))
 			res = result{r, err}
 			cache[key] = res
 			os.RemoveAll(dir)
@@ -174,25 +227,17 @@ func powerLossCommit(t *testing.T, c fzfCommit) {
 		for _, a := range s.Acked {
 			out.Write(a)
 		}
-		problems := append(append([]string{}, res.r.problems...), checkAcknowledged(out.Bytes(), methods, res.r)...)
+		problems := append(slices.Clone(res.r.problems), checkAcknowledged(out.Bytes(), methods, res.r)...)
 		if len(problems) > 0 {
-			failures++
-			if failures <= 10 {
-				t.Errorf("crash point %d of %d (%s; %d ops pending, last op: %s):\n  %s",
-					s.Point, len(tr.Ops), s.Choice, s.Pending, describeOp(tr, s.Point), strings.Join(problems, "\n  "))
-			}
+			failing = append(failing, fmt.Sprintf("crash point %d of %d (%s; %d ops pending, last op: %s):\n  %s",
+				s.Point, len(tr.Ops), s.Choice, s.Pending, describeOp(tr, s.Point), strings.Join(problems, "\n  ")))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if failures > 10 {
-		t.Errorf("... and %d more failing states", failures-10)
-	}
-	js, _ := json.Marshal(stats)
-	t.Logf("power-loss model: %d crash points, %d crash states checked, %d distinct disks recovered and finished, %d failing; %s; %v",
-		stats.Points, stats.States, n, failures, js, time.Since(start).Round(time.Millisecond))
+	return stats, n, failing
 }
 
 func describeOp(tr *powerloss.Trace, point int) string {
