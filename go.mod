@@ -7,6 +7,7 @@ require (
 	github.com/sergi/go-diff v1.4.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/sync v0.24.0
 	golang.org/x/tools v0.52.0
 )
 

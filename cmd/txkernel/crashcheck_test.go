@@ -141,12 +141,42 @@ type recoveryReport struct {
 	finished  string                      // classifyWorkspace after finishing the work
 }
 
+// newRecoveryReport starts a report on a workspace whose verdict
+// (classifyWorkspace) was taken right after recovery, and records the
+// first two invariants: the workspace is base/ or expected/, and no staged
+// or temp file is left in ws or dataDir.
+func newRecoveryReport(verdict, ws, dataDir string) *recoveryReport {
+	r := &recoveryReport{workspace: verdict, states: map[string]string{}, events: map[string][]protocol.Event{}, decisions: map[string]bool{}}
+	if verdict != "base" && verdict != "expected" {
+		r.problems = append(r.problems, "right after recovery the workspace is "+verdict)
+	}
+	for _, l := range leftovers(ws, dataDir) {
+		r.problems = append(r.problems, "left behind after recovery: "+l)
+	}
+	return r
+}
+
+// checkStates records the invariants on the recovered states: none is
+// still applying, and the workspace is expected/ exactly when a
+// transaction is applied or completed.
+func (r *recoveryReport) checkStates() {
+	applied := false
+	for id, st := range r.states {
+		applied = applied || st == protocol.StateApplied || st == protocol.StateCompleted
+		if st == protocol.StateApplying {
+			r.problems = append(r.problems, "transaction "+id+" is still applying after recovery")
+		}
+	}
+	if (r.workspace == "expected") != applied {
+		r.problems = append(r.problems, fmt.Sprintf("workspace is %s but the ledgers say applied=%v", r.workspace, applied))
+	}
+}
+
 // recoverState opens the engine on (ws, dataDir), exactly as the kernel
 // does at start-up, and checks the state it recovered. If finish is set it
 // then completes the work (a new proposal when no transaction survived,
 // approvals, apply) and records where the workspace ends.
 func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitial map[string]string, finish bool) (*recoveryReport, error) {
-	r := &recoveryReport{states: map[string]string{}, events: map[string][]protocol.Event{}, decisions: map[string]bool{}}
 	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
 	if err != nil {
 		return nil, err
@@ -155,25 +185,19 @@ func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitia
 	eng, err := tx.Open(ctx, tx.Options{Workspace: w, DataDir: dataDir, Policy: approvals.Untrusted,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		r.problems = append(r.problems, "recovery failed: "+err.Error())
-		return r, nil
+		return &recoveryReport{problems: []string{"recovery failed: " + err.Error()}}, nil
 	}
 	defer eng.Close()
 	base, expected := filepath.Join(c.dir, "base"), filepath.Join(c.dir, "expected")
-	if r.workspace, err = classifyWorkspace(ws, base, expected, wsInitial); err != nil {
+	verdict, err := classifyWorkspace(ws, base, expected, wsInitial)
+	if err != nil {
 		return nil, err
 	}
-	if !strings.HasPrefix(r.workspace, "base") && r.workspace != "expected" {
-		r.problems = append(r.problems, "workspace after recovery is "+r.workspace)
-	}
-	for _, l := range leftovers(ws, dataDir) {
-		r.problems = append(r.problems, "left behind: "+l)
-	}
+	r := newRecoveryReport(verdict, ws, dataDir)
 	list, err := eng.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	applied := false
 	for _, row := range list.Transactions {
 		st, err := eng.Status(ctx, row.TransactionID)
 		if err != nil {
@@ -190,16 +214,8 @@ func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitia
 			continue
 		}
 		r.events[row.TransactionID] = evs.Events
-		if st.State == protocol.StateApplied || st.State == protocol.StateCompleted {
-			applied = true
-		}
-		if st.State == protocol.StateApplying {
-			r.problems = append(r.problems, "transaction "+row.TransactionID+" is still applying after recovery")
-		}
 	}
-	if (r.workspace == "expected") != applied {
-		r.problems = append(r.problems, fmt.Sprintf("workspace is %s but the ledgers say applied=%v", r.workspace, applied))
-	}
+	r.checkStates()
 	if !finish {
 		return r, nil
 	}
