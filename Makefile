@@ -37,7 +37,8 @@ lint: vet
 	$(GOBIN)/staticcheck ./...
 
 ## demo: build, then run a real host session against a copy of a real
-## commit's workspace: proposal, approval request, decision, apply
+## commit's workspace: the proposal, the first apply/execute answering
+## ok:false with pendingApprovals, the decision, then the apply (ok:true)
 demo: build
 	@if [ -d "$(DEMO_COMMIT)" ]; then commit="$(DEMO_COMMIT)"; else \
 	  echo "($(DEMO_COMMIT) is absent; using the bundled sample workspace)"; commit=testdata/demo; fi; \

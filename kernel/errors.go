@@ -7,56 +7,87 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/sandbox"
-	"github.com/txkernel/txkernel/tx/unidiff"
 )
 
-// toWire maps any error a service returns to exactly one JSON-RPC error
-// object. It is the only place that chooses wire codes for errors that are
-// not already *protocol.Error, and it never returns code 0.
-func (s *Server) toWire(err error) *jsonrpc2.Error {
-	var (
-		pe *protocol.Error
-		se *sandbox.PathError
-		de *unidiff.ParseError
-		ce *unidiff.ConflictError
-	)
-	switch {
-	case errors.As(err, &pe):
-	case errors.As(err, &se):
-		pe = protocol.NewError(protocol.CodeSandboxViolation,
-			map[string]any{"path": se.Path, "reason": se.Reason, "sandbox": string(s.cfg.Workspace.Mode())},
-			"sandbox violation: %v", se)
-	case errors.As(err, &ce):
-		pe = protocol.NewError(protocol.CodeValidationFailed,
-			map[string]any{"path": ce.Path, "hunk": ce.Hunk, "reason": ce.Reason},
-			"the diff does not apply to %s (hunk %d): %s", ce.Path, ce.Hunk, ce.Reason)
-	case errors.As(err, &de):
-		pe = protocol.NewError(protocol.CodeValidationFailed,
-			map[string]any{"line": de.Line, "reason": de.Reason},
-			"the diff cannot be parsed: %v", de)
-	case errors.Is(err, context.Canceled):
-		pe = protocol.NewError(protocol.CodeRequestCancelled, nil, "request cancelled")
-	default:
-		s.log.Error("internal error", "err", err)
-		pe = protocol.NewError(protocol.CodeInternalError, nil, "internal error: %v", err)
+// codes is the one table from a domain error's kind to its JSON-RPC code
+// (DESIGN.md §2, "Errors"). No package below the kernel chooses a code.
+var codes = map[errs.Kind]int64{
+	errs.Internal:       protocol.CodeInternalError,
+	errs.Invalid:        protocol.CodeInvalidParams,
+	errs.NotFound:       protocol.CodeNotFound,
+	errs.Stale:          protocol.CodeStaleBase,
+	errs.Denied:         protocol.CodeApprovalDenied,
+	errs.Sandbox:        protocol.CodeSandboxViolation,
+	errs.Validation:     protocol.CodeValidationFailed,
+	errs.Conflict:       protocol.CodeValidationFailed,
+	errs.Closed:         protocol.CodeTransactionClosed,
+	errs.AlreadyDecided: protocol.CodeAlreadyDecided,
+	errs.LedgerCorrupt:  protocol.CodeLedgerCorrupt,
+	errs.Cancelled:      protocol.CodeRequestCancelled,
+}
+
+// wireError maps any error a service returns to a protocol.Error: a
+// *protocol.Error the kernel built itself (session and framing errors)
+// passes through; a domain error gets its kind's code and its data; a
+// bare context cancellation is -32800; anything else is an internal
+// error whose text is logged and reported.
+func (s *Server) wireError(err error) *protocol.Error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
 	}
-	// Error text can quote the host's input (a diff line that does not
-	// parse, a path): redact it like everything else the kernel echoes.
+	var k errs.Kinded
+	if errors.As(err, &k) {
+		code, ok := codes[k.ErrorKind()]
+		if !ok {
+			code = protocol.CodeInternalError
+		}
+		if k.ErrorKind() == errs.Internal {
+			s.log.Error("internal error", "err", err)
+		}
+		return &protocol.Error{Code: code, Message: k.Error(), Data: k.ErrorData()}
+	}
+	if errors.Is(err, context.Canceled) {
+		return protocol.NewError(protocol.CodeRequestCancelled, nil, "request cancelled")
+	}
+	s.log.Error("internal error", "err", err)
+	return protocol.NewError(protocol.CodeInternalError, nil, "internal error: %v", err)
+}
+
+// toWire encodes err as a JSON-RPC error object, with its message and data
+// redacted: error text can quote the host's input (a diff line that does
+// not parse, a path) or a file's content (a conflict's expected and actual
+// text). It never returns code 0.
+func (s *Server) toWire(err error) *jsonrpc2.Error {
+	pe := s.redact(s.wireError(err))
+	out := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
+	if pe.Data != nil {
+		if raw, mErr := json.Marshal(pe.Data); mErr == nil {
+			rm := json.RawMessage(raw)
+			out.Data = &rm
+		}
+	}
+	return out
+}
+
+// redact returns pe with secrets redacted in its message and data. Data is
+// redacted as JSON text; if that ever produced invalid JSON the unredacted
+// data would be dropped rather than sent.
+func (s *Server) redact(pe *protocol.Error) *protocol.Error {
 	msg, _ := s.scanner.RedactString(pe.Message)
-	out := &jsonrpc2.Error{Code: pe.Code, Message: msg}
+	out := &protocol.Error{Code: pe.Code, Message: msg}
 	if out.Code == 0 {
 		out.Code = protocol.CodeInternalError
 	}
 	if pe.Data != nil {
-		if raw, mErr := json.Marshal(pe.Data); mErr == nil {
+		raw, err := json.Marshal(pe.Data)
+		if err == nil {
 			red, _ := s.scanner.RedactString(string(raw))
-			if !json.Valid([]byte(red)) {
-				red = string(raw) // redaction never splits JSON here, but stay safe
+			if json.Valid([]byte(red)) {
+				out.Data = json.RawMessage(red)
 			}
-			rm := json.RawMessage(red)
-			out.Data = &rm
 		}
 	}
 	return out

@@ -141,8 +141,17 @@ var methods = map[string]methodInfo{
 		}
 		return s.cfg.Engine.Status(ctx, p.TransactionID)
 	})},
-	protocol.MethodTxList: {handle: typed(func(ctx context.Context, s *Server, _ *struct{}) (any, error) {
-		return s.cfg.Engine.List(ctx)
+	protocol.MethodTxList: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
+		res, err := s.cfg.Engine.List(ctx, *p)
+		if err != nil {
+			return nil, err
+		}
+		for i := range res.Transactions {
+			if row := &res.Transactions[i]; row.LoadErr != nil {
+				row.Error = s.redact(s.wireError(row.LoadErr))
+			}
+		}
+		return res, nil
 	})},
 	protocol.MethodTxEvents: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
@@ -210,7 +219,7 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 			DataDir:         s.cfg.Engine.DataDir(),
 			MaxMessageBytes: s.cfg.MaxMessageBytes,
 			Methods:         slices.Clone(requestMethods),
-			ProposalKinds:   []string{protocol.KindFiles, protocol.KindRemoveTodoMulti, protocol.KindUnifiedDiff},
+			ProposalKinds:   s.cfg.Engine.Kinds(),
 			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
 		},
 	}

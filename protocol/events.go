@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 // Ledger event types. Each appended event is also sent to the host as a
 // notification whose method is the event type and whose params are the Event
 // (without its checksum). Seed 001 names the proposal and apply events; the
@@ -35,7 +37,7 @@ type Event struct {
 	Commit        *CommitRecord     `json:"commit,omitempty"`       // apply/commit
 	AppliedFiles  []string          `json:"appliedFiles,omitempty"` // apply/complete
 	Recovered     bool              `json:"recovered,omitempty"`    // apply/complete written by recovery
-	Reason        string            `json:"reason,omitempty"`       // tx/close: completed | discarded
+	Reason        string            `json:"reason,omitempty"`       // tx/close: completed | discarded | denied
 	Checksum      string            `json:"checksum,omitempty"`
 }
 
@@ -63,7 +65,8 @@ type ItemMetadata struct {
 // CommitRecord is the apply protocol's commit point: once it is durable in
 // events.jsonl, recovery rolls the apply forward. Ops are in apply order.
 type CommitRecord struct {
-	Ops []CommitOp `json:"ops"`
+	Ops    []CommitOp      `json:"ops"`              // the workspace target's file operations
+	Record json.RawMessage `json:"record,omitempty"` // another target's own commit record
 }
 
 // CommitOp is one file operation of a commit. Op is "write" or "delete".
@@ -104,6 +107,7 @@ type TransactionFile struct {
 // fields"). Changes and PatchPath are txkernel's additions: what each target
 // becomes, and where the redacted diff is stored.
 type ProposalPointer struct {
+	Target                      string            `json:"target,omitempty"` // absent in ledgers written before targets: workspace
 	Kind                        string            `json:"kind"`
 	WorkspaceRoot               string            `json:"workspace_root"`
 	TargetFiles                 []string          `json:"target_files"`
@@ -116,6 +120,16 @@ type ProposalPointer struct {
 	ProposalItemID              string            `json:"proposal_item_id"`
 	PatchPath                   string            `json:"patch_path"`
 	Changes                     []PlannedChange   `json:"changes"`
+	TargetPlan                  json.RawMessage   `json:"target_plan,omitempty"` // a non-file target's own plan
+}
+
+// TargetName returns p's target, workspace for ledgers written before
+// targets were named.
+func (p *ProposalPointer) TargetName() string {
+	if p.Target == "" {
+		return TargetWorkspace
+	}
+	return p.Target
 }
 
 // PlannedChange is what one target file becomes. Kind is add, modify or

@@ -36,6 +36,19 @@ const (
 	StateApplied   = "applied"   // every file is in place
 	StateCompleted = "completed" // apply finished; followed by tx/close
 	StateClosed    = "closed"    // discarded by tx/close before any apply
+	StateDenied    = "denied"    // a deny decision made the transaction unappliable
+)
+
+// Terminal reports whether state is terminal: completed, closed or denied.
+// A terminal transaction never changes again; it is read from disk when
+// asked for (DESIGN.md §2, "Bounded resources").
+func Terminal(state string) bool {
+	return state == StateCompleted || state == StateClosed || state == StateDenied
+}
+
+// Target names (DESIGN.md §2): what a transaction changes.
+const (
+	TargetWorkspace = "workspace" // files in the workspace (seed 001)
 )
 
 // InitializeParams are the params of initialize. All fields are optional.
@@ -124,14 +137,28 @@ type TurnStartResult struct {
 // Diff is the canonical unified diff with secrets redacted; DiffBase64 is set
 // instead when the diff is not valid UTF-8.
 type ProposalSummary struct {
-	PatchID                     string          `json:"patchId"`     // sha256 hex of the raw canonical diff
-	Fingerprint                 string          `json:"fingerprint"` // "patchset:{patchId}"
+	Target                      string          `json:"target,omitempty"`  // workspace | ...
+	Summary                     string          `json:"summary,omitempty"` // one line for people
+	PatchID                     string          `json:"patchId"`           // sha256 hex of the raw canonical diff
+	Fingerprint                 string          `json:"fingerprint"`       // "patchset:{patchId}"
 	TargetFiles                 []string        `json:"targetFiles"`
 	Changes                     []FileChange    `json:"changes"`
 	Diff                        string          `json:"diff,omitempty"`
 	DiffBase64                  string          `json:"diffBase64,omitempty"`
 	ContainsSecretIntroductions bool            `json:"containsSecretIntroductions"`
 	SecretFindings              []SecretFinding `json:"secretFindings,omitempty"`
+	Hunks                       []HunkOffset    `json:"hunks,omitempty"` // hunks that applied at an offset
+}
+
+// HunkOffset reports a unified-diff hunk that applied at another line than
+// its header says, as git apply does when the context matches exactly
+// there (never with fuzz). Lines are 1-based lines of the old file.
+type HunkOffset struct {
+	Path      string `json:"path"`
+	Hunk      int    `json:"hunk"`      // 1-based hunk number in the file's diff
+	OldStart  int    `json:"oldStart"`  // the line the header names
+	AppliedAt int    `json:"appliedAt"` // the line where the context matched
+	Offset    int    `json:"offset"`    // AppliedAt - OldStart, in lines
 }
 
 // FileChange is one file of a proposal. Kind is add, modify or delete.
@@ -180,26 +207,55 @@ type TxStatusResult struct {
 	CreatedAt        string             `json:"createdAt"` // RFC 3339, UTC
 	UpdatedAt        string             `json:"updatedAt"`
 	LastSeq          int64              `json:"lastSeq"`
+	Target           string             `json:"target,omitempty"`
+	Kind             string             `json:"kind,omitempty"`
+	Summary          string             `json:"summary,omitempty"`
 	Pointers         Pointers           `json:"pointers"`
 	PendingApprovals []ApprovalRequest  `json:"pendingApprovals"`
 	Decisions        []ApprovalDecision `json:"decisions"`
 }
 
-// TxListResult is the result of tx/list: every transaction, newest first.
+// TxListResult is the result of tx/list: one page of transactions, newest
+// first. NextCursor is set when more rows follow.
 type TxListResult struct {
 	Transactions []TxSummary `json:"transactions"`
+	NextCursor   string      `json:"nextCursor,omitempty"`
 }
 
-// TxSummary is one row of tx/list.
+// TxListParams are the params of tx/list. All are optional.
+type TxListParams struct {
+	Limit  int    `json:"limit,omitempty"`  // rows per page: default 100, at most 1000
+	Cursor string `json:"cursor,omitempty"` // nextCursor of the previous page
+	State  string `json:"state,omitempty"`  // a state, "active" (not terminal) or "terminal"
+}
+
+// Default and largest page of tx/list.
+const (
+	TxListDefaultLimit = 100
+	TxListMaxLimit     = 1000
+)
+
+// tx/list state filters besides the states themselves.
+const (
+	ListActive   = "active"   // proposed or applying or applied
+	ListTerminal = "terminal" // completed, closed or denied
+)
+
+// TxSummary is one row of tx/list. Target, Kind and Summary are
+// target-neutral; TargetFiles is the workspace target's file list (empty
+// for other targets).
 type TxSummary struct {
 	TransactionID    string   `json:"transactionId"`
 	State            string   `json:"state"`
 	CreatedAt        string   `json:"createdAt"`
 	UpdatedAt        string   `json:"updatedAt"`
-	Kind             string   `json:"kind"`
+	Target           string   `json:"target,omitempty"`  // workspace | ...
+	Kind             string   `json:"kind"`              // the proposal kind
+	Summary          string   `json:"summary,omitempty"` // one line for people: "modify 2 files, add 1"
 	TargetFiles      []string `json:"targetFiles"`
 	PendingApprovals int      `json:"pendingApprovals"`
 	Error            *Error   `json:"error,omitempty"` // set when the ledger cannot be loaded
+	LoadErr          error    `json:"-"`               // the engine's load error; the kernel encodes it as Error
 }
 
 // ApplyResult is the result of apply/execute. OK false means approvals are

@@ -3,32 +3,29 @@ package tx
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
-	"maps"
-	"path"
 	"slices"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/sandbox"
 )
 
 // Apply applies a proposed transaction all-or-nothing (apply/execute). In
 // order it:
-//  1. refuses a read-only sandbox, a closed transaction and any denied
-//     fingerprint (deny sticks);
+//  1. refuses a closed or denied transaction, whatever its target refuses
+//     outright (Target.Admit: a read-only sandbox), and any denied
+//     fingerprint (deny sticks; the transaction then becomes denied);
 //  2. records automatic grants, requests missing approvals, and returns
 //     OK false with the pending ones;
-//  3. re-checks every base sha256 (an added file must still be absent);
-//  4. stages each new content next to its target and fsyncs it;
+//  3. takes the target's lock keys and re-checks the base (Target.CheckBase);
+//  4. has the target prepare (the workspace stages and fsyncs each file);
 //  5. appends apply/start and the commit record apply/commit and fsyncs the
 //     ledger: the commit point, after which cancellation is ignored and
-//     recovery rolls forward;
-//  6. renames each staged file over its target (or removes the target), then
-//     fsyncs each parent directory;
+//     recovery rolls forward; the blobs are deleted;
+//  6. has the target commit (the workspace renames, then fsyncs the
+//     directories);
 //  7. appends the turn/item upsert, apply/complete, tx/status applied and
-//     completed, and tx/close.
+//     completed, and tx/close, and retires the transaction.
 //
 // A second call on a completed transaction returns OK with AlreadyApplied.
 func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, error) {
@@ -37,37 +34,42 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		return nil, err
 	}
 	defer t.release()
-
+	ptr := t.meta.Pointers.Proposal
+	tg := t.target
 	switch t.meta.State {
-	case protocol.StateCompleted, protocol.StateApplied:
-		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AlreadyApplied: true, AppliedFiles: t.meta.Pointers.Proposal.TargetFiles}, nil
+	case protocol.StateCompleted:
+		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: ptr.TargetFiles, AlreadyApplied: true}, nil
 	case protocol.StateClosed:
-		return nil, protocol.NewError(protocol.CodeTransactionClosed, map[string]any{"transactionId": id, "state": t.meta.State},
+		return nil, errs.New(errs.Closed, TxData{TransactionID: id, State: t.meta.State},
 			"transaction %s is closed and can no longer be applied", id)
-	case protocol.StateApplying:
+	case protocol.StateDenied:
+		return nil, e.deniedError(t)
+	case protocol.StateApplying, protocol.StateApplied:
 		// An earlier apply passed its commit point and then failed: finish it.
-		unlock, err := e.paths.lock(ctx, t.meta.Pointers.Proposal.TargetFiles)
+		unlock, err := e.keys.lock(ctx, e.lockKeys(t))
 		if err != nil {
-			return nil, err
+			return nil, errs.Wrap(errs.Cancelled, err, nil, "")
 		}
 		defer unlock()
-		if err := e.finishCommitted(t, false); err != nil {
+		if err := e.finishCommitted(ctx, t, false); err != nil {
 			return nil, err
 		}
-		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: t.meta.Pointers.Proposal.TargetFiles}, nil
+		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: ptr.TargetFiles}, nil
 	}
-	if e.ws.Mode() == sandbox.ReadOnly {
-		return nil, protocol.NewError(protocol.CodeSandboxViolation, map[string]any{"reason": "read-only", "sandbox": string(sandbox.ReadOnly)},
-			"the sandbox is read-only: apply is refused (restart with --sandbox workspace-write to apply)")
+	if err := tg.Admit(ptr); err != nil {
+		return nil, err
 	}
 
-	ptr := t.meta.Pointers.Proposal
-	plan := approvals.Evaluate(id, approvals.Fold(t.led.events), approvals.Required(ptr.PatchID, ptr.ContainsSecretIntroductions), e.opts.Policy, e.reg)
+	reqs := tg.Approvals(ptr)
+	e.observeDenials(reqs)
+	plan := approvals.Evaluate(id, approvals.Fold(t.led.events), reqs, e.opts.Policy, e.reg)
 	if plan.Denied != nil {
-		d := plan.Denied
-		return nil, protocol.NewError(protocol.CodeApprovalDenied,
-			map[string]any{"fingerprint": d.Decision.Fingerprint, "approvalRequestId": d.Decision.ApprovalRequestID, "transactionId": d.TransactionID},
-			"approval %s was denied (transaction %s); a denied fingerprint is never retried", d.Decision.Fingerprint, d.TransactionID)
+		// Deny sticks: this transaction can never apply. Make that its
+		// state, so its blobs go and tx/list says so.
+		if err := e.deny(t); err != nil {
+			return nil, err
+		}
+		return nil, deniedErr(*plan.Denied)
 	}
 	var evs []protocol.Event
 	for i, req := range plan.Auto {
@@ -90,20 +92,21 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		return &protocol.ApplyResult{OK: false, TransactionID: id, State: t.meta.State, PendingApprovals: pending}, nil
 	}
 
-	// From the base check to the last rename, no other transaction may
-	// apply to these files (see pathLocks).
-	unlock, err := e.paths.lock(ctx, ptr.TargetFiles)
+	// From the base check to the commit, no other transaction may change
+	// what this one changes (see keyLocks).
+	unlock, err := e.keys.lock(ctx, e.lockKeys(t))
 	if err != nil {
-		return nil, err
+		return nil, errs.Wrap(errs.Cancelled, err, nil, "")
 	}
 	defer unlock()
-	if err := e.checkBase(ptr); err != nil {
+	if err := tg.CheckBase(ctx, ptr); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, errs.Wrap(errs.Cancelled, err, nil, "")
 	}
-	ops, err := e.stage(ctx, t)
+	c := e.change(t)
+	rec, err := tg.Prepare(ctx, c)
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpAfterStaging)
 	}
@@ -115,142 +118,86 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	}
 	if err == nil {
 		// apply/start and the commit record share one fsync. Recovery does
-		// not need apply/start to be durable before staging: staged names
-		// are deterministic, and every uncommitted transaction is swept.
+		// not need apply/start to be durable before Prepare: every
+		// uncommitted transaction is aborted at start-up.
 		err = e.appendEvents(t, protocol.Event{Type: protocol.EventApplyStart},
-			protocol.Event{Type: protocol.EventApplyCommit, Commit: &protocol.CommitRecord{Ops: ops}})
+			protocol.Event{Type: protocol.EventApplyCommit, Commit: rec})
 	}
 	if err != nil {
-		e.unstage(t)
+		if aerr := tg.Abort(context.Background(), c); aerr != nil {
+			e.log.Warn("abort after a failed apply", "transactionId", id, "err", aerr)
+		}
+		if errors.Is(err, context.Canceled) {
+			return nil, errs.Wrap(errs.Cancelled, err, nil, "")
+		}
 		return nil, err
 	}
 	if err := e.opts.Failpoints.Hit(context.Background(), fpAfterCommitRecord); err != nil {
 		return nil, err
 	}
-	if err := e.finishCommitted(t, false); err != nil {
+	// Past the commit point Commit needs only what Prepare left (staged
+	// files), never the blobs: delete them now. The closing
+	// transaction.json replace fsyncs this directory, which makes the
+	// deletion durable without a fsync of its own.
+	if err := e.dropBlobs(t, false); err != nil {
+		return nil, err
+	}
+	if err := e.opts.Failpoints.Hit(context.Background(), fpAfterBlobsDeleted); err != nil {
+		return nil, err
+	}
+	if err := e.finishCommitted(context.Background(), t, false); err != nil {
 		return nil, err
 	}
 	return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: ptr.TargetFiles}, nil
 }
 
-// checkBase verifies that every target still has its base sha256 and that
-// every added file is still absent. It reports all stale paths at once.
-func (e *Engine) checkBase(ptr *protocol.ProposalPointer) error {
-	type stale struct {
-		Path     string `json:"path"`
-		Reason   string `json:"reason"` // changed | missing | exists
-		Expected string `json:"expectedSha256,omitempty"`
-		Actual   string `json:"actualSha256,omitempty"`
-	}
-	var out []stale
-	var paths []string
-	for _, c := range ptr.Changes {
-		sum, exists, err := e.ws.FileSHA256(c.Path)
-		if err != nil {
-			return err
-		}
-		want, hadBase := ptr.BaseSHA256ByPath[c.Path]
-		switch {
-		case !hadBase && exists:
-			out = append(out, stale{Path: c.Path, Reason: "exists", Actual: sum})
-		case hadBase && !exists:
-			out = append(out, stale{Path: c.Path, Reason: "missing", Expected: want})
-		case hadBase && sum != want:
-			out = append(out, stale{Path: c.Path, Reason: "changed", Expected: want, Actual: sum})
-		default:
-			continue
-		}
-		paths = append(paths, c.Path)
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return protocol.NewError(protocol.CodeStaleBase, map[string]any{"stalePaths": paths, "stale": out},
-		"stale base: %d file(s) changed since the proposal: %v", len(paths), paths)
+// change is t as its target sees it.
+func (e *Engine) change(t *transaction) *Change {
+	return &Change{TxID: t.id, Proposal: t.meta.Pointers.Proposal, blob: t.readBlob}
 }
 
-// stage writes every new content to its staged sibling and fsyncs it. The
-// files are staged concurrently (see parallel); ops keep the plan's order.
-func (e *Engine) stage(ctx context.Context, t *transaction) ([]protocol.CommitOp, error) {
-	changes := t.meta.Pointers.Proposal.Changes
-	ops := make([]protocol.CommitOp, len(changes))
-	err := parallel(len(changes), func(i int) error {
-		c := changes[i]
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if c.Kind == protocol.ChangeDelete {
-			ops[i] = protocol.CommitOp{Path: c.Path, Op: protocol.OpDelete}
-			return nil
-		}
-		data, err := t.readBlob(c.NewSHA256)
-		if err != nil {
-			return err
-		}
-		staged := sandbox.StagedName(c.Path, t.id)
-		if err := e.ws.StageFile(c.Path, staged, data, fs.FileMode(c.NewMode)); err != nil {
-			return err
-		}
-		ops[i] = protocol.CommitOp{Path: c.Path, Op: protocol.OpWrite, Staged: staged, SHA256: c.NewSHA256, Mode: c.NewMode}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+// lockKeys are t's target's lock keys, prefixed with the target's name.
+func (e *Engine) lockKeys(t *transaction) []string {
+	keys := t.target.LockKeys(t.meta.Pointers.Proposal)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = t.target.Name() + ":" + k
 	}
-	// fsync of a staged file makes its bytes durable, not its name: that
-	// lives in the directory. Without this, a power cut after the commit
-	// record could keep the record and lose the staged files it names
-	// (found by the power-loss model, TestPowerLoss). Staging may also have
-	// created directories, whose names live in their parents.
-	var paths []string
-	for _, op := range ops {
-		if op.Op == protocol.OpWrite {
-			paths = append(paths, op.Path)
-		}
-	}
-	if err := e.syncParents(paths); err != nil {
-		return nil, err
-	}
-	return ops, nil
+	return out
 }
 
-// syncParents fsyncs, concurrently, the parent directory of every path and
-// all of their ancestors up to the workspace root.
-func (e *Engine) syncParents(paths []string) error {
-	dirs := map[string]bool{}
-	for _, p := range paths {
-		for d := path.Dir(p); ; d = path.Dir(d) {
-			dirs[d] = true
-			if d == "." {
-				break
-			}
-		}
-	}
-	sorted := slices.Sorted(maps.Keys(dirs))
-	return parallel(len(sorted), func(i int) error {
-		if err := e.ws.SyncDir(sorted[i]); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
-		}
-		return nil
-	})
+func deniedErr(d approvals.Denial) error {
+	return errs.New(errs.Denied,
+		DeniedData{Fingerprint: d.Decision.Fingerprint, ApprovalRequestID: d.Decision.ApprovalRequestID, TransactionID: d.TransactionID},
+		"approval %s was denied (transaction %s); a denied fingerprint is never retried", d.Decision.Fingerprint, d.TransactionID)
 }
 
-// unstage removes staged files of an apply that did not reach its commit
-// point. Their names are deterministic, so this works after a crash too.
-func (e *Engine) unstage(t *transaction) {
-	for _, c := range t.meta.Pointers.Proposal.Changes {
-		if c.Kind == protocol.ChangeDelete {
-			continue
-		}
-		staged := sandbox.StagedName(c.Path, t.id)
-		if ok, err := e.ws.Exists(staged); err != nil || !ok {
-			continue // never staged, or its directory is not there
-		}
-		e.log.Info("removing a staged file of an uncommitted apply", "transactionId", t.id, "staged", staged)
-		if err := e.ws.Remove(staged); err != nil {
-			e.log.Warn("could not remove staged file", "transactionId", t.id, "staged", staged, "err", err)
+// deniedError explains why a denied transaction refuses to apply: its own
+// deny decision, or the persisted one of another transaction.
+func (e *Engine) deniedError(t *transaction) error {
+	for _, d := range approvals.Fold(t.led.events).Decisions {
+		if d.Decision == protocol.DecisionDeny {
+			return deniedErr(approvals.Denial{TransactionID: t.id, Decision: d})
 		}
 	}
+	reqs := t.target.Approvals(t.meta.Pointers.Proposal)
+	e.observeDenials(reqs)
+	if plan := approvals.Evaluate(t.id, approvals.Fold(t.led.events), reqs, e.opts.Policy, e.reg); plan.Denied != nil {
+		return deniedErr(*plan.Denied)
+	}
+	return errs.New(errs.Denied, TxData{TransactionID: t.id, State: t.meta.State}, "transaction %s was denied", t.id)
+}
+
+// deny makes t terminal in state denied, then retires it. The caller holds
+// t's lock.
+func (e *Engine) deny(t *transaction, decision ...protocol.Event) error {
+	evs := append(decision,
+		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateDenied},
+		protocol.Event{Type: protocol.EventTxClose, Reason: protocol.StateDenied})
+	if err := e.appendWithMeta(t, evs...); err != nil {
+		return err
+	}
+	return e.retire(t)
 }
 
 // lastCommit returns the newest commit record and the events after it.
@@ -263,19 +210,19 @@ func lastCommit(evs []protocol.Event) (*protocol.CommitRecord, []protocol.Event)
 	return nil, nil
 }
 
-// finishCommitted rolls a committed apply forward: it performs the renames
-// and removals that are not done yet (each is idempotent), fsyncs the parent
-// directories, and appends whichever closing events are missing.
-func (e *Engine) finishCommitted(t *transaction, recovered bool) error {
+// finishCommitted rolls a committed apply forward: it has the target commit
+// (idempotent) unless apply/complete says it did, appends whichever closing
+// events are missing, and retires the transaction.
+func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered bool) error {
 	commit, after := lastCommit(t.led.events)
 	if commit == nil {
 		return errors.New("no commit record")
 	}
-	has := func(typ, status string) bool {
-		return slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == typ && ev.Status == status })
+	has := func(typ string) bool {
+		return slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == typ })
 	}
-	if !has(protocol.EventApplyComplete, "") {
-		if err := e.rollForward(t, commit); err != nil {
+	if !has(protocol.EventApplyComplete) {
+		if err := t.target.Commit(ctx, e.change(t), commit); err != nil {
 			return err
 		}
 	}
@@ -297,82 +244,58 @@ func (e *Engine) finishCommitted(t *transaction, recovered bool) error {
 	for n < len(tail) && n < len(after) && after[n].Type == tail[n].Type && after[n].Status == tail[n].Status {
 		n++
 	}
-	if n < len(tail) {
-		return e.appendWithMeta(t, tail[n:]...)
-	}
-	return e.writeMeta(t)
-}
-
-func (e *Engine) rollForward(t *transaction, commit *protocol.CommitRecord) error {
-	var paths []string
-	for i, op := range commit.Ops {
-		switch op.Op {
-		case protocol.OpWrite:
-			ok, err := e.ws.Exists(op.Staged)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if err := e.ws.Rename(op.Staged, op.Path); err != nil {
-					return err
-				}
-			} else {
-				// Renamed before the crash: the target must hold the new bytes.
-				sum, exists, err := e.ws.FileSHA256(op.Path)
-				if err != nil {
-					return err
-				}
-				if !exists || sum != op.SHA256 {
-					return protocol.NewError(protocol.CodeLedgerCorrupt,
-						map[string]any{"transactionId": t.id, "path": op.Path, "reason": "staged file missing and target does not hold the new content"},
-						"cannot roll forward %s: staged file %s is gone and %s does not hold the committed content", t.id, op.Staged, op.Path)
-				}
-			}
-		case protocol.OpDelete:
-			if err := e.ws.Remove(op.Path); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("unknown commit op %q", op.Op)
-		}
-		paths = append(paths, op.Path)
-		if i < len(commit.Ops)-1 {
-			if err := e.opts.Failpoints.Hit(context.Background(), fpBetweenRenames); err != nil {
-				return err
-			}
-		}
-	}
-	if err := e.opts.Failpoints.Hit(context.Background(), fpBeforeDirFsync); err != nil {
+	// Recovery may find blobs an interrupted apply had not deleted yet;
+	// the closing transaction.json replace below makes this durable.
+	if err := e.dropBlobs(t, false); err != nil {
 		return err
 	}
-	// Sync every parent and ancestor: the renames and removals live in
-	// the directories, and staging may have created some of them.
-	return e.syncParents(paths)
+	var err error
+	if n < len(tail) {
+		err = e.appendWithMeta(t, tail[n:]...)
+	} else {
+		err = e.writeMeta(t)
+	}
+	if err != nil {
+		return err
+	}
+	return e.retire(t)
 }
 
 // recover finishes what a crash interrupted: a committed apply is rolled
-// forward; staged files of an apply that never committed are removed.
+// forward; what Prepare left of an apply that never committed is aborted;
+// a deny recorded by an earlier release without its state is completed;
+// a terminal transaction that was not retired yet is retired.
 func (e *Engine) recover(ctx context.Context, t *transaction) error {
 	if commit, after := lastCommit(t.led.events); commit != nil {
 		if !slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == protocol.EventTxClose }) {
 			e.log.Info("rolling forward a committed apply", "transactionId", t.id)
-			return e.finishCommitted(t, true)
+			return e.finishCommitted(ctx, t, true)
 		}
-		return nil
+	}
+	if protocol.Terminal(t.meta.State) {
+		return e.retire(t)
 	}
 	if t.meta.State == protocol.StateProposed {
-		// An apply may have staged files and died before its commit record;
-		// nothing in the ledger says so, but the names are deterministic.
-		e.unstage(t)
+		// An apply may have prepared and died before its commit record;
+		// nothing in the ledger says so, and Abort is idempotent.
+		if err := t.target.Abort(ctx, e.change(t)); err != nil {
+			return err
+		}
+		for _, d := range approvals.Fold(t.led.events).Decisions {
+			if d.Decision == protocol.DecisionDeny {
+				return e.deny(t)
+			}
+		}
 	}
 	return ctx.Err()
 }
 
 // Respond records a decision on an approval request (approval/respond).
-// Repeating the same decision is a no-op; a different one is refused.
+// Repeating the same decision is a no-op; a different one is refused. A
+// deny is final: the transaction becomes denied and is retired.
 func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) (*protocol.ApprovalRespondResult, error) {
 	if !approvals.ValidDecision(p.Decision) {
-		return nil, invalidParams("decision", "unknown decision %q (want approve, approve_for_session or deny)", p.Decision)
+		return nil, errs.InvalidField("decision", "unknown decision %q (want approve, approve_for_session or deny)", p.Decision)
 	}
 	t, err := e.locked(ctx, p.TransactionID)
 	if err != nil {
@@ -382,33 +305,37 @@ func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) 
 	st := approvals.Fold(t.led.events)
 	req, ok := st.Request(p.ApprovalRequestID)
 	if !ok {
-		return nil, protocol.NewError(protocol.CodeNotFound, map[string]any{"approvalRequestId": p.ApprovalRequestID, "transactionId": p.TransactionID},
+		return nil, errs.New(errs.NotFound, ApprovalData{ApprovalRequestID: p.ApprovalRequestID, TransactionID: p.TransactionID},
 			"transaction %s has no approval request %q", p.TransactionID, p.ApprovalRequestID)
 	}
 	if prev, ok := st.DecisionFor(req.ApprovalRequestID); ok {
 		if prev.Decision != p.Decision {
-			return nil, protocol.NewError(protocol.CodeAlreadyDecided, map[string]any{"approvalRequestId": req.ApprovalRequestID, "decision": prev.Decision},
+			return nil, errs.New(errs.AlreadyDecided, ApprovalData{ApprovalRequestID: req.ApprovalRequestID, Decision: prev.Decision},
 				"approval request %s was already decided: %s", req.ApprovalRequestID, prev.Decision)
 		}
-		return &protocol.ApprovalRespondResult{TransactionID: t.id, Decision: prev, PendingApprovals: st.Pending()}, nil
+		return &protocol.ApprovalRespondResult{TransactionID: t.id, Decision: prev, PendingApprovals: t.pending()}, nil
 	}
-	switch t.meta.State {
-	case protocol.StateProposed:
-	default:
-		return nil, protocol.NewError(protocol.CodeTransactionClosed, map[string]any{"transactionId": t.id, "state": t.meta.State},
+	if t.meta.State != protocol.StateProposed {
+		return nil, errs.New(errs.Closed, TxData{TransactionID: t.id, State: t.meta.State},
 			"transaction %s is %s; it takes no more decisions", t.id, t.meta.State)
 	}
 	d := protocol.ApprovalDecision{ApprovalRequestID: req.ApprovalRequestID, Kind: req.Kind, Fingerprint: req.Fingerprint, Decision: p.Decision, Source: "user"}
-	if err := e.appendEvents(t, protocol.Event{Type: protocol.EventApprovalDecision, Decision: &d}); err != nil {
+	ev := protocol.Event{Type: protocol.EventApprovalDecision, Decision: &d}
+	if p.Decision == protocol.DecisionDeny {
+		err = e.deny(t, ev)
+	} else {
+		err = e.appendEvents(t, ev)
+	}
+	if err != nil {
 		return nil, err
 	}
 	e.reg.Observe(t.id, d, true)
-	return &protocol.ApprovalRespondResult{TransactionID: t.id, Decision: d, PendingApprovals: approvals.Fold(t.led.events).Pending()}, nil
+	return &protocol.ApprovalRespondResult{TransactionID: t.id, Decision: d, PendingApprovals: t.pending()}, nil
 }
 
 // CloseTx discards a transaction that will not be applied (tx/close). It is
-// idempotent on a closed or completed transaction, and refused while an
-// apply is past its commit point.
+// idempotent on a terminal transaction, and refused while an apply is past
+// its commit point. Its blobs are deleted.
 func (e *Engine) CloseTx(ctx context.Context, id string) (*protocol.TxStatusResult, error) {
 	t, err := e.locked(ctx, id)
 	if err != nil {
@@ -416,15 +343,18 @@ func (e *Engine) CloseTx(ctx context.Context, id string) (*protocol.TxStatusResu
 	}
 	defer t.release()
 	switch t.meta.State {
-	case protocol.StateClosed, protocol.StateCompleted:
+	case protocol.StateClosed, protocol.StateCompleted, protocol.StateDenied:
 		return e.statusLocked(t), nil
 	case protocol.StateApplying, protocol.StateApplied:
-		return nil, protocol.NewError(protocol.CodeTransactionClosed, map[string]any{"transactionId": id, "state": t.meta.State},
+		return nil, errs.New(errs.Closed, TxData{TransactionID: id, State: t.meta.State},
 			"transaction %s is being applied and cannot be discarded", id)
 	}
 	if err := e.appendWithMeta(t,
 		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateClosed},
 		protocol.Event{Type: protocol.EventTxClose, Reason: "discarded"}); err != nil {
+		return nil, err
+	}
+	if err := e.retire(t); err != nil {
 		return nil, err
 	}
 	return e.statusLocked(t), nil

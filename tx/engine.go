@@ -1,26 +1,42 @@
-// Package tx is the transaction engine for workspace changes (seed 001 and
-// DESIGN.md §4): proposals that never touch the workspace, approvals kept in
-// an append-only ledger, an all-or-nothing apply with a durable commit point,
-// and recovery of interrupted applies at start-up.
+// Package tx is txkernel's transaction engine (DESIGN.md §2, §4; seed 001):
+// one lifecycle for every target,
 //
-// On disk, under <data-dir>/transactions/<txId>/:
+//	propose (no side effects) → approvals → apply (atomic) → close
 //
-//	transaction.json   metadata and pointers.proposal, replaced atomically
-//	events.jsonl       the ledger: one checksummed event per line, seq 1..n
-//	proposal.patch     the canonical unified diff, secrets redacted
-//	blobs/<sha256>     the new content of each written file (mode 0600)
+// with each step recorded in the transaction's append-only ledger, so that
+// approvals survive a restart and an interrupted apply is recovered before
+// the kernel answers anything. The engine owns the lifecycle, the ledger,
+// transaction.json, approvals, the lock table, blobs and recovery; what is
+// specific to the thing being changed sits behind the Target interface
+// (target.go). Workspace files are the first target (tx/workspace).
+//
+// On disk, under the data dir:
+//
+//	transactions/<txId>/transaction.json   metadata and pointers.proposal, replaced atomically
+//	transactions/<txId>/events.jsonl       the ledger: one checksummed event per line, seq 1..n
+//	transactions/<txId>/proposal.patch     the reviewable change, secrets redacted
+//	transactions/<txId>/blobs/<sha256>     exact new bytes (mode 0600), deleted once nothing needs them
+//	active/<txId>                          an empty marker per transaction that is not terminal
+//	denied/<sha256 of fingerprint>         one per denied fingerprint, so deny sticks without reading history
 //
 // The ledger is the source of truth. transaction.json is derived from it
-// and rebuilt from it when it is missing or unreadable.
+// and rebuilt from it when it is missing or unreadable; the markers are an
+// index that start-up rebuilds from the ledgers when active/ is absent.
+//
+// Bounded resources: only non-terminal transactions are held in memory, and
+// a ledger file is open only while an append runs. A terminal transaction
+// (completed, closed, denied) is read from disk when someone asks for it.
 package tx
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -29,58 +45,68 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/internal/parallel"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/sandbox"
 )
 
-// File names inside a transaction directory.
+// File and directory names in the data dir and in a transaction directory.
 const (
 	MetaFile  = "transaction.json"
 	PatchFile = "proposal.patch"
 	BlobDir   = "blobs"
+	TxDir     = "transactions"
+	ActiveDir = "active"
+	DeniedDir = "denied"
 )
 
 // Failpoint names (internal/failpoint), one at each step of the apply
-// protocol and of the ledger append.
+// protocol, of the ledger append and of retiring a terminal transaction.
+// The workspace target has its own (tx/workspace).
 const (
 	fpAfterStaging        = "apply.after-staging"
 	fpBeforeCommitRecord  = "apply.before-commit-record"
 	fpAfterCommitRecord   = "apply.after-commit-record"
-	fpBetweenRenames      = "apply.between-renames"
-	fpBeforeDirFsync      = "apply.before-dir-fsync"
+	fpAfterBlobsDeleted   = "apply.after-blobs-deleted"
 	fpLedgerMidAppend     = "ledger.mid-append"
 	fpMetaMidReplace      = "meta.mid-replace"
 	fpProposeBeforeRename = "propose.before-rename"
+	fpRetireBeforeUnmark  = "retire.before-unmark"
 )
 
 // Options configure an Engine.
 type Options struct {
-	Workspace  *sandbox.Workspace // the confined workspace; required
-	DataDir    string             // absolute; created if missing
-	Policy     approvals.Policy   // untrusted or never
-	Failpoints *failpoint.Set     // nil in production
-	Logger     *slog.Logger       // nil means slog.Default()
+	Targets    []Target         // at least one; proposal kinds must not overlap
+	DataDir    string           // absolute; created if missing
+	Policy     approvals.Policy // untrusted (default) or never
+	Failpoints *failpoint.Set   // nil in production
+	Logger     *slog.Logger     // nil means slog.Default()
 }
 
-// Engine runs workspace transactions. It is safe for concurrent use: calls
-// on one transaction are serialised by that transaction's lock; calls on
-// different transactions run in parallel.
+// Engine runs transactions. It is safe for concurrent use: calls on one
+// transaction are serialised by that transaction's lock; calls on
+// different transactions run in parallel, and applies that change the same
+// thing are serialised by their lock keys.
 type Engine struct {
-	opts    Options
-	ws      *sandbox.Workspace
-	txRoot  string
-	lock    *dirLock
-	reg     *approvals.Registry
-	scanner *sandbox.Scanner
-	log     *slog.Logger
+	opts      Options
+	txRoot    string
+	activeDir string
+	deniedDir string
+	lock      *dirLock
+	reg       *approvals.Registry
+	log       *slog.Logger
+	targets   map[string]Target // by Name
+	byKind    map[string]Target // proposal kind → target
+	kinds     []string          // every kind, in the targets' order
 
 	mu  sync.Mutex
-	txs map[string]*transaction
+	txs map[string]*transaction // the non-terminal transactions, and those that failed to load
 
-	paths pathLocks // held by an apply from its base check to its last rename
+	keys keyLocks // held by an apply from its base check to its commit
 
 	notifyMu sync.RWMutex
 	notify   func(protocol.Event)
@@ -94,6 +120,7 @@ type transaction struct {
 	sem     chan struct{}
 	meta    protocol.TransactionFile
 	led     *ledger
+	target  Target
 	loadErr error
 
 	// summary is the transaction's tx/list entry as of its last event
@@ -107,16 +134,34 @@ type transaction struct {
 // publish refreshes t's tx/list entry from its metadata and ledger. The
 // caller holds t's lock (or is loading t, before anyone else can see it).
 func (t *transaction) publish() {
+	t.summary.Store(t.listEntry())
+}
+
+func (t *transaction) listEntry() *protocol.TxSummary {
 	p := t.meta.Pointers.Proposal
-	t.summary.Store(&protocol.TxSummary{
+	files := p.TargetFiles
+	if files == nil {
+		files = []string{}
+	}
+	return &protocol.TxSummary{
 		TransactionID:    t.id,
 		State:            t.meta.State,
 		CreatedAt:        t.meta.CreatedAt,
 		UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
+		Target:           p.TargetName(),
 		Kind:             p.Kind,
-		TargetFiles:      p.TargetFiles,
-		PendingApprovals: len(approvals.Fold(t.led.events).Pending()),
-	})
+		Summary:          t.target.Summary(p),
+		TargetFiles:      files,
+		PendingApprovals: len(t.pending()),
+	}
+}
+
+// pending lists the approval requests still waiting; none once terminal.
+func (t *transaction) pending() []protocol.ApprovalRequest {
+	if protocol.Terminal(t.meta.State) {
+		return []protocol.ApprovalRequest{}
+	}
+	return approvals.Fold(t.led.events).Pending()
 }
 
 func (t *transaction) acquire(ctx context.Context) error {
@@ -124,19 +169,21 @@ func (t *transaction) acquire(ctx context.Context) error {
 	case t.sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return errs.Wrap(errs.Cancelled, ctx.Err(), nil, "")
 	}
 }
 
 func (t *transaction) release() { <-t.sem }
 
-// Open takes the data dir's lock, loads every transaction and recovers
-// interrupted applies, all before it returns, so the kernel answers nothing
-// until recovery is done. A transaction whose ledger is corrupt is kept, with
-// its error, so tx/list can show it; it refuses every other call.
+// Open takes the data dir's lock, loads every transaction that is not
+// terminal and recovers interrupted applies, all before it returns, so the
+// kernel answers nothing until recovery is done. A transaction whose ledger
+// is corrupt is kept, with its error, so tx/list can show it; it refuses
+// every other call. It fails if another kernel holds the data dir
+// (ErrDataDirLocked).
 func Open(ctx context.Context, opts Options) (*Engine, error) {
-	if opts.Workspace == nil {
-		return nil, errors.New("tx: no workspace")
+	if len(opts.Targets) == 0 {
+		return nil, errors.New("tx: no targets")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -144,35 +191,62 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Policy == "" {
 		opts.Policy = approvals.Untrusted
 	}
-	txRoot := filepath.Join(opts.DataDir, "transactions")
-	if _, err := os.Stat(txRoot); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(txRoot, 0o700); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
+	e := &Engine{
+		opts:      opts,
+		txRoot:    filepath.Join(opts.DataDir, TxDir),
+		activeDir: filepath.Join(opts.DataDir, ActiveDir),
+		deniedDir: filepath.Join(opts.DataDir, DeniedDir),
+		reg:       approvals.NewRegistry(),
+		log:       opts.Logger,
+		targets:   map[string]Target{},
+		byKind:    map[string]Target{},
+		txs:       map[string]*transaction{},
+	}
+	for _, tg := range opts.Targets {
+		if _, dup := e.targets[tg.Name()]; dup {
+			return nil, fmt.Errorf("tx: two targets named %q", tg.Name())
 		}
-		// A new directory's entry lives in its parent: make the data dir
-		// and transactions/ themselves durable once, when first created.
-		for _, d := range []string{opts.DataDir, filepath.Dir(opts.DataDir)} {
-			if err := syncDir(d); err != nil {
-				return nil, fmt.Errorf("fsync %s: %w", d, err)
+		e.targets[tg.Name()] = tg
+		for _, k := range tg.Kinds() {
+			if _, dup := e.byKind[k]; dup {
+				return nil, fmt.Errorf("tx: two targets accept proposal kind %q", k)
 			}
+			e.byKind[k] = tg
+			e.kinds = append(e.kinds, k)
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := ensureDir(e.txRoot, opts.DataDir, filepath.Dir(opts.DataDir)); err != nil {
+		return nil, err
 	}
 	lock, err := lockDataDir(opts.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{
-		opts: opts, ws: opts.Workspace, txRoot: txRoot, lock: lock,
-		reg: approvals.NewRegistry(), scanner: sandbox.NewScanner(),
-		log: opts.Logger, txs: map[string]*transaction{},
-	}
-	if err := e.loadAll(ctx); err != nil {
+	e.lock = lock
+	if err := e.start(ctx); err != nil {
 		lock.release()
 		return nil, err
 	}
 	return e, nil
+}
+
+// ensureDir creates dir (0700) if missing and makes its entry durable by
+// fsyncing each of parents, which must be its parent and their ancestors.
+func ensureDir(dir string, parents ...string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for _, d := range parents {
+		if err := syncDir(d); err != nil {
+			return fmt.Errorf("fsync %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // SetNotify sets the function that receives each event after it is durable.
@@ -183,93 +257,40 @@ func (e *Engine) SetNotify(fn func(protocol.Event)) {
 	e.notifyMu.Unlock()
 }
 
-// Close releases the data dir lock and closes every ledger.
+// Close releases the data dir lock. No file of any transaction is open
+// between calls, so there is nothing else to close.
 func (e *Engine) Close() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, t := range e.txs {
-		if t.led != nil {
-			t.led.close()
-		}
-	}
 	return e.lock.release()
 }
 
 // DataDir returns the data directory.
 func (e *Engine) DataDir() string { return e.opts.DataDir }
 
-func (e *Engine) loadAll(ctx context.Context) error {
-	entries, err := os.ReadDir(e.txRoot)
-	if err != nil {
-		return err
-	}
-	removed := false
-	var ids []string
-	for _, ent := range entries {
-		name := ent.Name()
-		if strings.HasPrefix(name, ".tmp-") {
-			// A proposal that crashed before its directory was renamed into
-			// place was never acknowledged: drop it.
-			if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
-				return fmt.Errorf("remove unfinished proposal %s: %w", name, err)
-			}
-			removed = true
-			continue
-		}
-		if ent.IsDir() && validTxID(name) {
-			ids = append(ids, name)
-		}
-	}
-	// Transactions are independent files: load them concurrently (reading
-	// and verifying ledgers is most of the start-up time with many).
-	loaded := make([]*transaction, len(ids))
-	_ = parallel(len(ids), func(i int) error {
-		loaded[i] = e.loadTx(ids[i])
-		return nil
-	})
-	for i, t := range loaded {
-		e.txs[ids[i]] = t
-		if t.loadErr != nil {
-			e.log.Error("transaction refused", "transactionId", t.id, "err", t.loadErr)
-			continue
-		}
-		for _, ev := range t.led.events {
-			if ev.Type == protocol.EventApprovalDecision && ev.Decision != nil {
-				e.reg.Observe(t.id, *ev.Decision, false)
-			}
-		}
-	}
-	// Recovery is mostly fsyncs, which are faster issued together; the
-	// path locks keep apart two transactions that touch the same file.
-	_ = parallel(len(loaded), func(i int) error {
-		t := loaded[i]
-		if t.loadErr != nil {
-			return nil
-		}
-		unlock, err := e.paths.lock(ctx, t.meta.Pointers.Proposal.TargetFiles)
-		if err == nil {
-			err = e.recover(ctx, t)
-			unlock()
-		}
-		if err != nil {
-			e.log.Error("recovery failed", "transactionId", t.id, "err", err)
-			t.loadErr = err
-		}
-		return nil
-	})
-	if !removed {
-		return nil
-	}
-	return syncDir(e.txRoot)
+// Kinds returns every proposal kind the engine's targets accept, sorted.
+func (e *Engine) Kinds() []string {
+	out := slices.Clone(e.kinds)
+	slices.Sort(out)
+	return out
 }
 
+// targetOf returns the target a persisted proposal names.
+func (e *Engine) targetOf(p *protocol.ProposalPointer) (Target, error) {
+	tg, ok := e.targets[p.TargetName()]
+	if !ok {
+		return nil, fmt.Errorf("no target %q in this kernel", p.TargetName())
+	}
+	return tg, nil
+}
+
+// loadTx reads one transaction from disk: its ledger (verified; a torn
+// final line is set aside) and transaction.json, rebuilt from the ledger
+// when it disagrees. No file stays open. Errors are kept in loadErr.
 func (e *Engine) loadTx(id string) *transaction {
 	dir := filepath.Join(e.txRoot, id)
 	t := &transaction{id: id, dir: dir, sem: make(chan struct{}, 1)}
 	led, err := loadLedger(filepath.Join(dir, LedgerFile), id, e.opts.Failpoints)
 	if errors.Is(err, fs.ErrNotExist) {
-		err = protocol.NewError(protocol.CodeLedgerCorrupt,
-			map[string]any{"transactionId": id, "file": filepath.Join(dir, LedgerFile), "reason": "missing"},
+		err = corrupt(CorruptData{TransactionID: id, File: filepath.Join(dir, LedgerFile), Reason: "missing"},
 			"transaction %s has no %s", id, LedgerFile)
 	}
 	if err != nil {
@@ -277,11 +298,14 @@ func (e *Engine) loadTx(id string) *transaction {
 		return t
 	}
 	t.led = led
-	rebuilt := e.metaFromLedger(t)
+	rebuilt := metaFromLedger(id, led.events)
 	if rebuilt.Pointers.Proposal == nil {
-		t.loadErr = protocol.NewError(protocol.CodeLedgerCorrupt,
-			map[string]any{"transactionId": id, "file": led.path, "reason": "no turn/start event with a proposal"},
+		t.loadErr = corrupt(CorruptData{TransactionID: id, File: led.path, Reason: "no turn/start event with a proposal"},
 			"transaction %s has no proposal in its ledger", id)
+		return t
+	}
+	if t.target, err = e.targetOf(rebuilt.Pointers.Proposal); err != nil {
+		t.loadErr = corrupt(CorruptData{TransactionID: id, File: led.path, Reason: "unknown target"}, "transaction %s: %v", id, err)
 		return t
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
@@ -303,9 +327,8 @@ func (e *Engine) loadTx(id string) *transaction {
 }
 
 // metaFromLedger derives transaction.json from the ledger alone.
-func (e *Engine) metaFromLedger(t *transaction) protocol.TransactionFile {
-	m := protocol.TransactionFile{SchemaVersion: 1, TransactionID: t.id, WorkspaceRoot: e.ws.Dir()}
-	evs := t.led.events
+func metaFromLedger(id string, evs []protocol.Event) protocol.TransactionFile {
+	m := protocol.TransactionFile{SchemaVersion: 1, TransactionID: id}
 	if len(evs) > 0 {
 		m.CreatedAt = evs[0].TS
 	}
@@ -360,7 +383,7 @@ func (e *Engine) appendWithMeta(t *transaction, evs ...protocol.Event) error {
 	next := t.meta
 	next.State, next.UpdatedAt = deriveState(append(slices.Clone(t.led.events), evs...))
 	path := filepath.Join(t.dir, MetaFile)
-	return parallel(2, func(i int) error {
+	return parallel.Do(2, func(i int) error {
 		if i == 0 {
 			return e.appendEvents(t, evs...)
 		}
@@ -377,15 +400,31 @@ func metaJSON(m protocol.TransactionFile) []byte {
 	return append(data, '\n')
 }
 
-// get returns a loaded, healthy transaction or a NotFound / LedgerCorrupt
-// error.
+// get returns a healthy transaction: a loaded one, or a terminal one read
+// from disk now. It fails with NotFound, or the transaction's load error.
 func (e *Engine) get(id string) (*transaction, error) {
 	e.mu.Lock()
 	t, ok := e.txs[id]
 	e.mu.Unlock()
 	if !ok {
-		return nil, protocol.NewError(protocol.CodeNotFound, map[string]any{"transactionId": id},
-			"no transaction %q", id)
+		if !validTxID(id) {
+			return nil, notFoundTx(id)
+		}
+		if _, err := os.Stat(filepath.Join(e.txRoot, id)); err != nil {
+			return nil, notFoundTx(id)
+		}
+		t = e.loadTx(id)
+		if t.loadErr == nil && !protocol.Terminal(t.meta.State) {
+			// Retired between our lookup and the load (its ledger is then
+			// terminal), or created and not yet registered: look again.
+			e.mu.Lock()
+			live, ok := e.txs[id]
+			e.mu.Unlock()
+			if !ok {
+				return nil, notFoundTx(id)
+			}
+			t = live
+		}
 	}
 	if t.loadErr != nil {
 		return nil, t.loadErr
@@ -452,64 +491,27 @@ func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
 	if decisions == nil {
 		decisions = []protocol.ApprovalDecision{}
 	}
+	p := t.meta.Pointers.Proposal
 	return &protocol.TxStatusResult{
 		TransactionID:    t.id,
 		State:            t.meta.State,
 		CreatedAt:        t.meta.CreatedAt,
 		UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
 		LastSeq:          t.led.lastSeq(),
+		Target:           p.TargetName(),
+		Kind:             p.Kind,
+		Summary:          t.target.Summary(p),
 		Pointers:         t.meta.Pointers,
-		PendingApprovals: st.Pending(),
+		PendingApprovals: t.pending(),
 		Decisions:        decisions,
 	}
-}
-
-// List returns every transaction in the data dir, newest first (tx/list).
-// A transaction that could not be loaded is listed with its error.
-//
-// List takes no transaction's lock: it reads the entry each transaction
-// published after its last event (transaction.publish), so it never waits
-// for a call in progress (an apply holds its transaction's lock through
-// every fsync, and a failpoint or a slow disk can make that long). An entry
-// is a snapshot: it shows the state as of the transaction's last event
-// already sent, exactly as a List that had waited for the lock would have,
-// with a call in progress either not started or finished. ctx is unused,
-// since nothing here blocks.
-func (e *Engine) List(ctx context.Context) (*protocol.TxListResult, error) {
-	e.mu.Lock()
-	all := make([]*transaction, 0, len(e.txs))
-	for _, t := range e.txs {
-		all = append(all, t)
-	}
-	e.mu.Unlock()
-	out := make([]protocol.TxSummary, 0, len(all))
-	for _, t := range all {
-		if t.loadErr != nil {
-			var pe *protocol.Error
-			if !errors.As(t.loadErr, &pe) {
-				pe = protocol.NewError(protocol.CodeInternalError, nil, "%v", t.loadErr)
-			}
-			out = append(out, protocol.TxSummary{TransactionID: t.id, State: "unavailable", TargetFiles: []string{}, Error: pe})
-			continue
-		}
-		if s := t.summary.Load(); s != nil {
-			out = append(out, *s)
-		}
-	}
-	slices.SortFunc(out, func(a, b protocol.TxSummary) int {
-		if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.TransactionID, a.TransactionID)
-	})
-	return &protocol.TxListResult{Transactions: out}, nil
 }
 
 // Events returns the events with seq > afterSeq (tx/events), for a host that
 // reconnects. Checksums are not sent.
 func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protocol.TxEventsResult, error) {
 	if afterSeq < 0 {
-		return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "afterSeq"}, "afterSeq must be >= 0")
+		return nil, errs.InvalidField("afterSeq", "afterSeq must be >= 0")
 	}
 	t, err := e.locked(ctx, id)
 	if err != nil {
@@ -526,7 +528,18 @@ func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protoc
 	return res, nil
 }
 
-// validTxID accepts the ids newID makes: "tx-" then [0-9A-Za-z-].
+// Transaction ids. A new id is "tx-" + 20 hex digits: 12 of milliseconds
+// since the Unix epoch, then 8 random, so that ids sort by creation time
+// and tx/list can page through history without reading it. Ids written
+// before this scheme have 16 random hex digits and sort as older than any
+// new one (see listOrder).
+const (
+	txIDLen       = 3 + 20
+	legacyTxIDLen = 3 + 16
+)
+
+// validTxID accepts the ids newTxID makes and those of earlier releases:
+// "tx-" then [0-9A-Za-z-], at most 64 bytes.
 func validTxID(s string) bool {
 	if !strings.HasPrefix(s, "tx-") || len(s) > 64 {
 		return false
@@ -539,8 +552,18 @@ func validTxID(s string) bool {
 	return true
 }
 
+// newTxID returns a time-ordered transaction id (see txIDLen).
+func newTxID() string {
+	var b [10]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	if _, err := io.ReadFull(rand.Reader, b[6:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux ≥ 3.17
+	}
+	return "tx-" + hex.EncodeToString(b[:])
+}
+
 // newID returns prefix + "-" + 16 random hex digits (64 bits from
-// crypto/rand). Ids carry no time: tx/list sorts by created_at.
+// crypto/rand), for turn, item and approval request ids.
 func newID(prefix string) string {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -66,12 +66,14 @@ func decodeEvent(line []byte) (protocol.Event, error) {
 	return ev, nil
 }
 
-// ledger is one transaction's events.jsonl, open for appending. It is not
-// safe for concurrent use; the transaction's lock guards it.
+// ledger is one transaction's events.jsonl and its events in memory. The
+// file is open only during an append (DESIGN.md §2, "Bounded resources"):
+// a kernel with 10,000 transactions waiting for approval holds no
+// descriptor for any of them. It is not safe for concurrent use; the
+// transaction's lock guards it.
 type ledger struct {
 	path   string
 	txID   string
-	f      *os.File
 	events []protocol.Event
 	broken error // set after a failed write or fsync: no silent retry
 	fp     *failpoint.Set
@@ -112,17 +114,11 @@ func loadLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
 			err = fmt.Errorf("transactionId %q, want %q", ev.TransactionID, txID)
 		}
 		if err != nil {
-			return nil, protocol.NewError(protocol.CodeLedgerCorrupt,
-				map[string]any{"transactionId": txID, "file": path, "line": lineNo, "reason": err.Error()},
+			return nil, corrupt(CorruptData{TransactionID: txID, File: path, Line: lineNo, Reason: err.Error()},
 				"ledger %s is corrupt at line %d: %v", path, lineNo, err)
 		}
 		l.events = append(l.events, ev)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	l.f = f
 	return l, nil
 }
 
@@ -132,7 +128,10 @@ func createLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ledger{path: path, txID: txID, f: f, fp: fp}, nil
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return &ledger{path: path, txID: txID, fp: fp}, nil
 }
 
 // lastSeq is the seq of the newest event, 0 when empty.
@@ -162,11 +161,16 @@ func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
 		buf = append(buf, line...)
 		out[i] = ev
 	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", l.path, err)
+	}
+	defer f.Close()
 	if l.fp.Arm(fpLedgerMidAppend) {
 		// A crash mid-append: half of the bytes reach the file, then the
 		// process dies. Recovery must set the torn tail aside.
 		half := len(buf) / 2
-		if _, err := l.f.Write(buf[:half]); err != nil {
+		if _, err := f.Write(buf[:half]); err != nil {
 			return nil, err
 		}
 		if err := l.fp.Fire(context.Background(), fpLedgerMidAppend); err != nil {
@@ -174,11 +178,11 @@ func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
 		}
 		buf = buf[half:]
 	}
-	if _, err := l.f.Write(buf); err != nil {
+	if _, err := f.Write(buf); err != nil {
 		l.broken = err
 		return nil, fmt.Errorf("append to %s: %w", l.path, err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
 		// After a failed fsync the page cache may have dropped the data; the
 		// only honest thing is to stop using this ledger (ALICE, fsyncgate).
 		l.broken = err
@@ -186,13 +190,6 @@ func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
 	}
 	l.events = append(l.events, out...)
 	return out, nil
-}
-
-func (l *ledger) close() error {
-	if l.f == nil {
-		return nil
-	}
-	return l.f.Close()
 }
 
 // now returns the ledger's timestamp format: RFC 3339, UTC, fixed-width

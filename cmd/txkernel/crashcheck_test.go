@@ -19,6 +19,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	wstarget "github.com/txkernel/txkernel/tx/workspace"
 )
 
 // The checks shared by the crash harness (kill -9) and the power-loss
@@ -182,8 +183,9 @@ func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitia
 		return nil, err
 	}
 	defer w.Close()
-	eng, err := tx.Open(ctx, tx.Options{Workspace: w, DataDir: dataDir, Policy: approvals.Untrusted,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := tx.Open(ctx, tx.Options{Targets: []tx.Target{wstarget.New(w, nil, log)}, DataDir: dataDir,
+		Policy: approvals.Untrusted, Logger: log})
 	if err != nil {
 		return &recoveryReport{problems: []string{"recovery failed: " + err.Error()}}, nil
 	}
@@ -194,7 +196,7 @@ func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitia
 		return nil, err
 	}
 	r := newRecoveryReport(verdict, ws, dataDir)
-	list, err := eng.List(ctx)
+	list, err := eng.List(ctx, protocol.TxListParams{Limit: protocol.TxListMaxLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +207,15 @@ func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitia
 			continue
 		}
 		r.states[row.TransactionID] = st.State
+		if protocol.Terminal(st.State) {
+			// Retired by recovery: its blobs (the exact new bytes, secrets
+			// included) and its active/ marker are gone.
+			for _, p := range []string{filepath.Join(dataDir, tx.TxDir, row.TransactionID, tx.BlobDir), filepath.Join(dataDir, tx.ActiveDir, row.TransactionID)} {
+				if _, err := os.Lstat(p); err == nil {
+					r.problems = append(r.problems, fmt.Sprintf("terminal transaction %s still has %s", row.TransactionID, p))
+				}
+			}
+		}
 		for _, d := range st.Decisions {
 			r.decisions[d.ApprovalRequestID] = true
 		}

@@ -9,6 +9,7 @@
 //	               [--approval-policy untrusted|never]
 //	               [--framing ndjson|content-length] [--max-message-bytes N]
 //	               [--log-level debug|info|warn|error]
+//	txkernel prune --data-dir DIR --older-than DURATION
 //	txkernel version
 //
 // stdout carries protocol messages only; logs go to stderr.
@@ -35,6 +36,7 @@ import (
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	wstarget "github.com/txkernel/txkernel/tx/workspace"
 )
 
 // version is set with -ldflags "-X main.version=..." by make build.
@@ -46,7 +48,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel version")
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel version")
 		return 2
 	}
 	switch args[0] {
@@ -55,8 +57,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stdin, stdout, stderr)
+	case "prune":
+		return prune(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel version\nrun 'txkernel serve -h' for the flags")
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel version\nrun 'txkernel serve -h' for the flags")
 		return 0
 	}
 	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])
@@ -154,7 +158,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	eng, err := tx.Open(ctx, tx.Options{Workspace: ws, DataDir: dd, Policy: pol, Failpoints: fps, Logger: log})
+	eng, err := tx.Open(ctx, tx.Options{
+		Targets: []tx.Target{wstarget.New(ws, fps, log)},
+		DataDir: dd, Policy: pol, Failpoints: fps, Logger: log,
+	})
 	if err != nil {
 		if errors.Is(err, tx.ErrDataDirLocked) {
 			return fail("%v; only one kernel may own a data dir at a time", err)

@@ -465,7 +465,7 @@ type normaliser struct {
 }
 
 var (
-	idRe = regexp.MustCompile(`\b(tx|turn|item|apr)-[0-9a-f]{16}\b`)
+	idRe = regexp.MustCompile(`\b(tx|turn|item|apr)-[0-9a-f]{16}(?:[0-9a-f]{4})?\b`) // tx ids have 20 digits since they are time-ordered
 	tsRe = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z`)
 )
 

@@ -2,7 +2,19 @@
 // speaks JSON-RPC 2.0 to it over stdin/stdout, and walks one real change
 // through the whole flow, printing what a person would see: the proposal,
 // the approval request, the decision and the apply. `make demo` runs it on
-// a copy of a real fzf commit from ../shared/corpora/patches/fzf.
+// a copy of a real fzf commit from ../shared/corpora/patches/fzf, or on the
+// sample in testdata/demo when ../shared is absent.
+//
+// The one thing a host developer must learn from it: the first
+// apply/execute does not apply. It answers ok:false with pendingApprovals,
+// and the host must show each request to a person, send the decision with
+// approval/respond, and call apply/execute again. The demo prints that
+// response verbatim.
+//
+// Messages on stdout are of two sorts, interleaved: responses (they carry
+// an "id") and notifications (ledger events such as tx/status and
+// approval/request; they carry a "method" and no "id"). client.call routes
+// them by that.
 //
 // Usage:
 //
@@ -43,6 +55,15 @@ type client struct {
 	in     io.Writer
 	out    *bufio.Scanner
 	nextID int
+	last   []byte // the raw line of the last response
+}
+
+// notify sends a notification: a message without an id, never answered.
+func (c *client) notify(method string, params any) error {
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	fmt.Printf("\n→ %s (notification)\n", method)
+	_, err := c.in.Write(append(msg, '\n'))
+	return err
 }
 
 func (c *client) call(method string, params any) (json.RawMessage, error) {
@@ -68,6 +89,7 @@ func (c *client) call(method string, params any) (json.RawMessage, error) {
 			return nil, err
 		}
 		if m.ID == nil {
+			// No id: a notification (a ledger event), not our answer.
 			var ev struct {
 				Seq    int    `json:"seq"`
 				Status string `json:"status"`
@@ -77,12 +99,13 @@ func (c *client) call(method string, params any) (json.RawMessage, error) {
 			if ev.Status != "" {
 				extra = " → " + ev.Status
 			}
-			fmt.Printf("  ← event #%d %s%s\n", ev.Seq, m.Method, extra)
+			fmt.Printf("  ← notification %s (ledger event #%d)%s\n", m.Method, ev.Seq, extra)
 			continue
 		}
 		if *m.ID != c.nextID {
 			return nil, fmt.Errorf("response for id %d, want %d", *m.ID, c.nextID)
 		}
+		c.last = append(c.last[:0], c.out.Bytes()...)
 		if m.Error != nil {
 			return nil, fmt.Errorf("%s: error %d: %s %s", method, m.Error.Code, m.Error.Message, m.Error.Data)
 		}
@@ -137,6 +160,9 @@ func run(kernelBin, commit, decision string, keep bool) error {
 	}
 	json.Unmarshal(res, &init)
 	fmt.Printf("  %s %s, sandbox %s, approval policy %s\n", init.ServerInfo.Name, init.ServerInfo.Version, init.Capabilities.SandboxMode, init.Capabilities.ApprovalPolicy)
+	if err := c.notify("initialized", map[string]any{}); err != nil {
+		return err
+	}
 
 	res, err = c.call("turn/start", map[string]any{"proposal": map[string]any{"kind": "unified_diff", "diff": string(diff)}})
 	if err != nil {
@@ -178,8 +204,16 @@ func run(kernelBin, commit, decision string, keep bool) error {
 		}
 		json.Unmarshal(res, &ap)
 		if ap.OK {
-			fmt.Printf("\nAPPLIED: %d files, state %s\n", len(ap.AppliedFiles), ap.State)
+			banner("After the decision, apply/execute answered ok:true: the change is applied", c.last)
+			fmt.Printf("APPLIED: %d files, state %s\n", len(ap.AppliedFiles), ap.State)
 			break
+		}
+		if round == 0 {
+			banner("The FIRST apply/execute answered ok:false: nothing was written", c.last)
+			fmt.Println("This is the step every host must handle. ok:false with pendingApprovals")
+			fmt.Println("means the kernel refuses to apply until a person decides. The host now")
+			fmt.Println("shows each pending approval to a person, sends the decision with")
+			fmt.Println("approval/respond, and calls apply/execute again.")
 		}
 		for _, pa := range ap.PendingApprovals {
 			fmt.Printf("\nAPPROVAL REQUEST %s\n  kind: %s\n  fingerprint: %s\n  reason: %s\n", pa.ApprovalRequestID, pa.Kind, pa.Fingerprint, pa.Reason)
@@ -215,6 +249,19 @@ func run(kernelBin, commit, decision string, keep bool) error {
 		}
 	}
 	return nil
+}
+
+// banner prints a heading and the raw response line, indented, between rules.
+func banner(title string, raw []byte) {
+	rule := strings.Repeat("═", 76)
+	fmt.Printf("\n%s\n%s\n%s\n", rule, title, rule)
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "", "  ") != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	fmt.Println(buf.String())
+	fmt.Println(rule)
 }
 
 func sameAsBase(ws, base string) bool {

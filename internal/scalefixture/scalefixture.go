@@ -18,6 +18,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/workspace"
 )
 
 // Sizes are the transaction counts the scale benchmarks compare in one
@@ -195,8 +196,9 @@ func open(tb testing.TB, w *sandbox.Workspace, dataDir, fps string) *tx.Engine {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := tx.Open(context.Background(), tx.Options{Workspace: w, DataDir: dataDir, Policy: approvals.Untrusted,
-		Failpoints: set, Logger: slog.New(slog.DiscardHandler)})
+	log := slog.New(slog.DiscardHandler)
+	e, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, set, log)}, DataDir: dataDir,
+		Policy: approvals.Untrusted, Failpoints: set, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,10 +1,14 @@
-// Package unidiff parses, strictly applies and writes git-style unified diffs
-// ("git diff" format: a "diff --git" line, extended header lines, then GNU
-// diffutils unified hunks).
+// Package unidiff parses, applies as git apply does, and writes git-style
+// unified diffs ("git diff" format: a "diff --git" line, extended header
+// lines, then GNU diffutils unified hunks).
 //
-// Parsing and applying are delegated to github.com/bluekeyes/go-gitdiff; this
-// package adds the checks the kernel needs on top of it: no silently skipped
-// lines, no duplicate paths, no binary or copy patches, no fuzz. Writing uses
+// Parsing is delegated to github.com/bluekeyes/go-gitdiff; this package adds
+// the checks the kernel needs on top of it: no silently skipped lines, no
+// duplicate paths, no binary or copy patches. Applying (apply.go) places
+// each hunk where git apply without options would: at the line its header
+// gives or at the nearest offset where its context matches exactly, never
+// with fuzz, and reports each hunk's offset (FilePatch.ApplyWithOffsets).
+// Errors implement errs.Kinded (errors.go). Writing uses
 // github.com/sergi/go-diff in line mode with no timeout so that the same
 // inputs always give the same bytes, because the sha256 of a diff is used as
 // an approval fingerprint.
@@ -15,9 +19,7 @@ package unidiff
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -65,59 +67,6 @@ func (p *FilePatch) Hunks() int {
 	}
 	return len(p.file.TextFragments)
 }
-
-// ParseError reports a diff that Parse refuses.
-type ParseError struct {
-	// Line is the 1-based line in the diff the problem was found at, or 0
-	// when it concerns the diff as a whole.
-	Line int
-	// Reason is a human-readable description.
-	Reason string
-}
-
-// Error formats as "unidiff: parse error at line N: reason".
-func (e *ParseError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("unidiff: parse error at line %d: %s", e.Line, e.Reason)
-	}
-	return "unidiff: parse error: " + e.Reason
-}
-
-// ConflictError reports that a FilePatch does not apply exactly to the base
-// content it was given.
-type ConflictError struct {
-	// Path is the file the patch was applied to (OldPath, or NewPath for an
-	// add).
-	Path string
-	// Hunk is the 1-based hunk number (in diff order) that failed, or 0
-	// when the failure is not tied to a hunk (e.g. an add onto a non-empty
-	// base).
-	Hunk int
-	// Line is the 1-based line in the base content where the mismatch was
-	// detected, or 0 when unknown.
-	Line int
-	// Reason is a human-readable description.
-	Reason string
-
-	cause error
-}
-
-// Error formats as "unidiff: conflict in \"path\" hunk H at base line L:
-// reason", leaving out the parts that are 0.
-func (e *ConflictError) Error() string {
-	s := "unidiff: conflict in " + strconv.Quote(e.Path)
-	if e.Hunk > 0 {
-		s += fmt.Sprintf(" hunk %d", e.Hunk)
-	}
-	if e.Line > 0 {
-		s += fmt.Sprintf(" at base line %d", e.Line)
-	}
-	return s + ": " + e.Reason
-}
-
-// Unwrap returns the underlying go-gitdiff error (a *gitdiff.ApplyError,
-// often wrapping a *gitdiff.Conflict), or nil.
-func (e *ConflictError) Unwrap() error { return e.cause }
 
 // gitdiffErrRE pulls the line number out of go-gitdiff's error text, which is
 // the only place it exposes it.
@@ -281,99 +230,3 @@ func oldSpan(frag *gitdiff.TextFragment) (start, end int64) {
 }
 
 func trimNL(s string) string { return string(bytes.TrimRight([]byte(s), "\n")) }
-
-// Apply applies the patch to base, the current content of OldPath (nil or
-// empty for an add), and returns the content NewPath must have afterwards.
-// The result is nil for a delete and only then; an empty result is a non-nil
-// empty slice.
-//
-// Application is strict (go-gitdiff's default applier plus git's
-// end-of-file rule): every context and removed line must match base byte for
-// byte at exactly the position its hunk header gives, with no fuzz and no
-// offset search, and a hunk without trailing context must end at the end of
-// base. For an add, base must be empty; for a delete, base must be exactly
-// the removed content (an empty-file delete requires an empty base). Any
-// mismatch returns a *ConflictError; Apply never panics.
-func (p *FilePatch) Apply(base []byte) (out []byte, err error) {
-	path := p.OldPath
-	if p.Kind == KindAdd {
-		path = p.NewPath
-	}
-	conflict := func(hunk, line int, reason string, cause error) error {
-		return &ConflictError{Path: path, Hunk: hunk, Line: line, Reason: reason, cause: cause}
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, conflict(0, 0, fmt.Sprintf("go-gitdiff panicked: %v", r), nil)
-		}
-	}()
-
-	if p.file == nil {
-		return nil, conflict(0, 0, "FilePatch was not produced by Parse", nil)
-	}
-	if p.Kind == KindAdd && len(base) != 0 {
-		return nil, conflict(0, 0, "file to be created already has content", nil)
-	}
-	var buf bytes.Buffer
-	if gerr := gitdiff.Apply(&buf, bytes.NewReader(base), gitdiffFile(p.file)); gerr != nil {
-		var ae *gitdiff.ApplyError
-		if errors.As(gerr, &ae) {
-			reason := gerr.Error()
-			if ae.Unwrap() == io.ErrUnexpectedEOF {
-				reason = "base is shorter than the hunk requires"
-			}
-			return nil, conflict(ae.Fragment, int(ae.Line), reason, gerr)
-		}
-		return nil, conflict(0, 0, gerr.Error(), gerr)
-	}
-	// Checked after go-gitdiff so that a plain content mismatch is reported
-	// as such rather than as a misplaced hunk.
-	baseLines := int64(len(Lines(base)))
-	for i, frag := range p.file.TextFragments {
-		// git apply (without --unidiff-zero) requires a hunk with no
-		// trailing context to end at EOF; go-gitdiff does not check it,
-		// and without it an append could land in the middle of a file.
-		if _, end := oldSpan(frag); frag.TrailingContext == 0 && end < baseLines {
-			return nil, conflict(i+1, int(end)+1, fmt.Sprintf("hunk has no trailing context, so it must end at the end of the file, but base has %d more lines", baseLines-end), nil)
-		}
-	}
-	if p.Kind == KindDelete {
-		// go-gitdiff only checks for content after the last hunk; content it
-		// copied through (before the hunks, or all of it when there are
-		// none) means base was not exactly what the diff deletes.
-		if buf.Len() != 0 {
-			return nil, conflict(0, 0, "base has content the delete does not remove", nil)
-		}
-		return nil, nil
-	}
-	if buf.Len() == 0 {
-		// Callers may test for nil to detect deletion; an emptied or
-		// empty-created file must not look like one.
-		return []byte{}, nil
-	}
-	return buf.Bytes(), nil
-}
-
-// gitdiffFile returns f with empty-old-range hunks moved so go-gitdiff
-// applies them where git does: go-gitdiff inserts "-5,0" lines before line
-// 5, git and GNU patch after it.
-func gitdiffFile(f *gitdiff.File) *gitdiff.File {
-	var frags []*gitdiff.TextFragment
-	for i, frag := range f.TextFragments {
-		if frag.OldLines != 0 || frag.OldPosition == 0 {
-			continue
-		}
-		if frags == nil {
-			frags = append([]*gitdiff.TextFragment(nil), f.TextFragments...)
-		}
-		moved := *frag
-		moved.OldPosition++
-		frags[i] = &moved
-	}
-	if frags == nil {
-		return f
-	}
-	g := *f
-	g.TextFragments = frags
-	return &g
-}

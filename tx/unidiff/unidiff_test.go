@@ -222,7 +222,7 @@ func TestParseApplyTable(t *testing.T) {
 			conflict: true,
 		},
 		{
-			name:     "hunk at wrong offset (no fuzz)",
+			name:     "hunk at line 1 shifted down (git: must match at the top)",
 			diff:     "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
 			base:     "zero\na\nb\nc\n",
 			conflict: true,
@@ -309,7 +309,7 @@ func TestParseApplyTable(t *testing.T) {
 }
 
 func TestConflictErrorDetails(t *testing.T) {
-	diff := "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n@@ -6,2 +6,2 @@\n f\n-g\n+G\n"
+	diff := "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -6,2 +6,2 @@\n f\n-g\n+G\n"
 	ps, err := Parse([]byte(diff))
 	if err != nil {
 		t.Fatal(err)
@@ -319,10 +319,12 @@ func TestConflictErrorDetails(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *ConflictError", err)
 	}
-	if ce.Path != "f" || ce.Hunk != 2 || ce.Line != 7 {
-		t.Errorf("got %+v, want path f, hunk 2, line 7", ce)
+	// Line is where the hunk was expected (its header); the first line
+	// that differs there is named in the message.
+	if ce.Path != "f" || ce.Hunk != 2 || ce.Line != 6 || ce.Reason != ReasonContextMismatch {
+		t.Errorf("got %+v, want path f, hunk 2, line 6", ce)
 	}
-	if !strings.Contains(ce.Error(), "hunk 2") {
+	if !strings.Contains(ce.Error(), "hunk 2") || !strings.Contains(ce.Error(), "first differing line is 7") {
 		t.Errorf("Error() = %q", ce.Error())
 	}
 }
@@ -759,7 +761,7 @@ func TestGitApplyCompat(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

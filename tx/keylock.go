@@ -3,31 +3,24 @@ package tx
 import (
 	"context"
 	"sync"
-
-	"github.com/txkernel/txkernel/sandbox"
 )
 
-// pathLocks serialises applies of different transactions that touch the
-// same workspace file. Without it, two transactions proposed against the
-// same base could both pass the base check before either renamed, and the
-// second rename would silently overwrite the first: a lost update. Keys are
-// sandbox.FoldPath, so names that are one file on a case-insensitive file
-// system share a lock.
+// keyLocks serialises applies of different transactions that change the
+// same thing (Target.LockKeys: a workspace file, a document, an element).
+// Without it, two transactions proposed against the same base could both
+// pass the base check before either committed, and the second commit would
+// silently overwrite the first: a lost update.
 //
-// A caller takes all its paths at once or waits; it never holds some while
+// A caller takes all its keys at once or waits; it never holds some while
 // waiting for others, so two applies cannot deadlock whatever their order.
-type pathLocks struct {
+type keyLocks struct {
 	mu   sync.Mutex
 	held map[string]chan struct{} // closed when released
 }
 
-// lock takes every path, waiting (until ctx is done) while any is held by
+// lock takes every key, waiting (until ctx is done) while any is held by
 // another apply. The returned function releases them all.
-func (l *pathLocks) lock(ctx context.Context, paths []string) (func(), error) {
-	keys := make([]string, 0, len(paths))
-	for _, p := range paths {
-		keys = append(keys, sandbox.FoldPath(p))
-	}
+func (l *keyLocks) lock(ctx context.Context, keys []string) (func(), error) {
 	for {
 		l.mu.Lock()
 		if l.held == nil {

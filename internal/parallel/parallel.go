@@ -1,16 +1,18 @@
-package tx
+// Package parallel runs independent I/O (mostly fsyncs) concurrently with a
+// bound, for the engine and its targets.
+package parallel
 
 import "sync"
 
-// maxParallelIO bounds the fsyncs in flight at once.
-const maxParallelIO = 16
+// MaxInFlight bounds the calls in flight at once.
+const MaxInFlight = 16
 
-// parallel runs fn(0..n-1) concurrently, at most maxParallelIO at a time,
+// Do runs fn(0..n-1) concurrently, at most MaxInFlight at a time,
 // and returns the first error. Independent fsyncs issued together let the
 // file system commit them in one journal transaction instead of one each:
 // on ext4 here that is several times faster, with the same durability,
 // because every call still returns only after its own fsync.
-func parallel(n int, fn func(i int) error) error {
+func Do(n int, fn func(i int) error) error {
 	if n == 1 {
 		return fn(0)
 	}
@@ -18,7 +20,7 @@ func parallel(n int, fn func(i int) error) error {
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
-		sem   = make(chan struct{}, maxParallelIO)
+		sem   = make(chan struct{}, MaxInFlight)
 	)
 	for i := range n {
 		wg.Add(1)

@@ -1,0 +1,142 @@
+// Package errs is txkernel's domain error: an error with a Kind and typed,
+// machine-readable Data (DESIGN.md §2, "Errors"). Packages below the kernel
+// return these and never choose a JSON-RPC code; the kernel maps each Kind
+// to exactly one wire code in one table (kernel/errors.go).
+//
+// A package that keeps an error type of its own (sandbox.PathError,
+// unidiff.ConflictError) implements Kinded instead, so callers can still
+// errors.As to the concrete type. errs imports the standard library only,
+// so every package may use it.
+package errs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies a domain error. The kernel's table maps each Kind to one
+// stable wire code; the Kind itself never appears on the wire.
+type Kind string
+
+// The kinds. Each names what went wrong from the caller's side, not where.
+const (
+	// Internal: a bug or an I/O failure inside the kernel (-32603).
+	Internal Kind = "internal"
+	// Invalid: the request's params are malformed or incomplete (-32602).
+	// Data: InvalidData.
+	Invalid Kind = "invalid"
+	// NotFound: an id or a target that must exist does not (-32002).
+	NotFound Kind = "not_found"
+	// Stale: a target changed since the proposal: base sha256, revision or
+	// selected version (-32001). Data: the target's stale report.
+	Stale Kind = "stale"
+	// Denied: a fingerprint this apply needs was denied (-32003).
+	Denied Kind = "denied"
+	// Sandbox: a path escapes the workspace, is protected, or the sandbox
+	// is read-only (-32004).
+	Sandbox Kind = "sandbox"
+	// Validation: the proposal is well-formed but cannot be planned: it
+	// changes nothing, twice, or something that already exists (-32005).
+	Validation Kind = "validation"
+	// Conflict: a change does not apply to the target's current content,
+	// such as a diff hunk whose context is not found (-32005).
+	Conflict Kind = "conflict"
+	// Closed: the transaction is terminal or past its commit point and
+	// refuses the call (-32006).
+	Closed Kind = "closed"
+	// AlreadyDecided: an approval request already has a different
+	// decision (-32007).
+	AlreadyDecided Kind = "already_decided"
+	// LedgerCorrupt: a ledger, transaction.json or blob is corrupt beyond
+	// a torn final line (-32008).
+	LedgerCorrupt Kind = "ledger_corrupt"
+	// Cancelled: the request's context was cancelled (-32800).
+	Cancelled Kind = "cancelled"
+)
+
+// Error is a domain error: a Kind, a message for people, typed Data for
+// programs (encoded as JSON-RPC error.data), and an optional cause.
+type Error struct {
+	Kind    Kind
+	Message string
+	Data    any   // a struct with json tags, or nil; never holds secrets unredacted
+	Err     error // the cause, for errors.Is/As; not sent on the wire
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Err != nil && e.Message == "" {
+		return e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorKind implements Kinded.
+func (e *Error) ErrorKind() Kind { return e.Kind }
+
+// ErrorData implements Kinded.
+func (e *Error) ErrorData() any { return e.Data }
+
+// Is reports whether target is an *Error of the same Kind with no message,
+// so that errors.Is(err, errs.E(errs.Stale)) matches any stale error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Data == nil && t.Err == nil && t.Kind == e.Kind
+}
+
+// New returns an *Error with the given kind, data and formatted message.
+func New(kind Kind, data any, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...), Data: data}
+}
+
+// Wrap returns an *Error of kind around cause; the message is cause's text
+// unless format is given.
+func Wrap(kind Kind, cause error, data any, format string, args ...any) *Error {
+	msg := ""
+	if format != "" {
+		msg = fmt.Sprintf(format, args...)
+	} else if cause != nil {
+		msg = cause.Error()
+	}
+	return &Error{Kind: kind, Message: msg, Data: data, Err: cause}
+}
+
+// E returns a sentinel matching every *Error of kind, for errors.Is.
+func E(kind Kind) error { return &Error{Kind: kind} }
+
+// Kinded is implemented by error types that carry a Kind without being an
+// *Error (sandbox.PathError, unidiff.ConflictError).
+type Kinded interface {
+	error
+	ErrorKind() Kind
+	ErrorData() any
+}
+
+// KindOf returns the Kind and Data of the first Kinded error in err's chain,
+// or (Internal, nil) when there is none.
+func KindOf(err error) (Kind, any) {
+	var k Kinded
+	if errors.As(err, &k) {
+		return k.ErrorKind(), k.ErrorData()
+	}
+	return Internal, nil
+}
+
+// InvalidData is the data of an Invalid error: the params field at fault
+// (a dotted path such as "proposal.files[2].path"), and for a type mismatch
+// the JSON type expected and the JSON type received.
+type InvalidData struct {
+	Field    string `json:"field"`
+	Expected string `json:"expected,omitempty"` // object, array, string, integer, number, boolean
+	Got      string `json:"got,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// InvalidField returns an Invalid error naming field.
+func InvalidField(field, format string, args ...any) *Error {
+	return New(Invalid, InvalidData{Field: field}, format, args...)
+}

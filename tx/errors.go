@@ -1,0 +1,52 @@
+package tx
+
+import (
+	"github.com/txkernel/txkernel/errs"
+)
+
+// TxData is the data of errors about one transaction: NotFound (no such
+// transaction) and Closed (it refuses the call in its state).
+type TxData struct {
+	TransactionID string `json:"transactionId"`
+	State         string `json:"state,omitempty"`
+}
+
+// ApprovalData is the data of errors about one approval request: NotFound
+// (no such request in the transaction) and AlreadyDecided.
+type ApprovalData struct {
+	ApprovalRequestID string `json:"approvalRequestId"`
+	TransactionID     string `json:"transactionId,omitempty"`
+	Decision          string `json:"decision,omitempty"` // the decision already taken
+}
+
+// DeniedData is the data of a Denied error: the denied fingerprint and where
+// its deny decision was recorded.
+type DeniedData struct {
+	Fingerprint       string `json:"fingerprint"`
+	ApprovalRequestID string `json:"approvalRequestId"`
+	TransactionID     string `json:"transactionId"`
+}
+
+// CorruptData is the data of a LedgerCorrupt error: the file, the 1-based
+// line when the ledger has one bad line, and why.
+type CorruptData struct {
+	TransactionID string `json:"transactionId"`
+	File          string `json:"file,omitempty"`
+	Path          string `json:"path,omitempty"` // a workspace path recovery could not finish
+	Line          int    `json:"line,omitempty"`
+	Reason        string `json:"reason"`
+}
+
+// ValidationData is the data of a Validation error raised by the engine.
+type ValidationData struct {
+	Reason string `json:"reason"` // empty | unknown-kind
+	Path   string `json:"path,omitempty"`
+}
+
+func notFoundTx(id string) error {
+	return errs.New(errs.NotFound, TxData{TransactionID: id}, "no transaction %q", id)
+}
+
+func corrupt(d CorruptData, format string, args ...any) error {
+	return errs.New(errs.LedgerCorrupt, d, format, args...)
+}

@@ -1,0 +1,217 @@
+package tx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// kvTarget is the second, small target that proves the Target interface
+// (issue 7 §1): a key-value map in one JSON file, shaped like the
+// document target that comes next. A commit is one atomic replace of
+// kv.json holding the new values, revision + 1 and an applied-log entry
+// keyed by the transaction id, guarded by expected_revision; committing
+// twice has one effect because the log entry is checked first.
+//
+// A proposal is kind "kv_set" with Files: each Path is a key and Content
+// its new value. Values go through the engine's blobs; Prepare copies them
+// to staged/<txId>.json, which Commit reads and removes.
+type kvTarget struct {
+	dir string
+	fp  *failpoint.Set
+}
+
+const (
+	kindKVSet         = "kv_set"
+	fpKVAfterReplace  = "kv.after-replace"
+	fpKVBeforeReplace = "kv.before-replace"
+)
+
+// kvState is kv.json.
+type kvState struct {
+	Revision int64             `json:"revision"`
+	Data     map[string]string `json:"data"`
+	Applied  map[string]int64  `json:"applied"` // txId → the revision it made
+}
+
+// kvPlan is pointers.proposal.target_plan of a kv_set.
+type kvPlan struct {
+	ExpectedRevision int64             `json:"expected_revision"`
+	Sets             map[string]string `json:"sets"` // key → sha256 of the new value (a blob)
+}
+
+type kvStaleData struct {
+	ExpectedRevision int64 `json:"expectedRevision"`
+	ActualRevision   int64 `json:"actualRevision"`
+}
+
+func (k *kvTarget) path() string { return filepath.Join(k.dir, "kv.json") }
+
+func (k *kvTarget) load() (kvState, error) {
+	st := kvState{Data: map[string]string{}, Applied: map[string]int64{}}
+	raw, err := os.ReadFile(k.path())
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(raw, &st)
+}
+
+func (k *kvTarget) Name() string    { return "kv" }
+func (k *kvTarget) Kinds() []string { return []string{kindKVSet} }
+
+func (k *kvTarget) Plan(ctx context.Context, in *protocol.ProposalInput) (*Plan, error) {
+	st, err := k.load()
+	if err != nil {
+		return nil, err
+	}
+	p := kvPlan{ExpectedRevision: st.Revision, Sets: map[string]string{}}
+	plan := &Plan{Blobs: map[string][]byte{}}
+	var canon strings.Builder
+	for i, f := range in.Files {
+		if f.Path == "" || f.Content == nil {
+			return nil, errs.InvalidField(fmt.Sprintf("proposal.files[%d]", i), "a kv_set entry needs path and content")
+		}
+		if st.Data[f.Path] == *f.Content {
+			continue
+		}
+		sum := sha256Hex([]byte(*f.Content))
+		p.Sets[f.Path] = sum
+		plan.Blobs[sum] = []byte(*f.Content)
+		kind := protocol.ChangeModify
+		if _, ok := st.Data[f.Path]; !ok {
+			kind = protocol.ChangeAdd
+		}
+		plan.Changes = append(plan.Changes, protocol.FileChange{Path: f.Path, Kind: kind})
+		fmt.Fprintf(&canon, "%s=%s\n", f.Path, *f.Content)
+	}
+	plan.Pointer.TargetPlan, _ = json.Marshal(p)
+	plan.Canonical = []byte(fmt.Sprintf("rev %d\n%s", st.Revision, canon.String()))
+	plan.Redacted = plan.Canonical
+	return plan, nil
+}
+
+func (k *kvTarget) plan(p *protocol.ProposalPointer) kvPlan {
+	var kp kvPlan
+	_ = json.Unmarshal(p.TargetPlan, &kp)
+	return kp
+}
+
+func (k *kvTarget) Admit(*protocol.ProposalPointer) error { return nil }
+
+func (k *kvTarget) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
+	return approvals.Required(p.PatchID, false)
+}
+
+func (k *kvTarget) LockKeys(p *protocol.ProposalPointer) []string {
+	return []string{"kv.json"} // one document: every transaction on it is serialised
+}
+
+func (k *kvTarget) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
+	st, err := k.load()
+	if err != nil {
+		return err
+	}
+	if want := k.plan(p).ExpectedRevision; st.Revision != want {
+		return errs.New(errs.Stale, kvStaleData{ExpectedRevision: want, ActualRevision: st.Revision},
+			"stale: revision %d, expected %d", st.Revision, want)
+	}
+	return nil
+}
+
+func (k *kvTarget) stagedPath(txID string) string {
+	return filepath.Join(k.dir, "staged", txID+".json")
+}
+
+func (k *kvTarget) Prepare(ctx context.Context, c *Change) (*protocol.CommitRecord, error) {
+	kp := k.plan(c.Proposal)
+	values := map[string]string{}
+	for key, sum := range kp.Sets {
+		b, err := c.Blob(sum)
+		if err != nil {
+			return nil, err
+		}
+		values[key] = string(b)
+	}
+	raw, _ := json.Marshal(values)
+	if err := os.MkdirAll(filepath.Join(k.dir, "staged"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(k.stagedPath(c.TxID), raw, 0o600); err != nil {
+		return nil, err
+	}
+	if err := syncDir(filepath.Join(k.dir, "staged")); err != nil {
+		return nil, err
+	}
+	rec, _ := json.Marshal(map[string]int64{"expected_revision": kp.ExpectedRevision})
+	return &protocol.CommitRecord{Ops: []protocol.CommitOp{}, Record: rec}, nil
+}
+
+// Commit is idempotent: a transaction already in the applied log is done.
+func (k *kvTarget) Commit(ctx context.Context, c *Change, rec *protocol.CommitRecord) error {
+	st, err := k.load()
+	if err != nil {
+		return err
+	}
+	if _, done := st.Applied[c.TxID]; !done {
+		raw, err := os.ReadFile(k.stagedPath(c.TxID))
+		if err != nil {
+			return fmt.Errorf("kv: staged values of %s: %w", c.TxID, err)
+		}
+		var values map[string]string
+		if err := json.Unmarshal(raw, &values); err != nil {
+			return err
+		}
+		if want := k.plan(c.Proposal).ExpectedRevision; st.Revision != want {
+			return errs.New(errs.Stale, kvStaleData{ExpectedRevision: want, ActualRevision: st.Revision}, "stale at commit")
+		}
+		for key, v := range values {
+			st.Data[key] = v
+		}
+		st.Revision++
+		st.Applied[c.TxID] = st.Revision
+		out, _ := json.Marshal(st)
+		if err := k.fp.Hit(ctx, fpKVBeforeReplace); err != nil {
+			return err
+		}
+		if err := replaceFileAtomic(nil, k.path(), out); err != nil {
+			return err
+		}
+		if err := k.fp.Hit(ctx, fpKVAfterReplace); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(k.stagedPath(c.TxID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (k *kvTarget) Abort(ctx context.Context, c *Change) error {
+	if err := os.Remove(k.stagedPath(c.TxID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (k *kvTarget) Summary(p *protocol.ProposalPointer) string {
+	keys := make([]string, 0)
+	for key := range k.plan(p).Sets {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return "set " + strings.Join(keys, ", ")
+}

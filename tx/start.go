@@ -1,0 +1,187 @@
+package tx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/txkernel/txkernel/internal/parallel"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// start brings the data dir to a consistent state before the kernel
+// answers: it builds the active/ index if this data dir predates it,
+// removes proposals that never finished, loads the non-terminal
+// transactions, and recovers them. Its cost grows with the transactions in
+// flight, not with history (one scan of transactions/ for leftover .tmp-
+// names reads directory entries only, in batches).
+func (e *Engine) start(ctx context.Context) error {
+	if _, err := os.Stat(e.activeDir); errors.Is(err, fs.ErrNotExist) {
+		if err := e.buildIndex(ctx); err != nil {
+			return fmt.Errorf("build %s: %w", e.activeDir, err)
+		}
+	} else if err != nil {
+		return err
+	}
+	if err := ensureDir(e.deniedDir, e.opts.DataDir); err != nil {
+		return err
+	}
+	if err := e.sweepTmp(); err != nil {
+		return err
+	}
+	ids, err := readNames(e.activeDir, validTxID)
+	if err != nil {
+		return err
+	}
+	loaded := make([]*transaction, len(ids))
+	_ = parallel.Do(len(ids), func(i int) error {
+		if _, err := os.Stat(filepath.Join(e.txRoot, ids[i])); errors.Is(err, fs.ErrNotExist) {
+			// The marker of a proposal that never reached its rename (the
+			// .tmp- directory is swept above): nothing to load.
+			_ = os.Remove(filepath.Join(e.activeDir, ids[i]))
+			return nil
+		}
+		loaded[i] = e.loadTx(ids[i])
+		return nil
+	})
+	var live []*transaction
+	for _, t := range loaded {
+		if t == nil {
+			continue
+		}
+		e.txs[t.id] = t
+		if t.loadErr != nil {
+			e.log.Error("transaction refused", "transactionId", t.id, "err", t.loadErr)
+			continue
+		}
+		for _, ev := range t.led.events {
+			if ev.Type == protocol.EventApprovalDecision && ev.Decision != nil {
+				e.reg.Observe(t.id, *ev.Decision, false)
+			}
+		}
+		live = append(live, t)
+	}
+	// Recovery is mostly fsyncs, which are faster issued together; the
+	// lock keys keep apart two transactions that change the same thing.
+	return parallel.Do(len(live), func(i int) error {
+		t := live[i]
+		unlock, err := e.keys.lock(ctx, e.lockKeys(t))
+		if err == nil {
+			err = e.recover(ctx, t)
+			unlock()
+		}
+		if err != nil {
+			e.log.Error("recovery failed", "transactionId", t.id, "err", err)
+			t.loadErr = err
+		}
+		return nil
+	})
+}
+
+// sweepTmp removes the .tmp- directories of proposals that crashed before
+// their rename: they were never acknowledged. It reads transactions/ in
+// batches so memory stays bounded however long the history.
+func (e *Engine) sweepTmp() error {
+	d, err := os.Open(e.txRoot)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	removed := false
+	for {
+		ents, err := d.ReadDir(4096)
+		for _, ent := range ents {
+			if name := ent.Name(); strings.HasPrefix(name, ".tmp-") {
+				if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
+					return fmt.Errorf("remove unfinished proposal %s: %w", name, err)
+				}
+				removed = true
+			}
+		}
+		if errors.Is(err, io.EOF) || len(ents) == 0 {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if removed {
+		return syncDir(e.txRoot)
+	}
+	return nil
+}
+
+// buildIndex makes active/ for a data dir written before it existed: it
+// reads every ledger once, marks the non-terminal transactions, records
+// every denied fingerprint in denied/, and deletes the blobs of terminal
+// transactions (they may hold secrets and nothing can need them). active/
+// is built under a temporary name and renamed into place last, so a crash
+// leaves either no index (and this runs again) or a whole one.
+func (e *Engine) buildIndex(ctx context.Context) error {
+	tmp := e.activeDir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return err
+	}
+	if err := ensureDir(e.deniedDir, e.opts.DataDir); err != nil {
+		return err
+	}
+	ids, err := readNames(e.txRoot, validTxID)
+	if err != nil {
+		return err
+	}
+	err = parallel.Do(len(ids), func(i int) error {
+		t := e.loadTx(ids[i])
+		if t.loadErr != nil || !protocol.Terminal(t.meta.State) {
+			// Not terminal, or unreadable: load it at every start, where
+			// recovery or tx/list can deal with it.
+			return touch(filepath.Join(tmp, t.id))
+		}
+		if err := e.recordDenials(t); err != nil {
+			return err
+		}
+		return e.dropBlobs(t, true)
+	})
+	if err == nil {
+		err = syncDir(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, e.activeDir)
+	}
+	if err == nil {
+		err = syncDir(e.opts.DataDir)
+	}
+	return err
+}
+
+// readNames lists the names in dir that keep accepts.
+func readNames(dir string, keep func(string) bool) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ent := range ents {
+		if keep(ent.Name()) {
+			out = append(out, ent.Name())
+		}
+	}
+	return out, nil
+}
+
+// touch creates an empty file (its entry is made durable by the caller's
+// fsync of the directory).
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}

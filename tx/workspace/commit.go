@@ -1,0 +1,200 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/parallel"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/tx"
+)
+
+// StaleData is the data of an errs.Stale error: every path whose base
+// moved, and for each how (changed | missing | exists) with both sha256s.
+type StaleData struct {
+	StalePaths []string    `json:"stalePaths"`
+	Stale      []StalePath `json:"stale"`
+}
+
+// StalePath is one stale target file.
+type StalePath struct {
+	Path     string `json:"path"`
+	Reason   string `json:"reason"` // changed | missing | exists
+	Expected string `json:"expectedSha256,omitempty"`
+	Actual   string `json:"actualSha256,omitempty"`
+}
+
+// CheckBase implements tx.Target: every target must still have its base
+// sha256 and every added file must still be absent. It reports all stale
+// paths at once.
+func (w *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
+	var d StaleData
+	for _, c := range p.Changes {
+		sum, exists, err := w.ws.FileSHA256(c.Path)
+		if err != nil {
+			return w.classify(err)
+		}
+		want, hadBase := p.BaseSHA256ByPath[c.Path]
+		switch {
+		case !hadBase && exists:
+			d.Stale = append(d.Stale, StalePath{Path: c.Path, Reason: "exists", Actual: sum})
+		case hadBase && !exists:
+			d.Stale = append(d.Stale, StalePath{Path: c.Path, Reason: "missing", Expected: want})
+		case hadBase && sum != want:
+			d.Stale = append(d.Stale, StalePath{Path: c.Path, Reason: "changed", Expected: want, Actual: sum})
+		default:
+			continue
+		}
+		d.StalePaths = append(d.StalePaths, c.Path)
+	}
+	if len(d.Stale) == 0 {
+		return nil
+	}
+	return errs.New(errs.Stale, d, "stale base: %d file(s) changed since the proposal: %v", len(d.StalePaths), d.StalePaths)
+}
+
+// Prepare implements tx.Target: it writes every new content to its staged
+// sibling (sandbox.StagedName) and fsyncs it, then fsyncs the staged files'
+// directories, and returns the commit record's ops in plan order. The files
+// are staged concurrently.
+func (w *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+	changes := c.Proposal.Changes
+	ops := make([]protocol.CommitOp, len(changes))
+	err := parallel.Do(len(changes), func(i int) error {
+		ch := changes[i]
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if ch.Kind == protocol.ChangeDelete {
+			ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpDelete}
+			return nil
+		}
+		data, err := c.Blob(ch.NewSHA256)
+		if err != nil {
+			return err
+		}
+		staged := sandbox.StagedName(ch.Path, c.TxID)
+		if err := w.ws.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode)); err != nil {
+			return err
+		}
+		ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
+		return nil
+	})
+	if err != nil {
+		return nil, w.classify(err)
+	}
+	// fsync of a staged file makes its bytes durable, not its name: that
+	// lives in the directory. Without this, a power cut after the commit
+	// record could keep the record and lose the staged files it names
+	// (found by the power-loss model, TestPowerLoss). Staging may also have
+	// created directories, whose names live in their parents.
+	var paths []string
+	for _, op := range ops {
+		if op.Op == protocol.OpWrite {
+			paths = append(paths, op.Path)
+		}
+	}
+	if err := w.syncParents(paths); err != nil {
+		return nil, err
+	}
+	return &protocol.CommitRecord{Ops: ops}, nil
+}
+
+// syncParents fsyncs, concurrently, the parent directory of every path and
+// all of their ancestors up to the workspace root.
+func (w *Target) syncParents(paths []string) error {
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		for d := path.Dir(p); ; d = path.Dir(d) {
+			dirs[d] = true
+			if d == "." {
+				break
+			}
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(dirs))
+	return parallel.Do(len(sorted), func(i int) error {
+		if err := w.ws.SyncDir(sorted[i]); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
+		}
+		return nil
+	})
+}
+
+// Abort implements tx.Target: it removes the staged files of an apply
+// that did not reach its commit point. Their names are deterministic, so
+// this works after a crash too. Removal failures are logged, not
+// returned: a leftover staged file is garbage, never a wrong result.
+func (w *Target) Abort(ctx context.Context, c *tx.Change) error {
+	for _, ch := range c.Proposal.Changes {
+		if ch.Kind == protocol.ChangeDelete {
+			continue
+		}
+		staged := sandbox.StagedName(ch.Path, c.TxID)
+		if ok, err := w.ws.Exists(staged); err != nil || !ok {
+			continue // never staged, or its directory is not there
+		}
+		w.log.Info("removing a staged file of an uncommitted apply", "transactionId", c.TxID, "staged", staged)
+		if err := w.ws.Remove(staged); err != nil {
+			w.log.Warn("could not remove staged file", "transactionId", c.TxID, "staged", staged, "err", err)
+		}
+	}
+	return ctx.Err()
+}
+
+// Commit implements tx.Target: it renames each staged file over its target
+// or removes the target, in the record's order, then fsyncs every parent
+// directory. Each step is idempotent: a staged file already renamed is
+// recognised by its target holding the committed sha256.
+func (w *Target) Commit(ctx context.Context, c *tx.Change, rec *protocol.CommitRecord) error {
+	var paths []string
+	for i, op := range rec.Ops {
+		switch op.Op {
+		case protocol.OpWrite:
+			ok, err := w.ws.Exists(op.Staged)
+			if err != nil {
+				return w.classify(err)
+			}
+			if ok {
+				if err := w.ws.Rename(op.Staged, op.Path); err != nil {
+					return w.classify(err)
+				}
+			} else {
+				// Renamed before the crash: the target must hold the new bytes.
+				sum, exists, err := w.ws.FileSHA256(op.Path)
+				if err != nil {
+					return w.classify(err)
+				}
+				if !exists || sum != op.SHA256 {
+					return errs.New(errs.LedgerCorrupt,
+						tx.CorruptData{TransactionID: c.TxID, Path: op.Path, Reason: "staged file missing and target does not hold the new content"},
+						"cannot roll forward %s: staged file %s is gone and %s does not hold the committed content", c.TxID, op.Staged, op.Path)
+				}
+			}
+		case protocol.OpDelete:
+			if err := w.ws.Remove(op.Path); err != nil {
+				return w.classify(err)
+			}
+		default:
+			return fmt.Errorf("unknown commit op %q", op.Op)
+		}
+		paths = append(paths, op.Path)
+		if i < len(rec.Ops)-1 {
+			if err := w.fp.Hit(context.Background(), fpBetweenRenames); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.fp.Hit(context.Background(), fpBeforeDirFsync); err != nil {
+		return err
+	}
+	// Sync every parent and ancestor: the renames and removals live in
+	// the directories, and staging may have created some of them.
+	return w.syncParents(paths)
+}
