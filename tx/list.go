@@ -161,15 +161,22 @@ func (e *Engine) listRow(id string) (protocol.TxSummary, bool) {
 		err = json.Unmarshal(raw, &m)
 	}
 	if err != nil || m.Pointers.Proposal == nil || !protocol.Terminal(m.State) {
-		// Unreadable, or just retired or created: the ledger decides.
-		t, err := e.get(id)
-		if err != nil {
-			return unavailable(id, err), true
+		// Unreadable, or retired or created since we looked: the ledger
+		// decides.
+		t := e.loadTx(id)
+		if t.loadErr != nil {
+			return unavailable(id, t.loadErr), true
 		}
-		if s := t.summary.Load(); s != nil {
+		if protocol.Terminal(t.meta.State) {
+			return *t.listEntry(), true
+		}
+		e.mu.Lock()
+		live, ok := e.txs[id]
+		e.mu.Unlock()
+		if s := live.summaryIf(ok); s != nil {
 			return *s, true
 		}
-		return protocol.TxSummary{}, false
+		return protocol.TxSummary{}, false // a proposal whose events are not out yet
 	}
 	p := m.Pointers.Proposal
 	row := protocol.TxSummary{
@@ -183,6 +190,14 @@ func (e *Engine) listRow(id string) (protocol.TxSummary, bool) {
 		row.Summary = tg.Summary(p)
 	}
 	return row, true
+}
+
+// summaryIf returns t's published entry when ok, else nil.
+func (t *transaction) summaryIf(ok bool) *protocol.TxSummary {
+	if !ok || t.loadErr != nil {
+		return nil
+	}
+	return t.summary.Load()
 }
 
 // unavailable is the row of a transaction that cannot be loaded. The kernel

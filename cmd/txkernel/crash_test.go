@@ -26,8 +26,8 @@ var (
 		"how many of the 5 largest fzf commits TestCrashHarness crashes at every failpoint (make crash: 5)")
 )
 
-// crashFailpoints are every failpoint of the apply protocol and the ledger
-// append (tx/engine.go), each crashed with exit (SIGKILL of the kernel
+// crashFailpoints are every failpoint of the apply protocol, the ledger
+// append and retiring (tx/engine.go, tx/workspace), each crashed with exit (SIGKILL of the kernel
 // itself). A ledger append, a transaction.json replace and a rename happen
 // several times per session, so those are crashed at each occurrence (@N).
 func crashFailpoints(files int) []string {
@@ -36,7 +36,9 @@ func crashFailpoints(files int) []string {
 		"apply.after-staging=exit",
 		"apply.before-commit-record=exit",
 		"apply.after-commit-record=exit",
+		"apply.after-blobs-deleted=exit",
 		"apply.before-dir-fsync=exit",
+		"retire.before-unmark=exit",
 	}
 	for n := 1; n < files; n++ {
 		fps = append(fps, fmt.Sprintf("apply.between-renames=exit@%d", n))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,24 @@ import (
 // That directory plays the role of the workspace root of a one-commit
 // workspace; the real workspace root is one more ancestor directory, which
 // the fsync count reports on its own (see TestHostSessionFsyncs).
+
+var hostbenchDir = flag.String("hostbench.dir", "",
+	"where BenchmarkHostSession makes its workspaces and data dirs (default: the test's temp dir); "+
+		"a tmpfs such as /dev/shm, where fsync costs nothing, shows the time that is not fsync")
+
+// hostTempDir is a new directory under -hostbench.dir, or b.TempDir().
+func hostTempDir(b *testing.B) string {
+	b.Helper()
+	if *hostbenchDir == "" {
+		return b.TempDir()
+	}
+	dir, err := os.MkdirTemp(*hostbenchDir, "hostbench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
 
 // The four phases of one transaction, in order.
 const (
@@ -327,7 +346,7 @@ func BenchmarkHostSession(b *testing.B) {
 			if _, err := exec.LookPath("git"); err != nil {
 				b.Skip("skipping: git is not installed")
 			}
-			ws := b.TempDir()
+			ws := hostTempDir(b)
 			var tx durations
 			round := 0
 			for b.Loop() {
@@ -351,8 +370,9 @@ func BenchmarkHostSession(b *testing.B) {
 	b.Run("impl=git-apply", gitArm(false))
 	b.Run("impl=git-apply-fsync", gitArm(true))
 	b.Run("impl=txkernel", func(b *testing.B) {
-		ws, dd := b.TempDir(), b.TempDir()
-		p := startKernel(b, nil, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
+		ws, dd := hostTempDir(b), hostTempDir(b)
+		p := startKernel(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")},
+			"serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
 		p.initialize()
 		var tx durations
 		var phases [nPhases]durations

@@ -111,7 +111,12 @@ func fsyncLabel(p, dataDir, ws, root string, c hostCommit, created []string) str
 		rel = txIDPattern.ReplaceAllString(rel, "<tx>")
 		rel = sha256Hex64.ReplaceAllString(rel, "<sha256>")
 		rel = apr.ReplaceAllString(rel, "<apr>")
-		if fi, err := os.Stat(p); (err == nil && fi.IsDir()) || strings.HasSuffix(rel, "<tx>") || rel == "." {
+		// A proposal is written in .tmp-<id>/ and then renamed to <id>/.
+		fi, err := os.Stat(p)
+		if err != nil {
+			fi, err = os.Stat(strings.Replace(p, string(filepath.Separator)+".tmp-", string(filepath.Separator), 1))
+		}
+		if err == nil && fi.IsDir() {
 			rel += "/"
 		}
 		return "data: " + rel
@@ -353,4 +358,3 @@ func TestHostSessionFsyncs(t *testing.T) {
 	fmt.Fprintf(&b, "git -c core.fsync=all apply: %d fsyncs in %d applies (%.2f per transaction) %v\n", gitCount, len(commits), float64(gitCount)/n, gitLabels)
 	t.Log("\n" + b.String())
 }
-
