@@ -107,6 +107,7 @@ type Engine struct {
 	txs map[string]*transaction // the non-terminal transactions, and those that failed to load
 
 	keys keyLocks // held by an apply from its base check to its commit
+	ids  idClock  // makes new transaction ids
 
 	notifyMu sync.RWMutex
 	notify   func(protocol.Event)
@@ -552,13 +553,36 @@ func validTxID(s string) bool {
 	return true
 }
 
+// idClock makes transaction ids monotonic within an engine, as ULIDs do: a
+// second id in the same millisecond takes the previous one's random part
+// plus one, so ids sort in creation order even within a millisecond.
+type idClock struct {
+	sync.Mutex
+	ms   uint64
+	rand uint32
+}
+
 // newTxID returns a time-ordered transaction id (see txIDLen).
-func newTxID() string {
-	var b [10]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
-	if _, err := io.ReadFull(rand.Reader, b[6:]); err != nil {
+func (txIDs *idClock) newTxID() string {
+	var r [4]byte
+	if _, err := io.ReadFull(rand.Reader, r[:]); err != nil {
 		panic(err) // crypto/rand never fails on Linux ≥ 3.17
 	}
+	ms := uint64(time.Now().UnixMilli())
+	txIDs.Lock()
+	if ms <= txIDs.ms && txIDs.rand != ^uint32(0) {
+		ms, txIDs.rand = txIDs.ms, txIDs.rand+1
+	} else {
+		if ms <= txIDs.ms {
+			ms = txIDs.ms + 1 // the random part overflowed: borrow a millisecond
+		}
+		txIDs.ms, txIDs.rand = ms, binary.BigEndian.Uint32(r[:])>>1 // room to count up
+	}
+	rnd := txIDs.rand
+	txIDs.Unlock()
+	var b [10]byte
+	binary.BigEndian.PutUint64(b[:8], ms<<16)
+	binary.BigEndian.PutUint32(b[6:], rnd)
 	return "tx-" + hex.EncodeToString(b[:])
 }
 

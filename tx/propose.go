@@ -57,7 +57,7 @@ func sha256Hex(b []byte) string {
 
 func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.ProposalInput, plan *Plan) (*protocol.TurnStartResult, error) {
 	patchID := sha256Hex(plan.Canonical)
-	txID := newTxID()
+	txID := e.ids.newTxID()
 	turnID := newID("turn")
 	itemID := newID("item")
 	diffItemID := newID("item")

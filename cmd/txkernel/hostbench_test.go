@@ -336,7 +336,12 @@ func reportTx(b *testing.B, tx durations) {
 //   - impl=txkernel: one kernel for the whole run, serving every
 //     transaction over its stdin/stdout: turn/start, apply/execute (ok:false,
 //     pendingApprovals), approval/respond approve, apply/execute (ok:true).
-//     The p50 of each phase is reported as <phase>-p50-ns.
+//     The p50 of each phase is reported as <phase>-p50-ns. Right after
+//     each transaction, git applies the same commit on a second copy of its
+//     tree: paired-git-p50-ns/tx and x-paired-git-p50 (the kernel's p50 over
+//     git's, in the same run) are the ratio that a noisy neighbour, slowing
+//     one sub-benchmark and not the other, cannot skew. The git time is
+//     not in this arm's ns/op.
 //
 // Compare side by side with `benchstat -col /impl`.
 func BenchmarkHostSession(b *testing.B) {
@@ -374,7 +379,9 @@ func BenchmarkHostSession(b *testing.B) {
 		p := startKernel(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")},
 			"serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
 		p.initialize()
-		var tx durations
+		gws := hostTempDir(b)
+		_, gitErr := exec.LookPath("git")
+		var tx, paired durations
 		var phases [nPhases]durations
 		round := 0
 		diffs := make([][]byte, len(commits))
@@ -382,16 +389,27 @@ func BenchmarkHostSession(b *testing.B) {
 			b.StopTimer()
 			round++
 			roots := prepareRound(b, ws, round, commits)
+			if gitErr == nil {
+				prepareRound(b, gws, round, commits)
+			}
 			for i, c := range commits {
 				diffs[i] = prefixDiff(c.diff, roots[i])
 			}
 			b.StartTimer()
-			for i := range commits {
+			for i, c := range commits {
 				ph := hostTx(p, diffs[i], roots[i])
 				for k := range ph {
 					phases[k] = append(phases[k], ph[k].dur())
 				}
 				tx = append(tx, ph[nPhases-1].end.Sub(ph[0].start))
+				if gitErr == nil {
+					// The paired git apply: same commit, same moment, so
+					// the ratio is not at the mercy of a noisy neighbour
+					// that slowed one sub-benchmark and not the other.
+					start := time.Now()
+					gitApply(b, c, filepath.Join(gws, roots[i]))
+					paired = append(paired, time.Since(start))
+				}
 			}
 		}
 		b.StopTimer()
@@ -399,6 +417,10 @@ func BenchmarkHostSession(b *testing.B) {
 		reportTx(b, tx)
 		for k, d := range phases {
 			b.ReportMetric(d.p50(), phaseNames[k]+"-p50-ns")
+		}
+		if len(paired) > 0 {
+			b.ReportMetric(paired.p50(), "paired-git-p50-ns/tx")
+			b.ReportMetric(tx.p50()/paired.p50(), "x-paired-git-p50")
 		}
 	})
 }

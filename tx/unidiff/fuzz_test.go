@@ -7,7 +7,8 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes to Parse and applies whatever parses to a
-// few bases; nothing may panic, and errors must be the documented types.
+// few bases; nothing may panic, errors must be the documented types, and
+// hunks must land where git apply puts them (refModel).
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n\\ No newline at end of file\n"), []byte("a\nb\n"))
 	f.Add([]byte("diff --git a/f b/f\nnew file mode 100644\n--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+x\r\n"), []byte(""))
@@ -25,6 +26,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("Parse returned no patches and no error")
 		}
 		for _, p := range ps {
+			// Placement must be git's (refModel) wherever it applies.
+			checkAgainstRef(t, p, base)
 			for _, b := range [][]byte{nil, base} {
 				out, err := p.Apply(b)
 				if err != nil {
@@ -65,4 +68,70 @@ func FuzzRoundtrip(f *testing.F) {
 			t.Fatal("FileDiff not deterministic")
 		}
 	})
+}
+
+// FuzzApplyOffsets diffs old against new with FileDiff, shifts old by
+// inserting ins and deleting a line at points chosen by where (see
+// shiftForFuzz), and checks ApplyWithOffsets on the shifted base against
+// refModel, git's placement: same bytes and positions where git keeps hunk
+// order, a *ConflictError naming the same hunk everywhere else. On old
+// itself the patch must give new with every offset 0. Nothing may panic.
+// TestRefModelMatchesGit checks refModel against the real git on the seeds.
+func FuzzApplyOffsets(f *testing.F) {
+	f.Add([]byte("a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n"), []byte("a\nb\nC\nd\ne\nf\ng\nh\nI\nj\n"), []byte("x\n"), uint32(0))
+	f.Add([]byte("k\nv\nk\nz\nk\nv\nk\n"), []byte("k\nv\nk\nz\nk\nV\nk\n"), []byte("k\nv\nk\n"), uint32(2|1<<31|5<<8))
+	f.Add([]byte("1\n2\n3\n4\n5\n6\n7\n8\n"), []byte("1\n2\n3\n4\n5\n6\n7\n8\n9"), []byte("\n\n"), uint32(3|1<<30|1<<16))
+	f.Fuzz(func(t *testing.T, old, new, ins []byte, where uint32) {
+		diff := FileDiff("f", "f", old, new, true, true, 0o644, 0o644)
+		if diff == nil {
+			return
+		}
+		ps, err := Parse(diff)
+		if err != nil {
+			t.Fatalf("Parse(FileDiff) = %v", err)
+		}
+		p := ps[0]
+		out, hunks, err := p.ApplyWithOffsets(old)
+		if err != nil || !bytes.Equal(out, new) {
+			t.Fatalf("unshifted: Apply = %q, %v; want %q", out, err, new)
+		}
+		for _, h := range hunks {
+			if h.Offset != 0 || h.AppliedAt != h.OldStart {
+				t.Fatalf("unshifted: %+v", h)
+			}
+		}
+		checkAgainstRef(t, p, shiftForFuzz(old, ins, where))
+	})
+}
+
+// shiftForFuzz inserts ins (completed to whole lines) before line where%(n+1)
+// of old, again before line (where>>8)%(n+1) when bit 31 is set, and deletes
+// line (where>>16)%n when bit 30 is set.
+func shiftForFuzz(old, ins []byte, where uint32) []byte {
+	lines := Lines(old)
+	if len(ins) > 0 && ins[len(ins)-1] != '\n' {
+		ins = append(ins[:len(ins):len(ins)], '\n')
+	}
+	insert := func(at int) {
+		lines = append(lines[:at], append(Lines(ins), lines[at:]...)...)
+	}
+	if len(ins) > 0 {
+		insert(int(where % uint32(len(lines)+1)))
+		if where&(1<<31) != 0 {
+			insert(int((where >> 8) % uint32(len(lines)+1)))
+		}
+	}
+	if where&(1<<30) != 0 && len(lines) > 0 {
+		i := int((where >> 16) % uint32(len(lines)))
+		lines = append(lines[:i], lines[i+1:]...)
+	}
+	// Re-terminate lines a shift moved off the end, as a real edit would.
+	var b []byte
+	for i, l := range lines {
+		if i < len(lines)-1 && l[len(l)-1] != '\n' {
+			l += "\n"
+		}
+		b = append(b, l...)
+	}
+	return b
 }
