@@ -23,10 +23,18 @@ import (
 //     (match_beginning); a hunk without trailing context must end at the end
 //     of the file (match_end). Such a hunk is tried only there.
 //
-// One rule is added: hunks stay in diff order. Where git's nearest match
-// lies before the end of the previous hunk (git apply would apply the hunk
-// there), Apply refuses with ReasonOutOfOrder instead of reordering or
-// picking another match, so an Apply that succeeds always gives git's bytes.
+// Two rules are added, each where git's result would surprise a reviewer;
+// in both cases Apply refuses rather than pick a different match than git,
+// so an Apply that succeeds always gives git's bytes:
+//
+//   - Hunks stay in diff order. Where git's nearest match lies before the
+//     end of the previous hunk (git apply would apply the hunk there), Apply
+//     refuses with ReasonOutOfOrder.
+//   - A hunk whose old side ends with a line marked "\ No newline at end of
+//     file" matches only where that line has no newline. git also matches
+//     it where the line goes on with whitespace or a newline and more lines,
+//     and then joins its last new line with the next line of the file;
+//     Apply refuses with ReasonNotAtEnd.
 
 // HunkResult says where one hunk of a FilePatch applied.
 type HunkResult struct {
@@ -175,56 +183,97 @@ func (m *image) line(i int) (text string, patched bool) {
 	return m.old[m.consumed+i-len(m.done)], false
 }
 
-// matchesAt reports whether h's old side equals image lines [c, c+len(pre))
+// match says how h's old side matches the image at a line.
+type match int
+
+const (
+	noMatch match = iota
+	exactMatch
+	// joinMatch: every line matches except h's last old line, which has no
+	// newline ("\ No newline at end of file") and is, in the image, followed
+	// by whitespace or a newline and more lines. git apply's match_fragment
+	// accepts this (its line hash skips whitespace, and it compares only
+	// the hunk's bytes), and applying it joins the hunk's last new line
+	// with the next line of the file. unidiff refuses it.
+	joinMatch
+)
+
+// matchAt reports whether h's old side matches image lines [c, c+len(pre))
 // with none of them patched, ignoring the beginning/end rules.
-func (m *image) matchesAt(c int, h *hunk) bool {
+func (m *image) matchAt(c int, h *hunk) match {
 	if c < 0 || c+len(h.pre) > m.len() {
-		return false
+		return noMatch
 	}
+	kind := exactMatch
 	for i, want := range h.pre {
-		if got, patched := m.line(c + i); patched || got != want {
-			return false
+		got, patched := m.line(c + i)
+		switch {
+		case patched:
+			return noMatch
+		case got == want:
+		case i == len(h.pre)-1 && joins(got, want):
+			kind = joinMatch
+		default:
+			return noMatch
 		}
 	}
-	return true
+	return kind
 }
 
-// fits is git's match_fragment without whitespace options: matchesAt plus
-// the beginning/end rules.
-func (m *image) fits(c int, h *hunk) bool {
-	if h.matchBeginning && c != 0 || h.matchEnd && c+len(h.pre) != m.len() {
+// joins reports whether git apply matches the hunk line want, which lacks a
+// newline, against the file line got: got is want followed by git's
+// whitespace (space, tab, CR, LF) only.
+func joins(got, want string) bool {
+	rest, ok := strings.CutPrefix(got, want)
+	if !ok || rest == "" || strings.HasSuffix(want, "\n") {
 		return false
 	}
-	return m.matchesAt(c, h)
+	return strings.Trim(rest, " \t\r\n") == ""
 }
 
-// find returns the image line where git apply places h, or -1: git's
-// find_pos order from h.search (then +1, -1, +2, -2, ... within the image).
-func (m *image) find(h *hunk) int {
+// fits is git's match_fragment without whitespace options: matchAt plus
+// the beginning/end rules. At the end of the file git compares byte
+// lengths, so a join cannot happen there.
+func (m *image) fits(c int, h *hunk) match {
+	if h.matchBeginning && c != 0 || h.matchEnd && c+len(h.pre) != m.len() {
+		return noMatch
+	}
+	k := m.matchAt(c, h)
+	if k == joinMatch && h.matchEnd {
+		return noMatch
+	}
+	return k
+}
+
+// find returns the image line where git apply places h and how it matches
+// there, or -1: git's find_pos order from h.search (then +1, -1, +2, -2,
+// ... within the image).
+func (m *image) find(h *hunk) (int, match) {
 	n := m.len()
 	// With match_beginning or match_end only one line can fit; git walks
 	// the whole file failing everywhere else, which gives the same answer.
 	switch {
 	case h.matchBeginning:
-		if m.fits(0, h) {
-			return 0
+		if k := m.fits(0, h); k != noMatch {
+			return 0, k
 		}
-		return -1
+		return -1, noMatch
 	case h.matchEnd:
-		if c := n - len(h.pre); m.fits(c, h) {
-			return c
+		c := n - len(h.pre)
+		if k := m.fits(c, h); k != noMatch {
+			return c, k
 		}
-		return -1
+		return -1, noMatch
 	}
 	line := min(h.search, n)
 	back, fwd, cur := line, line, line
 	for i := 0; ; i++ {
-		if m.fits(cur, h) {
-			return cur
+		if k := m.fits(cur, h); k != noMatch {
+			return cur, k
 		}
 		for {
 			if back == 0 && fwd == n {
-				return -1
+				return -1, noMatch
 			}
 			if i&1 == 1 {
 				if back == 0 {
@@ -249,12 +298,14 @@ func (m *image) find(h *hunk) int {
 // place applies h to the image and returns where it applied in HunkResult's
 // convention (AppliedAt), or a Reason* when it does not apply.
 func (m *image) place(h *hunk) (appliedAt int, reason string) {
-	c := m.find(h)
+	c, k := m.find(h)
 	switch {
 	case c < 0:
 		return 0, m.diagnose(h)
 	case c < len(m.done):
 		return 0, ReasonOutOfOrder
+	case k == joinMatch:
+		return 0, ReasonNotAtEnd
 	}
 	at := m.consumed + c - len(m.done) // 0-based base line where h's old side starts
 	for i := m.consumed; i < at; i++ {
@@ -278,12 +329,12 @@ func (m *image) place(h *hunk) (appliedAt int, reason string) {
 func (m *image) diagnose(h *hunk) string {
 	found := false
 	for c := 0; c+len(h.pre) <= m.len() && !found; c++ {
-		found = m.matchesAt(c, h)
+		found = m.matchAt(c, h) == exactMatch
 	}
 	switch {
 	case !found:
 		return ReasonContextMismatch
-	case h.matchBeginning && !m.matchesAt(0, h):
+	case h.matchBeginning && m.matchAt(0, h) != exactMatch:
 		return ReasonNotAtBeginning
 	default:
 		return ReasonNotAtEnd
@@ -293,14 +344,21 @@ func (m *image) diagnose(h *hunk) string {
 // result returns the patched content: the emitted lines and the rest of
 // base, as a non-nil slice.
 func (m *image) result() []byte {
-	var b strings.Builder
+	size := 0
 	for _, l := range m.done {
-		b.WriteString(l)
+		size += len(l)
 	}
 	for _, l := range m.old[m.consumed:] {
-		b.WriteString(l)
+		size += len(l)
 	}
-	return []byte(b.String())
+	out := make([]byte, 0, size)
+	for _, l := range m.done {
+		out = append(out, l...)
+	}
+	for _, l := range m.old[m.consumed:] {
+		out = append(out, l...)
+	}
+	return out
 }
 
 // leftover returns the first line of the result and its 1-based base line

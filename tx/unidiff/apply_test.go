@@ -20,6 +20,9 @@ var placementCases = []struct {
 	offsets []int  // HunkResult.Offset per hunk, when reason is ""
 	reason  string // ConflictError.Reason, or "" for success
 	hunk    int    // ConflictError.Hunk, when reason is not ""
+	// gitApplies marks a refusal by one of unidiff's two extra rules:
+	// git apply accepts the patch.
+	gitApplies bool
 }{
 	{
 		name:    "as written",
@@ -106,11 +109,27 @@ var placementCases = []struct {
 		hunk:   2,
 	},
 	{
-		name:   "nearest match before the previous hunk: git reorders, we refuse",
-		diff:   "diff --git a/h b/h\n--- a/h\n+++ b/h\n@@ -5,3 +5,3 @@\n 1\n-2\n+TWO\n 3\n@@ -10,3 +10,3 @@\n x\n-y\n+Y\n z\n",
-		base:   "x\ny\nz\nq\n1\n2\n3\n4\n5\n6\n7\n8\n9\n",
-		reason: ReasonOutOfOrder,
-		hunk:   2,
+		name:       "nearest match before the previous hunk: git reorders, we refuse",
+		diff:       "diff --git a/h b/h\n--- a/h\n+++ b/h\n@@ -5,3 +5,3 @@\n 1\n-2\n+TWO\n 3\n@@ -10,3 +10,3 @@\n x\n-y\n+Y\n z\n",
+		base:       "x\ny\nz\nq\n1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+		reason:     ReasonOutOfOrder,
+		hunk:       2,
+		gitApplies: true,
+	},
+	{
+		name:       "no-newline last line followed by more lines: git joins lines, we refuse",
+		diff:       "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -2,2 +2,3 @@\n a\n+new\n b\n\\ No newline at end of file\n",
+		base:       "0\na\nb\nc\n",
+		reason:     ReasonNotAtEnd,
+		hunk:       1,
+		gitApplies: true,
+	},
+	{
+		name:    "no-newline last line at the end of the file",
+		diff:    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -2,2 +2,3 @@\n a\n+new\n b\n\\ No newline at end of file\n",
+		base:    "0\n0\na\nb",
+		want:    "0\n0\na\nnew\nb",
+		offsets: []int{1},
 	},
 	{
 		name:    "no-newline context matches only at EOF",
@@ -168,8 +187,8 @@ func TestApplyPlacement(t *testing.T) {
 }
 
 // TestApplyPlacementVsGit checks each placementCases expectation against the
-// real git apply: git gives the same bytes where we apply, refuses where we
-// refuse, except that it reorders where we refuse with ReasonOutOfOrder.
+// real git apply: git gives the same bytes where we apply and refuses where
+// we refuse, except in the gitApplies cases.
 func TestApplyPlacementVsGit(t *testing.T) {
 	git := gitBinary(t)
 	for _, tt := range placementCases {
@@ -180,9 +199,9 @@ func TestApplyPlacementVsGit(t *testing.T) {
 			}
 			out, ok := gitApplyFile(t, git, ps[0], []byte(tt.diff), []byte(tt.base))
 			switch {
-			case tt.reason == ReasonOutOfOrder:
+			case tt.gitApplies:
 				if !ok {
-					t.Fatal("git refuses a patch it is documented to reorder")
+					t.Fatalf("git refuses it; the case says git applies it and only unidiff's %s rule refuses it", tt.reason)
 				}
 			case tt.reason != "":
 				if ok {

@@ -53,7 +53,11 @@ const (
 	ReasonNotAtBeginning = "not-at-beginning"
 	// ReasonNotAtEnd: the hunk has no trailing context, so (as in git
 	// apply) it must end at the end of the file, and it does not; its old
-	// side may match elsewhere.
+	// side may match elsewhere. Also: the hunk's old side ends with a line
+	// marked "\ No newline at end of file", and where git apply would match
+	// it that line goes on with whitespace or a newline and more lines (git
+	// would join the hunk's last new line with the next line; unidiff
+	// refuses).
 	ReasonNotAtEnd = "not-at-end"
 	// ReasonOutOfOrder: the nearest match of the hunk's old side lies
 	// before the end of the previous hunk. git apply would apply it there,
@@ -74,7 +78,7 @@ const (
 var reasonText = map[string]string{
 	ReasonContextMismatch:     "the hunk's context and removed lines match nowhere in the file",
 	ReasonNotAtBeginning:      "a hunk starting at line 1 must match at the beginning of the file",
-	ReasonNotAtEnd:            "a hunk without trailing context must match at the end of the file",
+	ReasonNotAtEnd:            "a hunk without trailing context, or whose last old line has no newline, must match at the end of the file",
 	ReasonOutOfOrder:          "the hunk matches only before the end of the previous hunk",
 	ReasonAddOntoContent:      "file to be created already has content",
 	ReasonDeleteLeavesContent: "base has content the delete does not remove",
@@ -98,8 +102,9 @@ type ConflictError struct {
 	// Line is the 1-based line of the base where the hunk was expected, as
 	// its header gives it: the old start line, or for a hunk with an empty
 	// old side ("@@ -5,0 ...", insert after line 5) the line after it. It is
-	// 1 for ReasonAddOntoContent, the first line left over for
-	// ReasonDeleteLeavesContent, and 0 for ReasonInvalidPatch.
+	// 1 for ReasonAddOntoContent; for ReasonDeleteLeavesContent the base
+	// line of the first line left over (0 when a hunk added it); 0 for
+	// ReasonInvalidPatch.
 	Line int
 	// Expected is the hunk's old side exactly: its context and removed lines
 	// concatenated, each with its own line ending, so that a final line

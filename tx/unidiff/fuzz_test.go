@@ -104,9 +104,9 @@ func FuzzApplyOffsets(f *testing.F) {
 	})
 }
 
-// shiftForFuzz inserts ins (completed to whole lines) before line where%(n+1)
-// of old, again before line (where>>8)%(n+1) when bit 31 is set, and deletes
-// line (where>>16)%n when bit 30 is set.
+// shiftForFuzz inserts ins (completed to whole lines) before line
+// (where&0xff)%(n+1) of old, again before line (where>>8&0xff)%(n+1) when bit
+// 31 is set, and deletes line (where>>16&0xff)%n when bit 30 is set.
 func shiftForFuzz(old, ins []byte, where uint32) []byte {
 	lines := Lines(old)
 	if len(ins) > 0 && ins[len(ins)-1] != '\n' {
@@ -116,13 +116,13 @@ func shiftForFuzz(old, ins []byte, where uint32) []byte {
 		lines = append(lines[:at], append(Lines(ins), lines[at:]...)...)
 	}
 	if len(ins) > 0 {
-		insert(int(where % uint32(len(lines)+1)))
+		insert(int((where & 0xff) % uint32(len(lines)+1)))
 		if where&(1<<31) != 0 {
-			insert(int((where >> 8) % uint32(len(lines)+1)))
+			insert(int((where >> 8 & 0xff) % uint32(len(lines)+1)))
 		}
 	}
 	if where&(1<<30) != 0 && len(lines) > 0 {
-		i := int((where >> 16) % uint32(len(lines)))
+		i := int((where >> 16 & 0xff) % uint32(len(lines)))
 		lines = append(lines[:i], lines[i+1:]...)
 	}
 	// Re-terminate lines a shift moved off the end, as a real edit would.

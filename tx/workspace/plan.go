@@ -281,13 +281,32 @@ func conflictsError(cs []*unidiff.ConflictError) error {
 	d := ConflictsData{Path: cs[0].Path, Hunk: cs[0].Hunk, Reason: cs[0].Reason}
 	var names []string
 	for _, c := range cs {
-		d.Conflicts = append(d.Conflicts, c.ErrorData().(unidiff.ConflictData))
+		cd := c.ErrorData().(unidiff.ConflictData)
+		cd.Expected, cd.Actual = clip(cd.Expected), clip(cd.Actual)
+		d.Conflicts = append(d.Conflicts, cd)
 		names = append(names, fmt.Sprintf("%s (hunk %d)", c.Path, c.Hunk))
 	}
 	if len(cs) == 1 {
 		return errs.Wrap(errs.Conflict, cs[0], d, "the diff does not apply to %s (hunk %d): %s", cs[0].Path, cs[0].Hunk, cs[0].Reason)
 	}
 	return errs.Wrap(errs.Conflict, cs[0], d, "the diff does not apply to %d files: %s", len(cs), strings.Join(names, ", "))
+}
+
+// maxConflictText bounds the expected and actual text of one conflict on
+// the wire: a hunk of a thousand lines must not make a megabyte error.
+const maxConflictText = 4096
+
+// clip cuts s to maxConflictText bytes, at a line end when there is one,
+// and says so.
+func clip(s string) string {
+	if len(s) <= maxConflictText {
+		return s
+	}
+	cut := s[:maxConflictText]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i+1]
+	}
+	return cut + fmt.Sprintf("[… %d more bytes]", len(s)-len(cut))
 }
 
 func modeOr(m, def uint32) uint32 {
