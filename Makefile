@@ -50,6 +50,7 @@ bench:
 	@test -x $(GOBIN)/benchstat || $(GO) install golang.org/x/perf/cmd/benchstat@latest
 	$(GO) test -run '^$$' -bench . -count 6 -timeout 60m ./... | tee bench/latest.txt
 	$(GOBIN)/benchstat bench/latest.txt
+	$(GOBIN)/benchstat -col /impl -filter '.name:HostSession' bench/latest.txt
 
 ## crash: the long reliability run (RELIABILITY.md): 600 kill -9 at random
 ## moments plus every failpoint on the 5 largest fzf commits, and the

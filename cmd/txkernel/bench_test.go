@@ -59,6 +59,9 @@ func BenchmarkPipeEchoFloor(b *testing.B) {
 // by txkernel (kernel start, turn/start, apply/execute → approval/respond →
 // apply/execute, all durable with fsync) and by `git -c core.fsync=all
 // apply` on copies of the same base trees. Copying the bases is not timed.
+// It starts a cold kernel for every commit, so it measures start-up plus one
+// transaction; BenchmarkHostSession (hostbench_test.go) is the long-lived
+// kernel a host runs, serving the same commits one after another.
 func BenchmarkFzfApply(b *testing.B) {
 	commits := fzfCommits(b)
 	prepare := func(b *testing.B) []string {

@@ -318,7 +318,6 @@ func (d durations) mean() float64 {
 func reportTx(b *testing.B, tx durations) {
 	b.ReportMetric(tx.mean(), "ns/op")
 	b.ReportMetric(tx.p50(), "p50-ns/tx")
-	b.ReportMetric(float64(len(tx)), "tx/run")
 }
 
 // BenchmarkHostSession is the main job as a host does it, on the 100 real

@@ -94,29 +94,23 @@ func parseSeconds(s string) time.Duration {
 var (
 	txIDPattern  = regexp.MustCompile(`tx-[0-9a-f]{8,}`)
 	sha256Hex64  = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-	apr          = regexp.MustCompile(`apr-[0-9a-f]{8,}`)
 	rootInLabels = "the real workspace root (layout only)"
 )
 
 // fsyncLabel names what a kernel fsync synced, in words that do not depend
 // on the transaction: a data-dir path with ids replaced by <tx> and
-// <sha256>, or a workspace path by its role in transaction c (whose
-// directory is root, relative to ws; created are the directories staging
-// had to create, relative to root).
-func fsyncLabel(p, dataDir, ws, root string, c hostCommit, created []string) string {
+// <sha256> (a trailing / for a directory), or a workspace path by its role
+// in transaction c (whose directory is root, relative to ws; created are
+// the directories staging had to create, relative to root). isDir says
+// whether a path was a directory: it may be gone by now.
+func fsyncLabel(p, dataDir, ws, root string, c hostCommit, created []string, isDir func(string) bool) string {
 	if p == "" {
 		return "(no descriptor)"
 	}
 	if rel, err := filepath.Rel(dataDir, p); err == nil && !strings.HasPrefix(rel, "..") {
 		rel = txIDPattern.ReplaceAllString(rel, "<tx>")
 		rel = sha256Hex64.ReplaceAllString(rel, "<sha256>")
-		rel = apr.ReplaceAllString(rel, "<apr>")
-		// A proposal is written in .tmp-<id>/ and then renamed to <id>/.
-		fi, err := os.Stat(p)
-		if err != nil {
-			fi, err = os.Stat(strings.Replace(p, string(filepath.Separator)+".tmp-", string(filepath.Separator), 1))
-		}
-		if err == nil && fi.IsDir() {
+		if isDir(p) {
 			rel += "/"
 		}
 		return "data: " + rel
@@ -136,7 +130,7 @@ func fsyncLabel(p, dataDir, ws, root string, c hostCommit, created []string) str
 		return "ws: outside this transaction's tree: " + rel
 	}
 	r = filepath.ToSlash(r)
-	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+	if !isDir(p) {
 		return "ws: file (not staged)"
 	}
 	switch {
@@ -167,10 +161,7 @@ func createdDirs(dir string, c hostCommit) []string {
 // for the durability promise (RELIABILITY.md, "Fsyncs per transaction: the
 // minimum"), with created the directories staging has to create.
 func minFsyncs(c hostCommit, created []string) [nPhases]int {
-	staged := parentDirs(c.written, parentDirs(created))
-	if len(c.written) == 0 {
-		staged = nil
-	}
+	staged := parentDirs(c.written, created) // created holds only ancestors of written files
 	return [nPhases]int{
 		phasePropose: 4, // ledger, the new contents (one file), the transaction's dir, transactions/
 		phaseApply1:  1, // ledger: approval/request
@@ -230,6 +221,7 @@ func TestHostSessionFsyncs(t *testing.T) {
 	count := map[key]int{}
 	spent := map[key]time.Duration{}
 	perTx := make([][nPhases]int, len(commits))
+	inPhase := make([][nPhases][]syncCall, len(commits))
 	var outside []string
 	calls := parseSyncTrace(t, logFile)
 	at := func(call syncCall) (i, k int) {
@@ -250,6 +242,16 @@ func TestHostSessionFsyncs(t *testing.T) {
 			commitAt[i] = call.at
 		}
 	}
+	// A path is a directory if it is one now, or if another synced path
+	// was in it (blobs/ and .tmp-<id>/ are gone by the end).
+	holds := map[string]bool{}
+	for _, call := range calls {
+		holds[filepath.Dir(call.path)] = true
+	}
+	isDir := func(p string) bool {
+		fi, err := os.Stat(p)
+		return holds[p] || (err == nil && fi.IsDir())
+	}
 	for _, call := range calls {
 		i, k := at(call)
 		if i < 0 {
@@ -262,7 +264,7 @@ func TestHostSessionFsyncs(t *testing.T) {
 			outside = append(outside, what+": "+call.name+" "+call.path)
 			continue
 		}
-		label := fsyncLabel(call.path, dataDir, ws, roots[i], commits[i], created[i])
+		label := fsyncLabel(call.path, dataDir, ws, roots[i], commits[i], created[i], isDir)
 		if call.name != "fsync" {
 			label += " (" + call.name + ")"
 		}
@@ -278,6 +280,29 @@ func TestHostSessionFsyncs(t *testing.T) {
 		if !strings.Contains(label, rootInLabels) {
 			perTx[i][k]++
 		}
+		inPhase[i][k] = append(inPhase[i][k], call)
+	}
+
+	// How long each phase waited on fsyncs: the union of the calls'
+	// intervals, and the number of rounds (groups of overlapping calls),
+	// which is what the host waits for when the calls run concurrently.
+	var rounds [nPhases]int
+	var waited, took [nPhases]time.Duration
+	for i := range inPhase {
+		for k, cs := range inPhase[i] {
+			took[k] += spans[i][k].dur()
+			var end time.Time
+			for _, c := range cs { // in order of entry
+				if c.at.After(end) {
+					rounds[k]++
+					waited[k] += c.dur
+					end = c.at.Add(c.dur)
+				} else if e := c.at.Add(c.dur); e.After(end) {
+					waited[k] += e.Sub(end)
+					end = e
+				}
+			}
+		}
 	}
 
 	// The minimum, and every phase at or above it.
@@ -287,9 +312,7 @@ func TestHostSessionFsyncs(t *testing.T) {
 		m := minFsyncs(c, created[i])
 		files += len(c.written)
 		changedDirs += len(parentDirs(c.written, c.deleted))
-		if len(c.written) > 0 {
-			stagedDirs += len(parentDirs(c.written, parentDirs(created[i])))
-		}
+		stagedDirs += len(parentDirs(c.written, created[i]))
 		for k := range m {
 			minSum[k] += m[k]
 			gotSum[k] += perTx[i][k]
@@ -330,14 +353,21 @@ func TestHostSessionFsyncs(t *testing.T) {
 	fmt.Fprintf(&b, "%d transactions, one kernel; per transaction on average: %.2f files written, %.2f dirs holding a staged file or a created dir, %.2f dirs holding a change\n",
 		len(commits), float64(files)/n, float64(stagedDirs)/n, float64(changedDirs)/n)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tfsyncs/tx\tminimum/tx\tabove\t")
-	totalGot, totalMin := 0, 0
+	fmt.Fprintln(tw, "phase\tfsyncs/tx\tminimum/tx\tabove\tfsync rounds/tx\tms waiting on fsync/tx\tms/tx (under strace)\t")
+	totalGot, totalMin, totalRounds := 0, 0, 0
+	var totalWaited, totalTook time.Duration
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 	for k := range nPhases {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t\n", phaseNames[k], float64(gotSum[k])/n, float64(minSum[k])/n, float64(gotSum[k]-minSum[k])/n)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", phaseNames[k], float64(gotSum[k])/n, float64(minSum[k])/n, float64(gotSum[k]-minSum[k])/n,
+			float64(rounds[k])/n, ms(waited[k]), ms(took[k]))
 		totalGot += gotSum[k]
 		totalMin += minSum[k]
+		totalRounds += rounds[k]
+		totalWaited += waited[k]
+		totalTook += took[k]
 	}
-	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t%.2f\t\n", float64(totalGot)/n, float64(totalMin)/n, float64(totalGot-totalMin)/n)
+	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", float64(totalGot)/n, float64(totalMin)/n, float64(totalGot-totalMin)/n,
+		float64(totalRounds)/n, ms(totalWaited), ms(totalTook))
 	tw.Flush()
 	fmt.Fprintf(&b, "\nby phase and what was synced (the real workspace root is excluded from the totals above):\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
