@@ -368,7 +368,7 @@ func deriveState(evs []protocol.Event) (state, since string) {
 }
 
 func (e *Engine) writeMeta(t *transaction) error {
-	return replaceFileAtomic(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), metaJSON(t.meta))
+	return replaceMeta(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), metaJSON(t.meta))
 }
 
 // appendWithMeta appends events that change the state and rewrites
@@ -388,7 +388,7 @@ func (e *Engine) appendWithMeta(t *transaction, evs ...protocol.Event) error {
 		if i == 0 {
 			return e.appendEvents(t, evs...)
 		}
-		return replaceFileAtomic(e.opts.Failpoints, path, metaJSON(next))
+		return replaceMeta(e.opts.Failpoints, path, metaJSON(next))
 	})
 }
 

@@ -238,6 +238,28 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// replaceMeta replaces a transaction.json at path with data: temp file,
+// rename, fsync of the directory. Unlike replaceFileAtomic it does not
+// fsync the temp file: transaction.json is derived from the ledger, and
+// whoever finds it unreadable or disagreeing with the ledger (start-up,
+// tx/list, tx/status) rebuilds it from the ledger, so its bytes need not
+// be durable. Its directory's fsync stays: it also makes durable what the
+// caller removed from that directory before (the blobs, after a commit).
+func replaceMeta(fp *failpoint.Set, path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := fp.Hit(context.Background(), fpMetaMidReplace); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
 // replaceFileAtomic replaces path with data: temp file in the same
 // directory, fsync, rename, fsync of the directory (google/renameio's order).
 // A reader sees the old file or the new one, never a mix.

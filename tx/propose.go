@@ -99,7 +99,10 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 		}
 		t.meta = protocol.TransactionFile{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
 			State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: protocol.Pointers{Proposal: &ptr}}
-		return writeFileSync(filepath.Join(tmp, MetaFile), metaJSON(t.meta), 0o600)
+		// No fsync: transaction.json is rebuilt from the ledger whenever
+		// it is unreadable (see replaceMeta); its name is made durable
+		// with the directory's.
+		return os.WriteFile(filepath.Join(tmp, MetaFile), metaJSON(t.meta), 0o600)
 	}, func() error {
 		if err := touch(filepath.Join(e.activeDir, txID)); err != nil {
 			return err
