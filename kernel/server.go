@@ -80,24 +80,6 @@ func typed[P any](fn func(ctx context.Context, s *Server, p *P) (any, error)) ha
 	}
 }
 
-// decodeParams decodes by-name params. Unknown fields are ignored, as LSP
-// and MCP servers do, so newer hosts can talk to older kernels.
-func decodeParams(raw []byte, v any) error {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) > 0 && trimmed[0] != '{' {
-		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": ""}, "params must be an object")
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": te.Field, "expected": te.Type.String(), "got": te.Value},
-				"params.%s: expected %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": ""}, "invalid params: %v", err)
-	}
-	return nil
-}
-
 func requireTx(id string) error {
 	if id == "" {
 		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "transactionId"}, "transactionId is required")

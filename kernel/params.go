@@ -1,0 +1,82 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/txkernel/txkernel/errs"
+)
+
+// decodeParams decodes by-name params into v. Unknown fields are ignored,
+// as LSP and MCP servers do, so newer hosts can talk to older kernels. A
+// type mismatch is errs.Invalid with data {field, expected, got} in JSON's
+// words (object, array, string, integer, number, boolean, null), never a
+// Go type name: a host's developer reads these.
+func decodeParams(raw []byte, v any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) > 0 && trimmed[0] != '{' {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: "", Expected: "object", Got: jsonKind(trimmed)},
+			"params must be an object, got %s", jsonKind(trimmed))
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			want, got := jsonType(te.Type), te.Value
+			if got == "bool" {
+				got = "boolean" // encoding/json's one Go-flavoured word
+			}
+			return errs.New(errs.Invalid, errs.InvalidData{Field: te.Field, Expected: want, Got: got},
+				"params.%s: expected %s, got %s", te.Field, want, got)
+		}
+		return errs.New(errs.Invalid, errs.InvalidData{Field: ""}, "invalid params: %v", err)
+	}
+	return nil
+}
+
+// jsonType names the JSON type that decodes into t.
+func jsonType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "string" // []byte decodes from a base64 string
+		}
+		return "array"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return "value"
+}
+
+// jsonKind names the JSON type of a raw value from its first byte.
+func jsonKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
