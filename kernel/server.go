@@ -196,7 +196,7 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 		Capabilities: protocol.Capabilities{
 			SandboxMode:     string(s.cfg.Workspace.Mode()),
 			ApprovalPolicy:  string(s.cfg.Policy),
-			Framing:         string(s.cfg.Framing),
+			Framing:         string(s.stream.Framing()), // as detected from the first bytes, or pinned
 			WorkspaceRoot:   s.cfg.Workspace.Dir(),
 			DataDir:         s.cfg.Engine.DataDir(),
 			MaxMessageBytes: s.cfg.MaxMessageBytes,
@@ -220,7 +220,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.Framing == "" {
-		cfg.Framing = FramingNDJSON
+		cfg.Framing = FramingAuto
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
 	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, Logger: cfg.Logger})

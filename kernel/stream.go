@@ -19,10 +19,17 @@ import (
 )
 
 // Framing selects how JSON-RPC messages are delimited on the byte stream.
-// It is chosen once per process (the --framing flag) and never negotiated.
+// By default (FramingAuto) the stream recognises it from the first bytes
+// of the session; the --framing flag pins one. It never changes during a
+// session: a message in the other framing is answered with -32700 and
+// skipped whole (see the reasons below).
 type Framing string
 
 const (
+	// FramingAuto recognises the framing from the first non-blank bytes:
+	// "Content-Length:" (any case) means FramingContentLength, anything
+	// else FramingNDJSON.
+	FramingAuto Framing = "auto"
 	// FramingNDJSON frames one JSON value per line: input lines end in "\n"
 	// (a trailing "\r" is tolerated, blank lines are skipped), output is
 	// compact JSON followed by "\n".
@@ -33,15 +40,42 @@ const (
 	FramingContentLength Framing = "content-length"
 )
 
-// ParseFraming converts a flag value ("ndjson" or "content-length",
+// ParseFraming converts a flag value ("auto", "ndjson" or "content-length",
 // case-insensitive, surrounding spaces ignored) to a Framing. Any other value,
 // including the empty string, yields an error naming the accepted values.
 func ParseFraming(s string) (Framing, error) {
 	switch f := Framing(strings.ToLower(strings.TrimSpace(s))); f {
-	case FramingNDJSON, FramingContentLength:
+	case FramingAuto, FramingNDJSON, FramingContentLength:
 		return f, nil
 	}
-	return "", fmt.Errorf("kernel: unknown framing %q (want %q or %q)", s, FramingNDJSON, FramingContentLength)
+	return "", fmt.Errorf("kernel: unknown framing %q (want %q, %q or %q)", s, FramingAuto, FramingNDJSON, FramingContentLength)
+}
+
+// Parse error reasons (-32700 data.reason) that name a framing mix-up. A
+// host that gets one sent a message in the framing the session is not
+// using; the message was skipped whole and the next one is read normally.
+const (
+	// ReasonContentLengthOnNDJSON: a "Content-Length:" header block and
+	// its body arrived on an ndjson session.
+	ReasonContentLengthOnNDJSON = "content-length frame on an ndjson stream"
+	// ReasonNDJSONOnContentLength: a bare JSON line arrived where a
+	// Content-Length header was expected.
+	ReasonNDJSONOnContentLength = "ndjson message on a content-length stream"
+	// ReasonInvalidJSON: the message is not JSON (RFC 8259).
+	ReasonInvalidJSON = "invalid JSON"
+)
+
+// countingReader counts the bytes read through it, so parse errors can
+// give the byte offset of the message at fault.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // DefaultMaxMessageBytes is the MaxMessageBytes used when StreamOptions
@@ -96,16 +130,19 @@ const headerLineMax = 4096
 // WriteObject and the stream's own replies may run concurrently; ReadObject
 // must be called from one goroutine only (jsonrpc2.Conn does so).
 type Stream struct {
-	framing Framing
+	framing Framing      // FramingAuto until detect has read the first bytes
+	used    atomic.Value // the Framing in use (Framing reads it from any goroutine)
 	max     int64
 	log     *slog.Logger
 	closer  io.Closer
 
 	// Reader state, owned by the ReadObject goroutine.
-	br     *bufio.Reader
-	queue  []queued
-	resync bool   // content-length: skip junk until a Content-Length header
-	carry  []byte // content-length: rest of a line, to be read as the next header line
+	cr       *countingReader
+	msgStart int64 // byte offset in the input of the message being read
+	br       *bufio.Reader
+	queue    []queued
+	resync   bool   // content-length: skip junk until a Content-Length header
+	carry    []byte // content-length: rest of a line, to be read as the next header line
 
 	wmu sync.Mutex // serialises frames so they never interleave
 	bw  *bufio.Writer
@@ -157,20 +194,23 @@ type wireError struct {
 // from r fail and, when the peer must see end of output, close w. Writes are
 // buffered and flushed after every message, so w may be an unbuffered pipe.
 func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *Stream {
+	cr := &countingReader{r: r}
 	s := &Stream{
 		framing:  opts.Framing,
 		max:      opts.MaxMessageBytes,
 		log:      opts.Logger,
 		closer:   closer,
-		br:       bufio.NewReaderSize(r, 64<<10),
+		cr:       cr,
+		br:       bufio.NewReaderSize(cr, 64<<10),
 		bw:       bufio.NewWriterSize(w, 64<<10),
 		inflight: make(map[string]*inflight),
 		byOrig:   make(map[string][]string),
 		eof:      make(chan struct{}),
 	}
 	if s.framing == "" {
-		s.framing = FramingNDJSON
+		s.framing = FramingAuto
 	}
+	s.used.Store(s.framing)
 	if s.max <= 0 {
 		s.max = DefaultMaxMessageBytes
 	}
@@ -215,6 +255,12 @@ func (s *Stream) ReadObject(v any) error {
 			we   *wireError
 			err  error
 		)
+		if s.framing == FramingAuto {
+			if err := s.detect(); err != nil {
+				return err
+			}
+		}
+		s.msgStart = s.offset()
 		if s.framing == FramingContentLength {
 			data, we, err = s.readContentLength()
 		} else {
@@ -237,6 +283,55 @@ func (s *Stream) ReadObject(v any) error {
 			}
 		}
 	}
+}
+
+// Framing returns the framing in use: the one pinned, or the one detected
+// from the first bytes (FramingAuto until they arrive).
+func (s *Stream) Framing() Framing { return s.used.Load().(Framing) }
+
+// offset is the byte offset in the input of the next unread byte.
+func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
+
+// detect settles FramingAuto from the first non-blank bytes of the input:
+// a "Content-Length:" header (any case, RFC 7230 §3.2) means
+// content-length, anything else ndjson. It reads nothing it does not
+// hand on: it only peeks, and skips leading whitespace.
+func (s *Stream) detect() error {
+	const pat = "content-length:"
+	for {
+		b, err := s.br.Peek(1)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				s.setFraming(FramingNDJSON)
+				return nil
+			}
+			return err
+		}
+		if c := b[0]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			_, _ = s.br.ReadByte()
+			continue
+		}
+		if b[0] != 'c' && b[0] != 'C' {
+			s.setFraming(FramingNDJSON)
+			return nil
+		}
+		head, err := s.br.Peek(len(pat))
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+		if strings.EqualFold(string(head), pat) {
+			s.setFraming(FramingContentLength)
+		} else {
+			s.setFraming(FramingNDJSON)
+		}
+		return nil
+	}
+}
+
+func (s *Stream) setFraming(f Framing) {
+	s.framing = f
+	s.used.Store(f)
+	s.log.Debug("jsonrpc: framing detected", "framing", string(f))
 }
 
 // InputClosed returns a channel that is closed when ReadObject reaches the
@@ -311,10 +406,56 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 			return nil, s.oversize(int64(len(buf))), nil
 		}
 		if len(trimWS(buf)) == 0 {
+			s.msgStart = s.offset()
 			continue
+		}
+		if indexContentLength(trimWS(buf)) == 0 {
+			we, err := s.skipContentLengthFrame(trimWS(buf))
+			return nil, we, err
 		}
 		return buf, nil, nil
 	}
+}
+
+// skipContentLengthFrame skips, on an ndjson stream, the rest of an LSP
+// frame whose first header line is first: the header block up to its
+// blank line and then exactly Content-Length body bytes (which need not end
+// in a newline). One -32700 answers the whole frame and the next message
+// is read in step. A frame whose length is unknown or too large is skipped
+// up to the end of its header block only.
+func (s *Stream) skipContentLengthFrame(first []byte) (*wireError, error) {
+	length := int64(-1)
+	line := first
+	for {
+		text := bytes.TrimSpace(line)
+		if len(text) == 0 {
+			break
+		}
+		if name, value, ok := cutHeader(text); ok && strings.EqualFold(name, "Content-Length") {
+			if n, err := strconv.ParseInt(value, 10, 64); err == nil && n >= 0 {
+				length = n
+			}
+		}
+		next, err := s.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Not a header line; treat it as the end of the block.
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if err != nil && len(next) == 0 {
+			break
+		}
+		line = next
+	}
+	if length >= 0 && length <= s.max {
+		if _, err := io.CopyN(io.Discard, s.br, length); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+	}
+	s.log.Warn("jsonrpc: content-length frame on an ndjson stream", "bodyBytes", length)
+	return s.parseError(ReasonContentLengthOnNDJSON), nil
 }
 
 // joinFragments returns frags (n bytes in all) as one slice, without a
@@ -335,8 +476,17 @@ func (s *Stream) oversize(n int64) *wireError {
 	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]int64{"limit": s.max}}
 }
 
-func parseError(reason string) *wireError {
-	return &wireError{code: protocol.CodeParseError, message: "Parse error", data: map[string]string{"reason": reason}}
+// ParseErrorData is the data of every -32700: why, and the byte offset in
+// the input (counted from the first byte of the session) at which the
+// message at fault starts.
+type ParseErrorData struct {
+	Reason string `json:"reason"`
+	Offset int64  `json:"offset"`
+}
+
+// parseError is the -32700 for the message being read.
+func (s *Stream) parseError(reason string) *wireError {
+	return &wireError{code: protocol.CodeParseError, message: "Parse error", data: ParseErrorData{Reason: reason, Offset: s.msgStart}}
 }
 
 // readHeaderLine returns one header line including its line ending, keeping
@@ -383,7 +533,7 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 		atEOF := err != nil
 		if atEOF && len(line) == 0 {
 			if inBlock {
-				return nil, parseError("input ended inside a header"), nil
+				return nil, s.parseError("input ended inside a header"), nil
 			}
 			return nil, nil, io.EOF
 		}
@@ -399,11 +549,15 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 			}
 			s.resync = false
 			text, long = text[i:], false
+		case i < 0 && !inBlock && len(trimWS(text)) > 0 && (trimWS(text)[0] == '{' || trimWS(text)[0] == '['):
+			// A bare JSON line where a header belongs: an ndjson message.
+			// The line is consumed; the next frame is read in step.
+			return nil, s.parseError(ReasonNDJSONOnContentLength), nil
 		case i > 0:
 			// Junk before a header: report it, then read the header from
 			// the same line as if it had started there.
 			s.carry = append([]byte(nil), text[i:]...)
-			return nil, parseError("unexpected bytes before header"), nil
+			return nil, s.parseError("unexpected bytes before header"), nil
 		}
 		if len(text) == 0 {
 			if !inBlock {
@@ -431,7 +585,7 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 		// Content-Type and unknown headers are ignored: LSP defines only
 		// the charset utf-8, and refusing others would gain nothing.
 		if atEOF {
-			return nil, parseError("input ended inside a header"), nil
+			return nil, s.parseError("input ended inside a header"), nil
 		}
 	}
 	if length < 0 {
@@ -439,7 +593,7 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 			reason = "missing Content-Length header"
 		}
 		s.resync = true
-		return nil, parseError(reason), nil
+		return nil, s.parseError(reason), nil
 	}
 	if reason != "" || length > s.max {
 		// The length is known, so skipping the body resynchronises exactly.
@@ -447,14 +601,14 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 			return nil, nil, err
 		}
 		if reason != "" {
-			return nil, parseError(reason), nil
+			return nil, s.parseError(reason), nil
 		}
 		return nil, s.oversize(length), nil
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.br, body); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, parseError("input ended inside a body"), nil
+			return nil, s.parseError("input ended inside a body"), nil
 		}
 		return nil, nil, err
 	}
@@ -618,7 +772,7 @@ func (s *Stream) dispatch(data []byte) error {
 	data = trimWS(data)
 	if !json.Valid(data) {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-		return s.writeFrame(errorMessage(nil, &wireError{code: protocol.CodeParseError, message: "Parse error"}))
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
 	}
 	if data[0] != '[' {
 		m := parseMember(data)
@@ -641,7 +795,7 @@ func (s *Stream) dispatch(data []byte) error {
 
 	var elems []json.RawMessage
 	if err := json.Unmarshal(data, &elems); err != nil {
-		return s.writeFrame(errorMessage(nil, &wireError{code: protocol.CodeParseError, message: "Parse error"}))
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
 	}
 	if len(elems) == 0 {
 		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.

@@ -61,6 +61,19 @@ func echo(st *Stream) func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (
 // output (which it does once every request is answered).
 func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
 	t.Helper()
+	out, _ := runAsync(t, opts, async, input)
+	return out
+}
+
+// runStream is run with a synchronous handler that also returns the
+// stream, to inspect it afterwards.
+func runStream(t testing.TB, opts StreamOptions, input []byte) ([]byte, *Stream) {
+	t.Helper()
+	return runAsync(t, opts, false, input)
+}
+
+func runAsync(t testing.TB, opts StreamOptions, async bool, input []byte) ([]byte, *Stream) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	st := NewStream(inR, outW, closerFunc(func() error {
@@ -86,7 +99,7 @@ func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
 	if ctx.Err() != nil {
 		t.Fatalf("stream did not finish: %v; output so far %q", ctx.Err(), out)
 	}
-	return out
+	return out, st
 }
 
 // splitFrames cuts output into message bodies, failing on any byte that is
@@ -164,7 +177,7 @@ func invalid(id, reason string) string {
 func arr(elems ...string) string { return "[" + strings.Join(elems, ",") + "]" }
 
 var (
-	parseErr    = rpcErr("null", -32700, "Parse error", "")
+	parseErr    = rpcErr("null", -32700, "Parse error", `{"reason":"invalid JSON","offset":0}`) // a bad first message
 	badVersion  = "jsonrpc member must be the string 2.0"
 	badMethod   = "method member must be a string"
 	badID       = "id member must be a string, number or null"
@@ -297,42 +310,42 @@ func TestStreamContentLength(t *testing.T) {
 		{
 			name:  "garbled Content-Length",
 			input: "Content-Length: abc\r\n\r\n" + q1 + cl(q2),
-			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"invalid Content-Length"}`), r2},
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"invalid Content-Length","offset":0}`), r2},
 		},
 		{
 			name:  "missing Content-Length",
 			input: "Content-Type: application/vscode-jsonrpc\r\n\r\n" + cl(q2),
-			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"missing Content-Length header"}`), r2},
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"missing Content-Length header","offset":0}`), r2},
 		},
 		{
 			name:  "junk line",
 			input: "hello\r\n\r\n" + cl(q2),
-			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"malformed header line"}`), r2},
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"malformed header line","offset":0}`), r2},
 		},
 		{
 			name:  "junk glued to header",
 			input: "garbage" + cl(q2),
-			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"unexpected bytes before header"}`), r2},
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"unexpected bytes before header","offset":0}`), r2},
 		},
 		{
 			name:  "garbled line with known length skips the body",
 			input: fmt.Sprintf("Content-Length: %d\r\nbad header\r\n\r\n%s", len(q1), q1) + cl(q2),
-			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"malformed header line"}`), r2},
+			want:  []string{rpcErr("null", -32700, "Parse error", `{"reason":"malformed header line","offset":0}`), r2},
 		},
 		{
 			name:  "declared length too short",
 			input: "Content-Length: 5\r\n\r\n" + q1 + cl(q2),
-			want:  []string{parseErr, rpcErr("null", -32700, "Parse error", `{"reason":"unexpected bytes before header"}`), r2},
+			want:  []string{parseErr, rpcErr("null", -32700, "Parse error", `{"reason":"unexpected bytes before header","offset":26}`), r2},
 		},
 		{
 			name:  "body truncated by end of input",
 			input: cl(q2) + "Content-Length: 100\r\n\r\n{}",
-			want:  []string{r2, rpcErr("null", -32700, "Parse error", `{"reason":"input ended inside a body"}`)},
+			want:  []string{r2, rpcErr("null", -32700, "Parse error", `{"reason":"input ended inside a body","offset":75}`)},
 		},
 		{
 			name:  "header truncated by end of input",
 			input: cl(q2) + "Content-Length: 100\r\n",
-			want:  []string{r2, rpcErr("null", -32700, "Parse error", `{"reason":"input ended inside a header"}`)},
+			want:  []string{r2, rpcErr("null", -32700, "Parse error", `{"reason":"input ended inside a header","offset":75}`)},
 		},
 	}
 	runCases(t, FramingContentLength, cases)

@@ -7,7 +7,7 @@
 //	txkernel serve --workspace DIR [--data-dir DIR]
 //	               [--sandbox read-only|workspace-write|danger-full-access]
 //	               [--approval-policy untrusted|never]
-//	               [--framing ndjson|content-length] [--max-message-bytes N]
+//	               [--framing auto|ndjson|content-length] [--max-message-bytes N]
 //	               [--log-level debug|info|warn|error]
 //	txkernel prune --data-dir DIR --older-than DURATION
 //	txkernel version
@@ -74,7 +74,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "data directory (default: $XDG_STATE_HOME/txkernel/<workspace-name>-<hash>)")
 	sandboxMode := fs.String("sandbox", string(sandbox.WorkspaceWrite), "read-only | workspace-write | danger-full-access")
 	policy := fs.String("approval-policy", string(approvals.Untrusted), "untrusted | never")
-	framing := fs.String("framing", string(kernel.FramingNDJSON), "ndjson | content-length")
+	framing := fs.String("framing", string(kernel.FramingAuto), "auto (recognised from the first bytes) | ndjson | content-length")
 	maxMsg := fs.Int64("max-message-bytes", kernel.DefaultMaxMessageBytes, "largest accepted message in bytes")
 	logLevel := fs.String("log-level", "info", "debug | info | warn | error")
 	if err := fs.Parse(args); err != nil {
