@@ -17,6 +17,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/workspace"
 )
 
 // newTestServer wires a Server to a real engine on a real workspace.
@@ -32,7 +33,8 @@ func newTestServer(tb testing.TB) *Server {
 	}
 	tb.Cleanup(func() { w.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := tx.Open(context.Background(), tx.Options{Workspace: w, DataDir: tb.TempDir(), Policy: approvals.Never, Logger: log})
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: tb.TempDir(),
+		Policy: approvals.Never, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}

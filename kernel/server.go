@@ -1,8 +1,32 @@
 // Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: it frames
 // messages (Stream), checks the session state, decodes params into typed
 // structs through a method table, calls a service, and encodes the result or
-// maps the error to one wire code (toWire). Ledger events reach the host as
-// notifications as soon as they are durable.
+// maps the error's kind to one wire code (errors.go). Ledger events reach
+// the host as notifications as soon as they are durable.
+//
+// What sourcegraph/jsonrpc2, the project's chosen library, does for us:
+// jsonrpc2.Conn runs the read loop over an ObjectStream, decodes each
+// message into a Request, and calls Handler.Handle for it one at a time,
+// in arrival order, which is what lets session methods (initialize,
+// shutdown, $/cancelRequest) run inline and in order; it also tracks the
+// connection's end (DisconnectNotify).
+//
+// What we add on top, in the Stream under the Conn, and why: the library
+// reads one JSON value per call with no size limit, answers nothing it
+// cannot decode, knows no batches, and keeps ids only as uint64 or string.
+// So the stream, one job per file:
+//   - framing.go: ndjson and Content-Length framing, detected from the
+//     first bytes, with a size limit, and -32700 with data.reason and
+//     data.offset, skipping a frame of the other framing whole;
+//   - batch.go: envelope checks (JSON-RPC 2.0 §4, §5) and batches (§6);
+//   - ids.go: client ids of any JSON shape, kept byte-exact, behind
+//     internal ids the library can carry;
+//   - encode.go: the replies built by hand so those ids go back unchanged;
+//   - stream.go: the ObjectStream itself, ordering and draining answers.
+//
+// Replies are written straight to the Stream (Server.reply), not through
+// Conn.Reply, because the stream must restore the client's id and join
+// batch answers.
 package kernel
 
 import (

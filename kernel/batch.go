@@ -1,0 +1,165 @@
+package kernel
+
+// This file classifies each message (JSON-RPC 2.0 §4, §5: request,
+// notification, response, invalid) and unrolls batches (§6), whose answers
+// must go out together as one array.
+
+import (
+	"encoding/json"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// batch collects the responses of one incoming array (JSON-RPC 2.0 §6),
+// which must go out as one array once every request in it is answered.
+type batch struct {
+	slots   []json.RawMessage
+	pending int
+}
+
+// Member kinds, as classified by parseMember.
+const (
+	kindInvalid = iota
+	kindRequest
+	kindNotification
+	kindResponse
+)
+
+// member is one classified message: a whole frame or one batch element.
+type member struct {
+	kind   int
+	id     json.RawMessage // the request's id, or the id to answer an invalid one with (nil: null)
+	method json.RawMessage
+	params json.RawMessage
+	reason string
+}
+
+// parseMember validates a Request object (JSON-RPC 2.0 §4). raw must be
+// valid JSON.
+func parseMember(raw []byte) member {
+	raw = trimWS(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return member{kind: kindInvalid, reason: "message is not a JSON object"}
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return member{kind: kindInvalid, reason: "message is not a JSON object"}
+	}
+	method, hasMethod := f["method"]
+	if !hasMethod {
+		_, hasResult := f["result"]
+		_, hasError := f["error"]
+		if hasResult || hasError {
+			return member{kind: kindResponse}
+		}
+	}
+	m := member{kind: kindInvalid}
+	id, hasID := f["id"]
+	idOK := !hasID || validID(id)
+	if hasID && idOK {
+		m.id = id
+	}
+	var version string
+	switch v := f["jsonrpc"]; {
+	case len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &version) != nil || version != "2.0":
+		m.reason = "jsonrpc member must be the string 2.0"
+	case !hasMethod || method[0] != '"':
+		m.reason = "method member must be a string"
+	case !idOK:
+		m.reason = "id member must be a string, number or null"
+	default:
+		params, hasParams := f["params"]
+		if hasParams && string(params) == "null" {
+			// JSON-RPC 2.0 §4.2 wants a structured value, but LSP clients send
+			// null for shutdown; treat it as absent rather than refuse.
+			params, hasParams = nil, false
+		}
+		if hasParams && params[0] != '{' && params[0] != '[' {
+			m.reason = "params member must be an object or array"
+			break
+		}
+		m.method, m.params = method, params
+		m.kind = kindNotification
+		if hasID {
+			m.kind = kindRequest
+		}
+	}
+	return m
+}
+
+// dispatch classifies one frame, queues what jsonrpc2 must see and answers
+// the rest.
+func (s *Stream) dispatch(data []byte) error {
+	data = trimWS(data)
+	if !json.Valid(data) {
+		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+	}
+	if data[0] != '[' {
+		m := parseMember(data)
+		switch m.kind {
+		case kindInvalid:
+			s.log.Warn("jsonrpc: invalid request", "reason", m.reason)
+			return s.writeFrame(errorMessage(m.id, invalidRequest(m.reason)))
+		case kindResponse:
+			s.log.Debug("jsonrpc: dropping response from client")
+		case kindNotification:
+			s.queue = append(s.queue, queued{msg: requestMessage("", m)})
+		case kindRequest:
+			s.mu.Lock()
+			internal := s.registerLocked(m.id, nil, 0)
+			s.mu.Unlock()
+			s.queue = append(s.queue, queued{msg: requestMessage(internal, m)})
+		}
+		return nil
+	}
+
+	var elems []json.RawMessage
+	if err := json.Unmarshal(data, &elems); err != nil {
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+	}
+	if len(elems) == 0 {
+		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.
+		s.log.Warn("jsonrpc: invalid request", "reason", "empty batch")
+		return s.writeFrame(errorMessage(nil, invalidRequest("empty batch")))
+	}
+	b := &batch{}
+	var members []member
+	var slots []int
+	for _, e := range elems {
+		m := parseMember(e)
+		switch m.kind {
+		case kindInvalid:
+			s.log.Warn("jsonrpc: invalid request in batch", "reason", m.reason)
+			b.slots = append(b.slots, errorMessage(m.id, invalidRequest(m.reason)))
+		case kindResponse:
+			s.log.Debug("jsonrpc: dropping response from client")
+		case kindNotification:
+			members = append(members, m)
+			slots = append(slots, -1)
+		case kindRequest:
+			members = append(members, m)
+			slots = append(slots, len(b.slots))
+			b.slots = append(b.slots, nil)
+		}
+	}
+	s.mu.Lock()
+	for i, m := range members {
+		internal := ""
+		if slots[i] >= 0 {
+			internal = s.registerLocked(m.id, b, slots[i])
+			b.pending++
+		}
+		s.queue = append(s.queue, queued{msg: requestMessage(internal, m), internal: internal})
+	}
+	pending := b.pending
+	s.mu.Unlock()
+	if pending == 0 && len(b.slots) > 0 {
+		return s.writeFrame(joinArray(b.slots))
+	}
+	return nil
+}
+
+func invalidRequest(reason string) *wireError {
+	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]string{"reason": reason}}
+}

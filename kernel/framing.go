@@ -1,0 +1,444 @@
+package kernel
+
+// This file is the framing: how bytes on stdin become messages. It reads
+// ndjson lines and LSP Content-Length frames with a size limit, detects
+// which one a host speaks from its first bytes, skips a frame in the other
+// framing whole, and reports -32700 with data.reason and data.offset.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// Framing selects how JSON-RPC messages are delimited on the byte stream.
+// By default (FramingAuto) the stream recognises it from the first bytes
+// of the session; the --framing flag pins one. It never changes during a
+// session: a message in the other framing is answered with -32700 and
+// skipped whole (see the reasons below).
+type Framing string
+
+const (
+	// FramingAuto recognises the framing from the first non-blank bytes:
+	// "Content-Length:" (any case) means FramingContentLength, anything
+	// else FramingNDJSON.
+	FramingAuto Framing = "auto"
+	// FramingNDJSON frames one JSON value per line: input lines end in "\n"
+	// (a trailing "\r" is tolerated, blank lines are skipped), output is
+	// compact JSON followed by "\n".
+	FramingNDJSON Framing = "ndjson"
+	// FramingContentLength frames messages as in the LSP base protocol:
+	// "Content-Length: N\r\n", an optional "Content-Type" header, "\r\n",
+	// then exactly N bytes of JSON. Output carries only Content-Length.
+	FramingContentLength Framing = "content-length"
+)
+
+// ParseFraming converts a flag value ("auto", "ndjson" or "content-length",
+// case-insensitive, surrounding spaces ignored) to a Framing. Any other value,
+// including the empty string, yields an error naming the accepted values.
+func ParseFraming(s string) (Framing, error) {
+	switch f := Framing(strings.ToLower(strings.TrimSpace(s))); f {
+	case FramingAuto, FramingNDJSON, FramingContentLength:
+		return f, nil
+	}
+	return "", fmt.Errorf("kernel: unknown framing %q (want %q, %q or %q)", s, FramingAuto, FramingNDJSON, FramingContentLength)
+}
+
+// Parse error reasons (-32700 data.reason) that name a framing mix-up. A
+// host that gets one sent a message in the framing the session is not
+// using; the message was skipped whole and the next one is read normally.
+const (
+	// ReasonContentLengthOnNDJSON: a "Content-Length:" header block and
+	// its body arrived on an ndjson session.
+	ReasonContentLengthOnNDJSON = "content-length frame on an ndjson stream"
+	// ReasonNDJSONOnContentLength: a bare JSON line arrived where a
+	// Content-Length header was expected.
+	ReasonNDJSONOnContentLength = "ndjson message on a content-length stream"
+	// ReasonInvalidJSON: the message is not JSON (RFC 8259).
+	ReasonInvalidJSON = "invalid JSON"
+)
+
+// countingReader counts the bytes read through it, so parse errors can
+// give the byte offset of the message at fault.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// headerLineMax bounds how much of one Content-Length header line is kept.
+// Longer lines are garbage anyway; only their tail is kept so that a
+// "Content-Length:" glued to the end of junk can still resynchronise.
+const headerLineMax = 4096
+
+// Framing returns the framing in use: the one pinned, or the one detected
+// from the first bytes (FramingAuto until they arrive).
+func (s *Stream) Framing() Framing { return s.used.Load().(Framing) }
+
+// offset is the byte offset in the input of the next unread byte.
+func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
+
+// detect settles FramingAuto from the first non-blank bytes of the input:
+// a "Content-Length:" header (any case, RFC 7230 §3.2) means
+// content-length, anything else ndjson. It reads nothing it does not
+// hand on: it only peeks, and skips leading whitespace.
+func (s *Stream) detect() error {
+	const pat = "content-length:"
+	for {
+		b, err := s.br.Peek(1)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				s.setFraming(FramingNDJSON)
+				return nil
+			}
+			return err
+		}
+		if c := b[0]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			_, _ = s.br.ReadByte()
+			continue
+		}
+		if b[0] != 'c' && b[0] != 'C' {
+			s.setFraming(FramingNDJSON)
+			return nil
+		}
+		head, err := s.br.Peek(len(pat))
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+		if strings.EqualFold(string(head), pat) {
+			s.setFraming(FramingContentLength)
+		} else {
+			s.setFraming(FramingNDJSON)
+		}
+		return nil
+	}
+}
+
+func (s *Stream) setFraming(f Framing) {
+	s.framing = f
+	s.used.Store(f)
+	s.log.Debug("jsonrpc: framing detected", "framing", string(f))
+}
+
+// readLine returns the next non-blank NDJSON line without its line ending.
+// Bytes beyond the limit are skipped, not buffered, so memory stays bounded
+// by MaxMessageBytes plus the read buffer whatever the line length.
+//
+// A long line is kept as a list of fragments (each at most the read
+// buffer's size, copied once and never moved) and joined only when it is
+// complete and within the limit. Growing one slice with append instead
+// copies the line at every growth and leaves each old array as garbage:
+// a 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
+// against about 40 MiB this way (cmd/txkernel TestOversizeLineBoundedMemory).
+func (s *Stream) readLine() ([]byte, *wireError, error) {
+	for {
+		var (
+			one      [1][]byte // most lines are one fragment: no slice to allocate
+			frags    = one[:0]
+			n        int64
+			oversize bool
+		)
+	frag:
+		for {
+			f, err := s.br.ReadSlice('\n')
+			n += int64(len(f))
+			if !oversize {
+				// +2 leaves room for the "\r\n" that does not count.
+				if n-2 > s.max {
+					oversize, frags = true, nil
+				} else if len(f) > 0 {
+					frags = append(frags, bytes.Clone(f))
+				}
+			}
+			switch {
+			case err == nil:
+				break frag
+			case errors.Is(err, bufio.ErrBufferFull):
+			case errors.Is(err, io.EOF):
+				if n == 0 {
+					return nil, nil, io.EOF
+				}
+				// An unterminated last line is still a message; the next
+				// call sees io.EOF again.
+				break frag
+			default:
+				return nil, nil, err
+			}
+		}
+		if oversize {
+			return nil, s.oversize(n), nil
+		}
+		buf := joinFragments(frags, n)
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		buf = bytes.TrimSuffix(buf, []byte("\r"))
+		if int64(len(buf)) > s.max {
+			return nil, s.oversize(int64(len(buf))), nil
+		}
+		if len(trimWS(buf)) == 0 {
+			s.msgStart = s.offset()
+			continue
+		}
+		if indexContentLength(trimWS(buf)) == 0 {
+			we, err := s.skipContentLengthFrame(trimWS(buf))
+			return nil, we, err
+		}
+		return buf, nil, nil
+	}
+}
+
+// skipContentLengthFrame skips, on an ndjson stream, the rest of an LSP
+// frame whose first header line is first: the header block up to its
+// blank line and then exactly Content-Length body bytes (which need not end
+// in a newline). One -32700 answers the whole frame and the next message
+// is read in step. A frame whose length is unknown or too large is skipped
+// up to the end of its header block only.
+func (s *Stream) skipContentLengthFrame(first []byte) (*wireError, error) {
+	length := int64(-1)
+	line := first
+	for {
+		text := bytes.TrimSpace(line)
+		if len(text) == 0 {
+			break
+		}
+		if name, value, ok := cutHeader(text); ok && strings.EqualFold(name, "Content-Length") {
+			if n, err := strconv.ParseInt(value, 10, 64); err == nil && n >= 0 {
+				length = n
+			}
+		}
+		next, err := s.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Not a header line; treat it as the end of the block.
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if err != nil && len(next) == 0 {
+			break
+		}
+		line = next
+	}
+	if length >= 0 && length <= s.max {
+		if _, err := io.CopyN(io.Discard, s.br, length); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+	}
+	s.log.Warn("jsonrpc: content-length frame on an ndjson stream", "bodyBytes", length)
+	return s.parseError(ReasonContentLengthOnNDJSON), nil
+}
+
+// joinFragments returns frags (n bytes in all) as one slice, without a
+// copy when there is a single fragment.
+func joinFragments(frags [][]byte, n int64) []byte {
+	if len(frags) == 1 {
+		return frags[0]
+	}
+	buf := make([]byte, 0, n)
+	for _, f := range frags {
+		buf = append(buf, f...)
+	}
+	return buf
+}
+
+func (s *Stream) oversize(n int64) *wireError {
+	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max)
+	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]int64{"limit": s.max}}
+}
+
+// ParseErrorData is the data of every -32700: why, and the byte offset in
+// the input (counted from the first byte of the session) at which the
+// message at fault starts.
+type ParseErrorData struct {
+	Reason string `json:"reason"`
+	Offset int64  `json:"offset"`
+}
+
+// parseError is the -32700 for the message being read.
+func (s *Stream) parseError(reason string) *wireError {
+	return &wireError{code: protocol.CodeParseError, message: "Parse error", data: ParseErrorData{Reason: reason, Offset: s.msgStart}}
+}
+
+// readHeaderLine returns one header line including its line ending, keeping
+// at most headerLineMax trailing bytes (long reports that some were dropped).
+func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
+	if s.carry != nil {
+		line, s.carry = s.carry, nil
+		return line, false, nil
+	}
+	for {
+		f, err := s.br.ReadSlice('\n')
+		line = append(line, f...)
+		if len(line) > headerLineMax {
+			copy(line, line[len(line)-headerLineMax:])
+			line = line[:headerLineMax]
+			long = true
+		}
+		switch {
+		case err == nil:
+			return line, long, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+		default:
+			return line, long, err
+		}
+	}
+}
+
+// readContentLength reads one LSP base-protocol frame. After a garbled
+// header whose length is unknown it skips input up to the next
+// "Content-Length:" (which may follow junk on the same line, as when a body
+// overran its declared length), so one bad frame costs one -32700, not one
+// per line of its body.
+func (s *Stream) readContentLength() ([]byte, *wireError, error) {
+	var (
+		length  int64 = -1
+		inBlock bool
+		reason  string
+	)
+	for {
+		line, long, err := s.readHeaderLine()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		atEOF := err != nil
+		if atEOF && len(line) == 0 {
+			if inBlock {
+				return nil, s.parseError("input ended inside a header"), nil
+			}
+			return nil, nil, io.EOF
+		}
+		text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		i := indexContentLength(text)
+		switch {
+		case s.resync:
+			if i < 0 {
+				if atEOF {
+					return nil, nil, io.EOF
+				}
+				continue
+			}
+			s.resync = false
+			text, long = text[i:], false
+		case i < 0 && !inBlock && len(trimWS(text)) > 0 && (trimWS(text)[0] == '{' || trimWS(text)[0] == '['):
+			// A bare JSON line where a header belongs: an ndjson message.
+			// The line is consumed; the next frame is read in step.
+			return nil, s.parseError(ReasonNDJSONOnContentLength), nil
+		case i > 0:
+			// Junk before a header: report it, then read the header from
+			// the same line as if it had started there.
+			s.carry = append([]byte(nil), text[i:]...)
+			return nil, s.parseError("unexpected bytes before header"), nil
+		}
+		if len(text) == 0 {
+			if !inBlock {
+				// Stray line endings between frames are harmless.
+				if atEOF {
+					return nil, nil, io.EOF
+				}
+				continue
+			}
+			break
+		}
+		inBlock = true
+		name, value, ok := cutHeader(text)
+		switch {
+		case !ok || long:
+			reason = "malformed header line"
+		case strings.EqualFold(name, "Content-Length"):
+			n, perr := strconv.ParseInt(value, 10, 64)
+			if perr != nil || n < 0 || (length >= 0 && n != length) {
+				reason = "invalid Content-Length"
+			} else {
+				length = n
+			}
+		}
+		// Content-Type and unknown headers are ignored: LSP defines only
+		// the charset utf-8, and refusing others would gain nothing.
+		if atEOF {
+			return nil, s.parseError("input ended inside a header"), nil
+		}
+	}
+	if length < 0 {
+		if reason == "" {
+			reason = "missing Content-Length header"
+		}
+		s.resync = true
+		return nil, s.parseError(reason), nil
+	}
+	if reason != "" || length > s.max {
+		// The length is known, so skipping the body resynchronises exactly.
+		if _, err := io.CopyN(io.Discard, s.br, length); err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		if reason != "" {
+			return nil, s.parseError(reason), nil
+		}
+		return nil, s.oversize(length), nil
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(s.br, body); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, s.parseError("input ended inside a body"), nil
+		}
+		return nil, nil, err
+	}
+	return body, nil, nil
+}
+
+// indexContentLength finds "content-length:" in b, ASCII case-insensitively
+// (header names are case-insensitive, RFC 7230 §3.2), or returns -1.
+func indexContentLength(b []byte) int {
+	const pat = "content-length:"
+	for i := 0; i+len(pat) <= len(b); i++ {
+		j := 0
+		for ; j < len(pat); j++ {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != pat[j] {
+				break
+			}
+		}
+		if j == len(pat) {
+			return i
+		}
+	}
+	return -1
+}
+
+// cutHeader splits "Name: value"; the name must be a non-empty token.
+func cutHeader(b []byte) (name, value string, ok bool) {
+	i := bytes.IndexByte(b, ':')
+	if i <= 0 {
+		return "", "", false
+	}
+	for _, c := range b[:i] {
+		if c <= ' ' || c >= 0x7f {
+			return "", "", false
+		}
+	}
+	return string(b[:i]), strings.TrimSpace(string(b[i+1:])), true
+}
+
+// trimWS trims JSON whitespace (RFC 8259 §2), not Unicode spaces.
+func trimWS(b []byte) []byte {
+	isWS := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isWS(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isWS(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
