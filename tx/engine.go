@@ -15,7 +15,7 @@
 //	transactions/<txId>/transaction.json   metadata and pointers.proposal, replaced atomically
 //	transactions/<txId>/events.jsonl       the ledger: one checksummed event per line, seq 1..n
 //	transactions/<txId>/proposal.patch     the reviewable change, secrets redacted
-//	transactions/<txId>/blobs/<sha256>     exact new bytes (mode 0600), deleted once nothing needs them
+//	transactions/<txId>/blobs              exact new bytes (mode 0600), deleted once nothing needs them (blobs.go)
 //	active/<txId>                          an empty marker per transaction that is not terminal
 //	denied/<sha256 of fingerprint>         one per denied fingerprint, so deny sticks without reading history
 //
@@ -58,7 +58,6 @@ import (
 const (
 	MetaFile  = "transaction.json"
 	PatchFile = "proposal.patch"
-	BlobDir   = "blobs"
 	TxDir     = "transactions"
 	ActiveDir = "active"
 	DeniedDir = "denied"

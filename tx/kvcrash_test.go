@@ -181,7 +181,7 @@ func checkKVRecovery(t *testing.T, dir string) {
 // assertRetired checks a terminal transaction has no blobs and no marker.
 func assertRetired(t *testing.T, dir, id string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "data", TxDir, id, BlobDir)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "data", TxDir, id, BlobFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("blobs of terminal %s remain (%v)", id, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", ActiveDir, id)); !errors.Is(err, fs.ErrNotExist) {

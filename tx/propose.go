@@ -155,34 +155,19 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	return &protocol.TurnStartResult{TransactionID: txID, TurnID: turnID, State: protocol.StateProposed, Proposal: sum}, nil
 }
 
-// writeProposalDir creates dir and writes proposal.patch, the blobs and
-// whatever more writes, all fsynced concurrently, then fsyncs the
-// directories so that their entries are durable before dir is renamed.
+// writeProposalDir creates dir and writes proposal.patch, the blob file and
+// whatever more writes, all fsynced concurrently, then fsyncs dir so that
+// their entries are durable before dir is renamed.
 func (e *Engine) writeProposalDir(dir string, plan *Plan, more ...func() error) error {
-	blobs := filepath.Join(dir, BlobDir)
-	if err := os.MkdirAll(blobs, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
 	jobs := append(more, func() error { return writeFileSync(filepath.Join(dir, PatchFile), plan.Redacted, 0o600) })
-	for sum, data := range plan.Blobs {
-		jobs = append(jobs, func() error { return writeFileSync(filepath.Join(blobs, sum), data, 0o600) })
+	if len(plan.Blobs) > 0 {
+		jobs = append(jobs, func() error { return writeFileSync(filepath.Join(dir, BlobFile), encodeBlobs(plan.Blobs), 0o600) })
 	}
 	if err := parallel.Do(len(jobs), func(i int) error { return jobs[i]() }); err != nil {
 		return err
 	}
-	return parallel.Do(2, func(i int) error { return syncDir([]string{blobs, dir}[i]) })
-}
-
-// readBlob reads and verifies a new content by its sha256.
-func (t *transaction) readBlob(sum string) ([]byte, error) {
-	path := filepath.Join(t.dir, BlobDir, sum)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if sha256Hex(b) != sum {
-		return nil, corrupt(CorruptData{TransactionID: t.id, File: path, Reason: "blob checksum mismatch"},
-			"blob %s of transaction %s is corrupt", sum, t.id)
-	}
-	return b, nil
+	return syncDir(dir)
 }

@@ -75,12 +75,13 @@ func (e *Engine) observeDenials(reqs []approvals.Requirement) {
 	}
 }
 
-// dropBlobs deletes t's blobs/: the exact new bytes, secrets included, kept
-// only so that an approved apply can stage them. With sync, the removal is
-// made durable before dropBlobs returns; without, the caller's next fsync
-// of t's directory does it (the apply's closing transaction.json replace).
+// dropBlobs deletes t's blob file (or an earlier release's blobs/
+// directory): the exact new bytes, secrets included, kept only so that an
+// approved apply can stage them. With sync, the removal is made durable
+// before dropBlobs returns; without, the caller's next fsync of t's
+// directory does it (the apply's closing transaction.json replace).
 func (e *Engine) dropBlobs(t *transaction, sync bool) error {
-	dir := filepath.Join(t.dir, BlobDir)
+	dir := filepath.Join(t.dir, BlobFile)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

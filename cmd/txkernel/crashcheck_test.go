@@ -210,7 +210,7 @@ func recoverState(ctx context.Context, ws, dataDir string, c fzfCommit, wsInitia
 		if protocol.Terminal(st.State) {
 			// Retired by recovery: its blobs (the exact new bytes, secrets
 			// included) and its active/ marker are gone.
-			for _, p := range []string{filepath.Join(dataDir, tx.TxDir, row.TransactionID, tx.BlobDir), filepath.Join(dataDir, tx.ActiveDir, row.TransactionID)} {
+			for _, p := range []string{filepath.Join(dataDir, tx.TxDir, row.TransactionID, tx.BlobFile), filepath.Join(dataDir, tx.ActiveDir, row.TransactionID)} {
 				if _, err := os.Lstat(p); err == nil {
 					r.problems = append(r.problems, fmt.Sprintf("terminal transaction %s still has %s", row.TransactionID, p))
 				}
