@@ -100,20 +100,20 @@ func (w *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRec
 			paths = append(paths, op.Path)
 		}
 	}
-	if err := w.syncParents(paths); err != nil {
+	if err := w.syncDirs(paths, true); err != nil {
 		return nil, err
 	}
 	return &protocol.CommitRecord{Ops: ops}, nil
 }
 
-// syncParents fsyncs, concurrently, the parent directory of every path and
-// all of their ancestors up to the workspace root.
-func (w *Target) syncParents(paths []string) error {
+// syncDirs fsyncs, concurrently, the parent directory of every path and,
+// with ancestors, all of their ancestors up to the workspace root.
+func (w *Target) syncDirs(paths []string, ancestors bool) error {
 	dirs := map[string]bool{}
 	for _, p := range paths {
 		for d := path.Dir(p); ; d = path.Dir(d) {
 			dirs[d] = true
-			if d == "." {
+			if d == "." || !ancestors {
 				break
 			}
 		}
@@ -194,7 +194,9 @@ func (w *Target) Commit(ctx context.Context, c *tx.Change, rec *protocol.CommitR
 	if err := w.fp.Hit(context.Background(), fpBeforeDirFsync); err != nil {
 		return err
 	}
-	// Sync every parent and ancestor: the renames and removals live in
-	// the directories, and staging may have created some of them.
-	return w.syncParents(paths)
+	// The renames and removals live in their parent directories: fsync
+	// those. Their ancestors need no fsync here: a directory that staging
+	// created was made durable, with every ancestor, before the commit
+	// record (Prepare), and a rename changes no other directory.
+	return w.syncDirs(paths, false)
 }
