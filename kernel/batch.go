@@ -39,11 +39,11 @@ type member struct {
 func parseMember(raw []byte) member {
 	raw = trimWS(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return member{kind: kindInvalid, reason: "message is not a JSON object"}
+		return member{kind: kindInvalid, reason: ReasonNotObject}
 	}
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return member{kind: kindInvalid, reason: "message is not a JSON object"}
+		return member{kind: kindInvalid, reason: ReasonNotObject}
 	}
 	method, hasMethod := f["method"]
 	if !hasMethod {
@@ -62,11 +62,11 @@ func parseMember(raw []byte) member {
 	var version string
 	switch v := f["jsonrpc"]; {
 	case len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &version) != nil || version != "2.0":
-		m.reason = "jsonrpc member must be the string 2.0"
+		m.reason = ReasonBadVersion
 	case !hasMethod || method[0] != '"':
-		m.reason = "method member must be a string"
+		m.reason = ReasonMethodNotText
 	case !idOK:
-		m.reason = "id member must be a string, number or null"
+		m.reason = ReasonBadID
 	default:
 		params, hasParams := f["params"]
 		if hasParams && string(params) == "null" {
@@ -75,7 +75,7 @@ func parseMember(raw []byte) member {
 			params, hasParams = nil, false
 		}
 		if hasParams && params[0] != '{' && params[0] != '[' {
-			m.reason = "params member must be an object or array"
+			m.reason = ReasonParamsNotValue
 			break
 		}
 		m.method, m.params = method, params
@@ -120,8 +120,8 @@ func (s *Stream) dispatch(data []byte) error {
 	}
 	if len(elems) == 0 {
 		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.
-		s.log.Warn("jsonrpc: invalid request", "reason", "empty batch")
-		return s.writeFrame(errorMessage(nil, invalidRequest("empty batch")))
+		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
+		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
 	}
 	b := &batch{}
 	var members []member

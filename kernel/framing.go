@@ -21,13 +21,13 @@ import (
 // By default (FramingAuto) the stream recognises it from the first bytes
 // of the session; the --framing flag pins one. It never changes during a
 // session: a message in the other framing is answered with -32700 and
-// skipped whole (see the reasons below).
+// skipped whole (the reasons are in reasons.go).
 type Framing string
 
 const (
 	// FramingAuto recognises the framing from the first non-blank bytes:
-	// "Content-Length:" (any case) means FramingContentLength, anything
-	// else FramingNDJSON.
+	// an LSP header, "Content-Length:" or "Content-Type:" (any case), means
+	// FramingContentLength, anything else ("{", "[", garbage) FramingNDJSON.
 	FramingAuto Framing = "auto"
 	// FramingNDJSON frames one JSON value per line: input lines end in "\n"
 	// (a trailing "\r" is tolerated, blank lines are skipped), output is
@@ -49,20 +49,6 @@ func ParseFraming(s string) (Framing, error) {
 	}
 	return "", fmt.Errorf("kernel: unknown framing %q (want %q, %q or %q)", s, FramingAuto, FramingNDJSON, FramingContentLength)
 }
-
-// Parse error reasons (-32700 data.reason) that name a framing mix-up. A
-// host that gets one sent a message in the framing the session is not
-// using; the message was skipped whole and the next one is read normally.
-const (
-	// ReasonContentLengthOnNDJSON: a "Content-Length:" header block and
-	// its body arrived on an ndjson session.
-	ReasonContentLengthOnNDJSON = "content-length frame on an ndjson stream"
-	// ReasonNDJSONOnContentLength: a bare JSON line arrived where a
-	// Content-Length header was expected.
-	ReasonNDJSONOnContentLength = "ndjson message on a content-length stream"
-	// ReasonInvalidJSON: the message is not JSON (RFC 8259).
-	ReasonInvalidJSON = "invalid JSON"
-)
 
 // countingReader counts the bytes read through it, so parse errors can
 // give the byte offset of the message at fault.
@@ -90,11 +76,11 @@ func (s *Stream) Framing() Framing { return s.used.Load().(Framing) }
 func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
 
 // detect settles FramingAuto from the first non-blank bytes of the input:
-// a "Content-Length:" header (any case, RFC 7230 §3.2) means
-// content-length, anything else ndjson. It reads nothing it does not
-// hand on: it only peeks, and skips leading whitespace.
+// an LSP header line ("Content-Length:" or "Content-Type:", any case, RFC
+// 7230 §3.2) means content-length, anything else ndjson, as no JSON text
+// starts with a letter C. It reads nothing it does not hand on: it only
+// peeks, and skips leading whitespace.
 func (s *Stream) detect() error {
-	const pat = "content-length:"
 	for {
 		b, err := s.br.Peek(1)
 		if err != nil {
@@ -112,11 +98,11 @@ func (s *Stream) detect() error {
 			s.setFraming(FramingNDJSON)
 			return nil
 		}
-		head, err := s.br.Peek(len(pat))
+		head, err := s.br.Peek(len(headerContentLength))
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 			return err
 		}
-		if strings.EqualFold(string(head), pat) {
+		if isHeaderStart(head) {
 			s.setFraming(FramingContentLength)
 		} else {
 			s.setFraming(FramingNDJSON)
@@ -189,7 +175,7 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 			s.msgStart = s.offset()
 			continue
 		}
-		if indexContentLength(trimWS(buf)) == 0 {
+		if isHeaderStart(trimWS(buf)) {
 			we, err := s.skipContentLengthFrame(trimWS(buf))
 			return nil, we, err
 		}
@@ -200,9 +186,9 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 // skipContentLengthFrame skips, on an ndjson stream, the rest of an LSP
 // frame whose first header line is first: the header block up to its
 // blank line and then exactly Content-Length body bytes (which need not end
-// in a newline). One -32700 answers the whole frame and the next message
-// is read in step. A frame whose length is unknown or too large is skipped
-// up to the end of its header block only.
+// in a newline; a body over the limit is discarded unbuffered). One -32700
+// answers the whole frame and the next message is read in step. A frame
+// whose length is unknown is skipped up to the end of its header block.
 func (s *Stream) skipContentLengthFrame(first []byte) (*wireError, error) {
 	length := int64(-1)
 	line := first
@@ -229,7 +215,7 @@ func (s *Stream) skipContentLengthFrame(first []byte) (*wireError, error) {
 		}
 		line = next
 	}
-	if length >= 0 && length <= s.max {
+	if length >= 0 {
 		if _, err := io.CopyN(io.Discard, s.br, length); err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
@@ -253,7 +239,13 @@ func joinFragments(frags [][]byte, n int64) []byte {
 
 func (s *Stream) oversize(n int64) *wireError {
 	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max)
-	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]int64{"limit": s.max}}
+	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: tooLargeData{Reason: ReasonTooLarge, Limit: s.max}}
+}
+
+// tooLargeData is the data of the -32600 for a message over the limit.
+type tooLargeData struct {
+	Reason string `json:"reason"`
+	Limit  int64  `json:"limit"`
 }
 
 // ParseErrorData is the data of every -32700: why, and the byte offset in
@@ -271,9 +263,12 @@ func (s *Stream) parseError(reason string) *wireError {
 
 // readHeaderLine returns one header line including its line ending, keeping
 // at most headerLineMax trailing bytes (long reports that some were dropped).
+// A line carried over from the previous call is returned first, and the
+// message being read then starts where it does.
 func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
 	if s.carry != nil {
 		line, s.carry = s.carry, nil
+		s.msgStart = s.carryAt
 		return line, false, nil
 	}
 	for {
@@ -313,12 +308,14 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 		atEOF := err != nil
 		if atEOF && len(line) == 0 {
 			if inBlock {
-				return nil, s.parseError("input ended inside a header"), nil
+				return nil, s.parseError(ReasonEOFInHeader), nil
 			}
 			return nil, nil, io.EOF
 		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		i := indexContentLength(text)
+		// at is the input offset of text[i:]; line ends at s.offset().
+		at := s.offset() - int64(len(line)) + int64(i)
 		switch {
 		case s.resync:
 			if i < 0 {
@@ -327,8 +324,10 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 				}
 				continue
 			}
+			// Skipped silently: the next message starts at the header.
 			s.resync = false
 			text, long = text[i:], false
+			s.msgStart = at
 		case i < 0 && !inBlock && len(trimWS(text)) > 0 && (trimWS(text)[0] == '{' || trimWS(text)[0] == '['):
 			// A bare JSON line where a header belongs: an ndjson message.
 			// The line is consumed; the next frame is read in step.
@@ -337,7 +336,8 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 			// Junk before a header: report it, then read the header from
 			// the same line as if it had started there.
 			s.carry = append([]byte(nil), text[i:]...)
-			return nil, s.parseError("unexpected bytes before header"), nil
+			s.carryAt = at
+			return nil, s.parseError(ReasonBytesBeforeHeader), nil
 		}
 		if len(text) == 0 {
 			if !inBlock {
@@ -345,6 +345,7 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 				if atEOF {
 					return nil, nil, io.EOF
 				}
+				s.msgStart = s.offset()
 				continue
 			}
 			break
@@ -353,11 +354,11 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 		name, value, ok := cutHeader(text)
 		switch {
 		case !ok || long:
-			reason = "malformed header line"
+			reason = ReasonMalformedHeader
 		case strings.EqualFold(name, "Content-Length"):
 			n, perr := strconv.ParseInt(value, 10, 64)
 			if perr != nil || n < 0 || (length >= 0 && n != length) {
-				reason = "invalid Content-Length"
+				reason = ReasonInvalidContentLength
 			} else {
 				length = n
 			}
@@ -365,12 +366,12 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 		// Content-Type and unknown headers are ignored: LSP defines only
 		// the charset utf-8, and refusing others would gain nothing.
 		if atEOF {
-			return nil, s.parseError("input ended inside a header"), nil
+			return nil, s.parseError(ReasonEOFInHeader), nil
 		}
 	}
 	if length < 0 {
 		if reason == "" {
-			reason = "missing Content-Length header"
+			reason = ReasonMissingContentLength
 		}
 		s.resync = true
 		return nil, s.parseError(reason), nil
@@ -388,17 +389,35 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.br, body); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, s.parseError("input ended inside a body"), nil
+			return nil, s.parseError(ReasonEOFInBody), nil
 		}
 		return nil, nil, err
 	}
 	return body, nil, nil
 }
 
+// LSP header names that start a frame, lower case.
+const (
+	headerContentLength = "content-length:"
+	headerContentType   = "content-type:"
+)
+
+// isHeaderStart reports whether b starts with an LSP header name that
+// begins a frame: "Content-Length:" or "Content-Type:", in any case. b may
+// be cut short (a peek at end of input); then it must be the whole name.
+func isHeaderStart(b []byte) bool {
+	for _, h := range []string{headerContentLength, headerContentType} {
+		if len(b) >= len(h) && strings.EqualFold(string(b[:len(h)]), h) {
+			return true
+		}
+	}
+	return false
+}
+
 // indexContentLength finds "content-length:" in b, ASCII case-insensitively
 // (header names are case-insensitive, RFC 7230 §3.2), or returns -1.
 func indexContentLength(b []byte) int {
-	const pat = "content-length:"
+	const pat = headerContentLength
 	for i := 0; i+len(pat) <= len(b); i++ {
 		j := 0
 		for ; j < len(pat); j++ {

@@ -1,5 +1,8 @@
 package kernel
 
+// This file decodes a method's by-name params into its typed struct and
+// words a mismatch in JSON's types, never Go's.
+
 import (
 	"bytes"
 	"encoding/json"

@@ -1,7 +1,11 @@
 package kernel
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +42,39 @@ func TestParamsErrorsInJSONWords(t *testing.T) {
 		}
 		if strings.Contains(e.Message, "protocol.") || strings.Contains(e.Message, "int64") || strings.Contains(e.Message, "[]") {
 			t.Errorf("%s: Go type name in %q", c.raw, e.Message)
+		}
+	}
+}
+
+// goTypeName matches what Go's reflection and encoding/json would put in a
+// message: Go type names, package-qualified types and "Go struct field".
+var goTypeName = regexp.MustCompile(`\b(u?int(8|16|32|64)?|uintptr|float(32|64)|bool|struct|interface|RawMessage)\b|map\[|\[\]|\b(protocol|json|errs|tx)\.[A-Z]|\bGo (struct|value)`)
+
+// TestParamsNoGoTypeNamesOnWire sends every malformed params case of
+// TestMalformedParamsEveryMethod to every method and checks the wire error
+// (message and data) for Go type names (issue 7 §6).
+func TestParamsNoGoTypeNamesOnWire(t *testing.T) {
+	s := newTestServer(t)
+	for _, name := range RequestMethods() {
+		if name == "shutdown" {
+			continue
+		}
+		cases := append(slices.Clone(malformedCommon), malformedByMethod[name]...)
+		cases = append(cases, `{"transactionId":{},"proposal":[],"afterSeq":true,"limit":"x","decision":[1]}`)
+		for _, p := range cases {
+			raw := json.RawMessage(p)
+			_, err := methods[name].handle(context.Background(), s, &raw)
+			if err == nil {
+				continue
+			}
+			we := s.toWire(err)
+			text := we.Message
+			if we.Data != nil {
+				text += " " + string(*we.Data)
+			}
+			if m := goTypeName.FindString(text); m != "" {
+				t.Errorf("%s(%s): Go type name %q on the wire: %s", name, p, m, text)
+			}
 		}
 	}
 }

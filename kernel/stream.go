@@ -1,5 +1,12 @@
 package kernel
 
+// This file is the Stream itself: the jsonrpc2.ObjectStream under
+// jsonrpc2.Conn. It hands the Conn one request at a time in arrival order,
+// writes answers (each with its client's id back, a batch as one array),
+// and at end of input waits for every answer before reporting io.EOF.
+// Framing, ids, batches and hand-built JSON live in the files named in the
+// package doc (server.go); the data.reason strings in reasons.go.
+
 import (
 	"bufio"
 	"encoding/json"
@@ -20,15 +27,16 @@ import (
 // leaves it zero or negative: 32 MiB.
 const DefaultMaxMessageBytes int64 = 32 << 20
 
-// StreamOptions configures NewStream. The zero value is usable: NDJSON
-// framing, a 32 MiB limit and no logging.
+// StreamOptions configures NewStream. The zero value is usable: framing
+// detected from the first bytes, a 32 MiB limit and no logging.
 type StreamOptions struct {
-	// Framing is the wire framing; "" means FramingNDJSON.
+	// Framing is the wire framing; "" means FramingAuto.
 	Framing Framing
 	// MaxMessageBytes bounds one incoming message (one NDJSON line without
 	// its line ending, or one Content-Length body), in bytes. A larger
 	// message is discarded unbuffered and answered with -32600, id null and
-	// data {"limit": MaxMessageBytes}. <= 0 means DefaultMaxMessageBytes.
+	// data {"reason": ReasonTooLarge, "limit": MaxMessageBytes}. <= 0 means
+	// DefaultMaxMessageBytes.
 	MaxMessageBytes int64
 	// Logger receives protocol diagnostics (rejected messages at Warn,
 	// dropped client responses at Debug). nil discards them. Message bodies
@@ -70,6 +78,7 @@ type Stream struct {
 	queue    []queued
 	resync   bool   // content-length: skip junk until a Content-Length header
 	carry    []byte // content-length: rest of a line, to be read as the next header line
+	carryAt  int64  // input offset of carry
 
 	wmu sync.Mutex // serialises frames so they never interleave
 	bw  *bufio.Writer

@@ -176,6 +176,11 @@ func invalid(id, reason string) string {
 
 func arr(elems ...string) string { return "[" + strings.Join(elems, ",") + "]" }
 
+// tooLarge is the -32600 for a message over the limit.
+func tooLarge(limit int) string {
+	return rpcErr("null", -32600, "Invalid Request", `{"reason":"`+ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`}`)
+}
+
 var (
 	parseErr    = rpcErr("null", -32700, "Parse error", `{"reason":"invalid JSON","offset":0}`) // a bad first message
 	badVersion  = "jsonrpc member must be the string 2.0"
@@ -256,13 +261,13 @@ func TestStreamNDJSON(t *testing.T) {
 			name:  "oversize line",
 			max:   1024,
 			input: lines(bigRequest("1", 10<<10), req("2", "echo", `[2]`)),
-			want:  []string{rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`), res("2", `[2]`)},
+			want:  []string{tooLarge(1024), res("2", `[2]`)},
 		},
 		{
 			name:  "line at the limit",
 			max:   1024,
 			input: bigRequest("1", 1024) + "\r\n" + bigRequest("2", 1025) + "\n",
-			want:  []string{res("1", `["`+strings.Repeat("x", 1024-len(req("1", "echo", `[""]`)))+`"]`), rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`)},
+			want:  []string{res("1", `["`+strings.Repeat("x", 1024-len(req("1", "echo", `[""]`)))+`"]`), tooLarge(1024)},
 		},
 		{
 			// Longer than the 64 KiB read buffer: read in fragments, joined.
@@ -271,7 +276,7 @@ func TestStreamNDJSON(t *testing.T) {
 			input: bigRequest("1", 300<<10) + "\r\n" + bigRequest("2", 300<<10+1) + "\n" + bigRequest("3", 200<<10),
 			want: []string{
 				res("1", `["`+strings.Repeat("x", 300<<10-len(req("1", "echo", `[""]`)))+`"]`),
-				rpcErr("null", -32600, "Invalid Request", `{"limit":307200}`),
+				tooLarge(307200),
 				res("3", `["`+strings.Repeat("x", 200<<10-len(req("3", "echo", `[""]`)))+`"]`),
 			},
 		},
@@ -279,7 +284,7 @@ func TestStreamNDJSON(t *testing.T) {
 			name:  "oversize unterminated last line",
 			max:   1024,
 			input: req("1", "echo", `[1]`) + "\n" + bigRequest("2", 4096),
-			want:  []string{res("1", `[1]`), rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`)},
+			want:  []string{res("1", `[1]`), tooLarge(1024)},
 		},
 	}
 	runCases(t, FramingNDJSON, cases)
@@ -305,7 +310,7 @@ func TestStreamContentLength(t *testing.T) {
 			name:  "oversize body",
 			max:   1024,
 			input: cl(bigRequest("1", 10<<10), q2),
-			want:  []string{rpcErr("null", -32600, "Invalid Request", `{"limit":1024}`), r2},
+			want:  []string{tooLarge(1024), r2},
 		},
 		{
 			name:  "garbled Content-Length",
@@ -586,8 +591,15 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(lines(req("1", "echo", `{"a":1}`))))
 	f.Add([]byte(cl(req("1", "echo", `{"a":1}`))))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, fr := range []Framing{FramingNDJSON, FramingContentLength} {
-			out := run(t, StreamOptions{Framing: fr, MaxMessageBytes: 512}, true, data)
+		for _, fr := range []Framing{FramingNDJSON, FramingContentLength, FramingAuto} {
+			out, st := runAsync(t, StreamOptions{Framing: fr, MaxMessageBytes: 512}, true, data)
+			if fr == FramingAuto {
+				// Answers go out in the framing detected; detection
+				// always settles, even on empty input.
+				if fr = st.Framing(); fr == FramingAuto {
+					t.Fatal("framing not settled after end of input")
+				}
+			}
 			frames, err := splitFrames(fr, out)
 			if err != nil {
 				t.Fatalf("%s: %v", fr, err)
