@@ -22,7 +22,11 @@
 //   - ids.go: client ids of any JSON shape, kept byte-exact, behind
 //     internal ids the library can carry;
 //   - encode.go: the replies built by hand so those ids go back unchanged;
+//   - reasons.go: every data.reason the stream sends itself, in one table;
 //   - stream.go: the ObjectStream itself, ordering and draining answers.
+//
+// params.go decodes params for the method table, with type errors in
+// JSON's words.
 //
 // Replies are written straight to the Stream (Server.reply), not through
 // Conn.Reply, because the stream must restore the client's id and join
