@@ -78,17 +78,15 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes}
 	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(plan.Redacted)}
 	var evs []protocol.Event
-	// The ledger, transaction.json, proposal.patch, the blobs and the
-	// active/ marker are independent files: write and fsync them together
-	// (see parallel). The marker is durable before the rename, so a
-	// transaction that exists is never missing from the index.
-	err := e.writeProposalDir(tmp, plan, func() error {
-		led, err := createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
-		if err != nil {
-			return err
-		}
-		t.led = led
-		evs, err = led.append(
+	// The ledger, transaction.json, proposal.patch, the blobs, their
+	// directory and the active/ marker are independent: write and fsync
+	// them together (see parallel). The marker is durable before the
+	// rename, so a transaction that exists is never missing from the index.
+	err := e.writeProposalDir(tmp, plan, func() (err error) {
+		t.led, err = createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
+		return err
+	}, func() (err error) {
+		evs, err = t.led.append(
 			protocol.Event{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: &ptr},
 			protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
 			protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
@@ -155,19 +153,33 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	return &protocol.TurnStartResult{TransactionID: txID, TurnID: turnID, State: protocol.StateProposed, Proposal: sum}, nil
 }
 
-// writeProposalDir creates dir and writes proposal.patch, the blob file and
-// whatever more writes, all fsynced concurrently, then fsyncs dir so that
-// their entries are durable before dir is renamed.
-func (e *Engine) writeProposalDir(dir string, plan *Plan, more ...func() error) error {
+// writeProposalDir creates dir, has create make the files the jobs write
+// to, and then runs the jobs, proposal.patch's and the blob file's writes
+// (each fsynced) and the fsync of dir, all concurrently. Every file exists
+// before dir's fsync is issued, so that one fsync, run alongside the
+// files' own, makes all their names durable before dir is renamed: one
+// round of fsyncs, not two.
+func (e *Engine) writeProposalDir(dir string, plan *Plan, create func() error, more ...func() error) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	jobs := append(more, func() error { return writeFileSync(filepath.Join(dir, PatchFile), plan.Redacted, 0o600) })
+	if err := create(); err != nil {
+		return err
+	}
+	names := []string{PatchFile, MetaFile}
+	if len(plan.Blobs) > 0 {
+		names = append(names, BlobFile)
+	}
+	for _, n := range names {
+		if err := touch(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	jobs := append(more,
+		func() error { return writeFileSync(filepath.Join(dir, PatchFile), plan.Redacted, 0o600) },
+		func() error { return syncDir(dir) })
 	if len(plan.Blobs) > 0 {
 		jobs = append(jobs, func() error { return writeFileSync(filepath.Join(dir, BlobFile), encodeBlobs(plan.Blobs), 0o600) })
 	}
-	if err := parallel.Do(len(jobs), func(i int) error { return jobs[i]() }); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return parallel.Do(len(jobs), func(i int) error { return jobs[i]() })
 }
