@@ -2,57 +2,29 @@ package tx
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"runtime"
+	"fmt"
 	"testing"
 
-	"github.com/txkernel/txkernel/approvals"
-	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 )
 
-// fzfDir returns ../shared/corpora/patches/fzf/<name>, or skips.
-func fzfDir(tb testing.TB, name string) string {
-	tb.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "shared", "corpora", "patches", "fzf", name)
-	if _, err := os.Stat(dir); err != nil {
-		tb.Skipf("skipping: %s is absent (the shared test data lives beside the repository)", dir)
-	}
-	return dir
-}
-
-// BenchmarkPropose measures turn/start's work in process (plan, canonical
-// diff, secret scan, durable write of the proposal) on the largest fzf
-// commit, and BenchmarkNewScanner the start-up cost of the secret rules.
-func BenchmarkPropose(b *testing.B) {
-	dir := fzfDir(b, "025-ae3180f91994")
-	diff, err := os.ReadFile(filepath.Join(dir, "patch.diff"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := b.TempDir()
-	if err := os.CopyFS(ws, os.DirFS(filepath.Join(dir, "base"))); err != nil {
-		b.Fatal(err)
-	}
-	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := Open(context.Background(), Options{Workspace: w, DataDir: b.TempDir(), Policy: approvals.Untrusted})
-	if err != nil {
-		b.Fatal(err)
-	}
+// BenchmarkProposeKV measures the engine's share of turn/start (ids, the
+// ledger, transaction.json, proposal.patch, the blob and the active/
+// marker, all durable) with the kv target, whose plan is trivial.
+// tx/workspace's BenchmarkPropose measures a real diff on real files.
+func BenchmarkProposeKV(b *testing.B) {
+	e, _ := openKV(b, b.TempDir(), nil)
 	defer e.Close()
-	d := string(diff)
+	i := 0
 	for b.Loop() {
-		if _, err := e.Propose(context.Background(), &protocol.ProposalInput{Kind: protocol.KindUnifiedDiff, Diff: &d}); err != nil {
+		if _, err := e.Propose(context.Background(), kvSet(fmt.Sprintf("k%d", i), "v")); err != nil {
 			b.Fatal(err)
 		}
+		i++
 	}
 }
 
+// BenchmarkNewScanner measures the start-up cost of the secret rules.
 func BenchmarkNewScanner(b *testing.B) {
 	for b.Loop() {
 		sandbox.NewScanner()

@@ -38,7 +38,6 @@ func FuzzLoadLedger(f *testing.F) {
 		if err != nil {
 			return
 		}
-		defer l.close()
 		for i, ev := range l.events {
 			if ev.Seq != int64(i+1) || ev.TransactionID != "tx-f" {
 				t.Fatalf("event %d accepted with seq %d, tx %q", i, ev.Seq, ev.TransactionID)

@@ -2,144 +2,317 @@ package tx
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/sandbox"
 )
 
-// listStates returns tx/list's view: state and pending-approval count by
-// transaction.
-func listStates(t *testing.T, ctx context.Context, e *Engine) map[string]protocol.TxSummary {
+// listAll pages through tx/list with p (its Cursor is ignored) and returns
+// every row in order. It fails t if a page is larger than the limit, if a
+// page but the last is not full, or if a cursor repeats.
+func listAll(t testing.TB, e *Engine, p protocol.TxListParams) []protocol.TxSummary {
 	t.Helper()
-	list, err := e.List(ctx)
-	if err != nil {
-		t.Fatalf("List: %v", err)
+	limit := p.Limit
+	if limit == 0 {
+		limit = protocol.TxListDefaultLimit
 	}
-	out := map[string]protocol.TxSummary{}
-	for _, s := range list.Transactions {
-		out[s.TransactionID] = s
+	p.Cursor = ""
+	var rows []protocol.TxSummary
+	seen := map[string]bool{}
+	for {
+		page, err := e.List(context.Background(), p)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", p, err)
+		}
+		if len(page.Transactions) > limit {
+			t.Fatalf("List(%+v): %d rows, limit %d", p, len(page.Transactions), limit)
+		}
+		rows = append(rows, page.Transactions...)
+		if page.NextCursor == "" {
+			return rows
+		}
+		if len(page.Transactions) != limit {
+			t.Fatalf("List(%+v): a page of %d rows with a next cursor, limit %d", p, len(page.Transactions), limit)
+		}
+		if seen[page.NextCursor] {
+			t.Fatalf("List: cursor %q repeats", page.NextCursor)
+		}
+		seen[page.NextCursor] = true
+		p.Cursor = page.NextCursor
+	}
+}
+
+// ids returns the transaction ids of rows.
+func ids(rows []protocol.TxSummary) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.TransactionID
 	}
 	return out
 }
 
-// TestListDoesNotWaitForApply parks an apply inside its transaction's lock
-// (a failpoint that sleeps until the apply is cancelled) and lists. List
-// reads each transaction's last published summary and takes no
-// transaction lock, so it answers at once, even with a context that is
-// already cancelled (a List that waited for the busy transaction's lock
-// could only fail with that context's error), and shows the busy
-// transaction as its durable events leave it.
-func TestListDoesNotWaitForApply(t *testing.T) {
-	f := newFixture(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
-	busy := f.propose(content("a.txt", "A\n"))
-	idle := f.propose(content("b.txt", "B\n"))
-	f.open(fpBeforeCommitRecord + "=sleep(1h)")
-
-	applyCtx, cancelApply := context.WithCancel(context.Background())
-	defer cancelApply()
-	applied := make(chan error, 1)
-	go func() {
-		_, err := f.e.Apply(applyCtx, busy)
-		applied <- err
-	}()
-	// The staged file exists once the apply holds the lock and has staged;
-	// it then sleeps in the failpoint until cancelled.
-	staged := filepath.Join(f.ws, sandbox.StagedName("a.txt", busy))
-	for {
-		if _, err := os.Stat(staged); err == nil {
-			break
-		}
-		select {
-		case err := <-applied:
-			t.Fatalf("apply returned before staging: %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	got := listStates(t, cancelled, f.e)
-	if len(got) != 2 || got[busy].State != protocol.StateProposed || got[idle].State != protocol.StateProposed {
-		t.Fatalf("List during the apply = %+v, want both proposed", got)
-	}
-	if got[busy].PendingApprovals != 0 || got[busy].Kind != protocol.KindFiles || len(got[busy].TargetFiles) != 1 {
-		t.Fatalf("busy transaction listed as %+v", got[busy])
-	}
-
-	cancelApply()
-	if err := <-applied; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled apply returned %v", err)
-	}
-	// The lock is free again, and the states still hold.
-	if got := listStates(t, context.Background(), f.e); got[busy].State != protocol.StateProposed {
-		t.Fatalf("after the cancelled apply: %+v", got[busy])
-	}
+// listHistory is a data dir with transactions in every terminal state and
+// two kinds of proposed ones, on the kv target under policy untrusted.
+type listHistory struct {
+	f       *kvFixture
+	created []string            // in creation order
+	byState map[string][]string // final state → ids, in creation order
+	waiting map[string]bool     // proposed with a pending approval
 }
 
-// TestListFollowsEvents checks that the summaries List reads are refreshed
-// by every kind of state change (an approval request, its decision, an
-// apply, a close) and rebuilt when the engine is reopened.
-func TestListFollowsEvents(t *testing.T) {
-	f := newFixture(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
-	f.e.Close()
-	e, err := Open(context.Background(), Options{Workspace: f.w, DataDir: f.data, Policy: approvals.Untrusted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.e = e
-	t.Cleanup(func() { e.Close() })
+// buildListHistory creates n transactions cycling through: proposed,
+// proposed waiting for approval, completed, closed and denied.
+func buildListHistory(t *testing.T, n int) *listHistory {
+	t.Helper()
+	h := &listHistory{f: newKVFixture(t, approvals.Untrusted), byState: map[string][]string{}, waiting: map[string]bool{}}
 	ctx := context.Background()
-	applyMe := f.propose(content("a.txt", "A\n"))
-	closeMe := f.propose(content("b.txt", "B\n"))
-
-	want := func(step string, wantState map[string]string, wantPending map[string]int) {
-		t.Helper()
-		got := listStates(t, ctx, f.e)
-		for id, st := range wantState {
-			if got[id].State != st || got[id].PendingApprovals != wantPending[id] {
-				t.Errorf("%s: %s listed %s with %d pending, want %s with %d",
-					step, id, got[id].State, got[id].PendingApprovals, st, wantPending[id])
+	for i := range n {
+		id := h.f.propose(fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i))
+		h.created = append(h.created, id)
+		state := protocol.StateProposed
+		switch i % 5 {
+		case 1:
+			if res := h.f.apply(id); res.OK {
+				t.Fatalf("apply under untrusted: %+v", res)
 			}
-			status, err := f.e.Status(ctx, id)
+			h.waiting[id] = true
+		case 2:
+			h.f.decide(id, protocol.DecisionApprove)
+			if res := h.f.apply(id); !res.OK {
+				t.Fatalf("apply after approval: %+v", res)
+			}
+			state = protocol.StateCompleted
+		case 3:
+			if _, err := h.f.e.CloseTx(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			state = protocol.StateClosed
+		case 4:
+			h.f.decide(id, protocol.DecisionDeny)
+			state = protocol.StateDenied
+		}
+		h.byState[state] = append(h.byState[state], id)
+	}
+	return h
+}
+
+// newestFirst returns the ids of h created, newest first, that keep accepts.
+func (h *listHistory) newestFirst(keep func(id string) bool) []string {
+	var out []string
+	for i := len(h.created) - 1; i >= 0; i-- {
+		if keep(h.created[i]) {
+			out = append(out, h.created[i])
+		}
+	}
+	return out
+}
+
+func (h *listHistory) stateOf(id string) string {
+	for st, ids := range h.byState {
+		if slices.Contains(ids, id) {
+			return st
+		}
+	}
+	return ""
+}
+
+// TestListPaging pages through 23 transactions with several limits: every
+// transaction is listed exactly once, newest first, each page is full but
+// the last, and the rows agree with tx/status, before and after a restart
+// (when the terminal transactions are read from their transaction.json).
+func TestListPaging(t *testing.T) {
+	h := buildListHistory(t, 23)
+	want := h.newestFirst(func(string) bool { return true })
+	check := func(step string) {
+		t.Helper()
+		for _, limit := range []int{0, 1, 2, 5, 22, 23, 24, protocol.TxListMaxLimit} {
+			rows := listAll(t, h.f.e, protocol.TxListParams{Limit: limit})
+			if got := ids(rows); !slices.Equal(got, want) {
+				t.Fatalf("%s: limit %d: listed\n%v\nwant\n%v", step, limit, got, want)
+			}
+		}
+		for _, row := range listAll(t, h.f.e, protocol.TxListParams{}) {
+			st, err := h.f.e.Status(context.Background(), row.TransactionID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if status.State != got[id].State || status.UpdatedAt != got[id].UpdatedAt || status.CreatedAt != got[id].CreatedAt {
-				t.Errorf("%s: %s: List says %s/%s/%s, Status says %s/%s/%s", step, id,
-					got[id].State, got[id].CreatedAt, got[id].UpdatedAt, status.State, status.CreatedAt, status.UpdatedAt)
+			if row.State != h.stateOf(row.TransactionID) || row.State != st.State || row.CreatedAt != st.CreatedAt ||
+				row.UpdatedAt != st.UpdatedAt || row.Kind != kindKVSet || row.Target != "kv" || row.Summary != st.Summary ||
+				row.Summary == "" || row.TargetFiles == nil || row.PendingApprovals != len(st.PendingApprovals) {
+				t.Fatalf("%s: row %+v disagrees with status %+v", step, row, st)
+			}
+			want := 0
+			if h.waiting[row.TransactionID] {
+				want = 1
+			}
+			if row.PendingApprovals != want {
+				t.Fatalf("%s: %s listed with %d pending approvals, want %d", step, row.TransactionID, row.PendingApprovals, want)
 			}
 		}
+		page, err := h.f.e.List(context.Background(), protocol.TxListParams{})
+		if err != nil || page.NextCursor != "" || len(page.Transactions) != 23 {
+			t.Fatalf("%s: the default page: %d rows, cursor %q, %v", step, len(page.Transactions), page.NextCursor, err)
+		}
 	}
-	P, C := protocol.StateProposed, protocol.StateCompleted
-	want("proposed", map[string]string{applyMe: P, closeMe: P}, map[string]int{})
+	check("live")
+	h.f.open("")
+	check("reopened")
+}
 
-	res, err := f.e.Apply(ctx, applyMe)
-	if err != nil || res.OK || len(res.PendingApprovals) != 1 {
-		t.Fatalf("apply = %+v, %v; want one pending approval", res, err)
+// TestListStateFilter lists with each state filter, paged two rows at a
+// time: exactly the transactions in that state, newest first.
+func TestListStateFilter(t *testing.T) {
+	h := buildListHistory(t, 15)
+	in := func(states ...string) func(string) bool {
+		return func(id string) bool { return slices.Contains(states, h.stateOf(id)) }
 	}
-	want("approval requested", map[string]string{applyMe: P, closeMe: P}, map[string]int{applyMe: 1})
+	P, C, X, D := protocol.StateProposed, protocol.StateCompleted, protocol.StateClosed, protocol.StateDenied
+	cases := map[string]func(string) bool{
+		"":                      in(P, C, X, D),
+		protocol.ListActive:     in(P),
+		protocol.ListTerminal:   in(C, X, D),
+		protocol.StateProposed:  in(P),
+		protocol.StateCompleted: in(C),
+		protocol.StateClosed:    in(X),
+		protocol.StateDenied:    in(D),
+		protocol.StateApplying:  in(),
+		protocol.StateApplied:   in(),
+		"unavailable":           in(),
+	}
+	for _, step := range []string{"live", "reopened"} {
+		if step == "reopened" {
+			h.f.open("")
+		}
+		for state, keep := range cases {
+			want := h.newestFirst(keep)
+			for _, limit := range []int{2, 100} {
+				rows := listAll(t, h.f.e, protocol.TxListParams{State: state, Limit: limit})
+				if got := ids(rows); !slices.Equal(got, want) {
+					t.Fatalf("%s: state %q limit %d: listed %v, want %v", step, state, limit, got, want)
+				}
+			}
+		}
+		if n := len(h.byState[D]); n != 3 {
+			t.Fatalf("%d denied transactions, want 3", n)
+		}
+	}
+}
 
-	if _, err := f.e.Respond(ctx, protocol.ApprovalRespondParams{TransactionID: applyMe,
-		ApprovalRequestID: res.PendingApprovals[0].ApprovalRequestID, Decision: protocol.DecisionApprove}); err != nil {
-		t.Fatal(err)
+// TestListInvalidParams: a limit out of range, an unknown state and a
+// cursor tx/list did not make are refused with errs.Invalid naming the
+// field; a well-formed cursor of an id that is not in the data dir (a
+// pruned transaction) continues where that id would sort.
+func TestListInvalidParams(t *testing.T) {
+	h := buildListHistory(t, 5)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		p     protocol.TxListParams
+		field string
+	}{
+		{protocol.TxListParams{Limit: -1}, "limit"},
+		{protocol.TxListParams{Limit: protocol.TxListMaxLimit + 1}, "limit"},
+		{protocol.TxListParams{State: "bogus"}, "state"},
+		{protocol.TxListParams{State: "Proposed"}, "state"},
+		{protocol.TxListParams{Cursor: "!!!"}, "cursor"},
+		{protocol.TxListParams{Cursor: base64.RawURLEncoding.EncodeToString([]byte("not-an-id"))}, "cursor"},
+		{protocol.TxListParams{Cursor: base64.RawURLEncoding.EncodeToString([]byte("tx-../../etc"))}, "cursor"},
+		{protocol.TxListParams{Cursor: h.created[0]}, "cursor"}, // an id, not a cursor
+	} {
+		res, err := h.f.e.List(ctx, tc.p)
+		kind, data := kindData(err)
+		if kind != string(errs.Invalid) {
+			t.Fatalf("List(%+v) = %+v, %v; want invalid", tc.p, res, err)
+		}
+		field := ""
+		switch d := data.(type) {
+		case errs.InvalidData:
+			field = d.Field
+		case ListCursorData:
+			field = d.Field
+		}
+		if field != tc.field {
+			t.Fatalf("List(%+v): data %#v, want field %q", tc.p, data, tc.field)
+		}
 	}
-	want("approved", map[string]string{applyMe: P, closeMe: P}, map[string]int{})
+	cursor := func(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+	all := h.newestFirst(func(string) bool { return true })
+	newer := "tx-" + strings.Repeat("f", 20)
+	older := "tx-" + strings.Repeat("0", 20)
+	for c, want := range map[string][]string{newer: all, older: {}, h.created[2]: all[3:]} {
+		res, err := h.f.e.List(ctx, protocol.TxListParams{Cursor: cursor(c)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.Transactions); !slices.Equal(got, want) {
+			t.Fatalf("after %s: %v, want %v", c, got, want)
+		}
+	}
+}
 
-	if res, err := f.e.Apply(ctx, applyMe); err != nil || !res.OK {
-		t.Fatalf("apply = %+v, %v", res, err)
+// TestListPagingWhileCreatingAndRetiring pages through a history while
+// other goroutines create transactions and make proposed ones terminal
+// (which moves them from memory to disk): the pages list exactly the
+// transactions that existed at the first page, each once, in order; the
+// new ones are newer than the cursor and never appear on a later page.
+func TestListPagingWhileCreatingAndRetiring(t *testing.T) {
+	h := buildListHistory(t, 40)
+	before := h.newestFirst(func(string) bool { return true })
+	proposed := h.byState[protocol.StateProposed]
+	ctx := context.Background()
+	for round := range 5 {
+		page, err := h.f.e.List(ctx, protocol.TxListParams{Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ids(page.Transactions)
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := h.f.e.Propose(ctx, kvSet(fmt.Sprintf("r%d-%d", round, i), "x")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for _, id := range proposed {
+				if _, err := h.f.e.CloseTx(ctx, id); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		for page.NextCursor != "" {
+			page, err = h.f.e.List(ctx, protocol.TxListParams{Limit: 3, Cursor: page.NextCursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids(page.Transactions)...)
+		}
+		close(stop)
+		wg.Wait()
+		if !slices.Equal(got, before) {
+			t.Fatalf("round %d: listed\n%v\nwant\n%v", round, got, before)
+		}
+		// The next round starts from everything there is now.
+		before = ids(listAll(t, h.f.e, protocol.TxListParams{Limit: protocol.TxListMaxLimit}))
+		if len(slices.Compact(slices.Clone(before))) != len(before) {
+			t.Fatalf("round %d: an id listed twice", round)
+		}
 	}
-	if _, err := f.e.CloseTx(ctx, closeMe); err != nil {
-		t.Fatal(err)
-	}
-	final := map[string]string{applyMe: C, closeMe: protocol.StateClosed}
-	want("applied and closed", final, map[string]int{})
-
-	f.open("")
-	want("reopened", final, map[string]int{})
 }

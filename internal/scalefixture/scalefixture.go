@@ -147,8 +147,8 @@ func Build(tb testing.TB, n int) *Set {
 	return s
 }
 
-// Reset puts the committed-but-not-finished transactions and their
-// workspace files back as the crash left them.
+// Reset puts the committed-but-not-finished transactions, their active/
+// markers and their workspace files back as the crash left them.
 func (s *Set) Reset(tb testing.TB) {
 	tb.Helper()
 	if err := os.RemoveAll(filepath.Join(s.WS, "committed")); err != nil {
@@ -165,16 +165,21 @@ func (s *Set) Reset(tb testing.TB) {
 		if err := os.CopyFS(dir, os.DirFS(filepath.Join(s.tmplTxs, id))); err != nil {
 			tb.Fatal(err)
 		}
+		// Recovery retired it, which removed its active/ marker.
+		if err := os.WriteFile(filepath.Join(s.DataDir, tx.ActiveDir, id), nil, 0o600); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 
-// Check fails tb unless list (tx/list after a start) is what recovery must
-// produce: every done and committed transaction completed, every pending
-// one still waiting for its approval, none refused.
-func (s *Set) Check(tb testing.TB, list *protocol.TxListResult) {
+// Check fails tb unless rows (every page of tx/list after a start) are
+// what recovery must produce: every done and committed transaction
+// completed, every pending one still waiting for its approval, none
+// refused.
+func (s *Set) Check(tb testing.TB, rows []protocol.TxSummary) {
 	tb.Helper()
 	completed, waiting := 0, 0
-	for _, t := range list.Transactions {
+	for _, t := range rows {
 		switch {
 		case t.State == protocol.StateCompleted:
 			completed++
@@ -184,9 +189,28 @@ func (s *Set) Check(tb testing.TB, list *protocol.TxListResult) {
 			tb.Fatalf("unexpected transaction after recovery: %+v", t)
 		}
 	}
-	if len(list.Transactions) != len(s.IDs) || completed != len(s.Done)+len(s.Committed) || waiting != len(s.Pending) {
+	if len(rows) != len(s.IDs) || completed != len(s.Done)+len(s.Committed) || waiting != len(s.Pending) {
 		tb.Fatalf("after recovery: %d transactions, %d completed, %d waiting; want %d, %d, %d",
-			len(list.Transactions), completed, waiting, len(s.IDs), len(s.Done)+len(s.Committed), len(s.Pending))
+			len(rows), completed, waiting, len(s.IDs), len(s.Done)+len(s.Committed), len(s.Pending))
+	}
+}
+
+// ListAll returns every row of tx/list with state filter state, paging
+// through the engine in process with the largest page.
+func ListAll(tb testing.TB, e *tx.Engine, state string) []protocol.TxSummary {
+	tb.Helper()
+	var rows []protocol.TxSummary
+	p := protocol.TxListParams{Limit: protocol.TxListMaxLimit, State: state}
+	for {
+		page, err := e.List(context.Background(), p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rows = append(rows, page.Transactions...)
+		if page.NextCursor == "" {
+			return rows
+		}
+		p.Cursor = page.NextCursor
 	}
 }
 
