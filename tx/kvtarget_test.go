@@ -187,7 +187,7 @@ func (k *kvTarget) Commit(ctx context.Context, c *Change, rec *protocol.CommitRe
 		if err := k.fp.Hit(ctx, fpKVBeforeReplace); err != nil {
 			return err
 		}
-		if err := replaceFileAtomic(nil, k.path(), out); err != nil {
+		if err := replaceFile(nil, k.path(), out, true); err != nil {
 			return err
 		}
 		if err := k.fp.Hit(ctx, fpKVAfterReplace); err != nil {

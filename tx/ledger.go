@@ -238,35 +238,28 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// replaceMeta replaces a transaction.json at path with data: temp file,
-// rename, fsync of the directory. Unlike replaceFileAtomic it does not
-// fsync the temp file: transaction.json is derived from the ledger, and
-// whoever finds it unreadable or disagreeing with the ledger (start-up,
-// tx/list, tx/status) rebuilds it from the ledger, so its bytes need not
-// be durable. Its directory's fsync stays: it also makes durable what the
-// caller removed from that directory before (the blobs, after a commit).
+// replaceMeta replaces a transaction.json at path with data (see
+// replaceFile) without fsyncing its bytes: transaction.json is derived
+// from the ledger, and whoever finds it unreadable or disagreeing with the
+// ledger (start-up, tx/list, tx/status) rebuilds it from the ledger. Its
+// directory's fsync stays: it also makes durable what the caller removed
+// from that directory before (the blobs, after a commit).
 func replaceMeta(fp *failpoint.Set, path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	if err := fp.Hit(context.Background(), fpMetaMidReplace); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return replaceFile(fp, path, data, false)
 }
 
-// replaceFileAtomic replaces path with data: temp file in the same
-// directory, fsync, rename, fsync of the directory (google/renameio's order).
-// A reader sees the old file or the new one, never a mix.
-func replaceFileAtomic(fp *failpoint.Set, path string, data []byte) error {
+// replaceFile replaces path with data: temp file in the same directory,
+// fsync of it when durable is set, rename, fsync of the directory
+// (google/renameio's order). A reader sees the old file or the new one,
+// never a mix.
+func replaceFile(fp *failpoint.Set, path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
-	if err := writeFileSync(tmp, data, 0o600); err != nil {
+	write := os.WriteFile
+	if durable {
+		write = writeFileSync
+	}
+	if err := write(tmp, data, 0o600); err != nil {
 		return err
 	}
 	if err := fp.Hit(context.Background(), fpMetaMidReplace); err != nil {
