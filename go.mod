@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/bluekeyes/go-gitdiff v0.9.0
+	github.com/gowebpki/jcs v1.0.1
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sergi/go-diff v1.4.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/zeebo/blake3 v0.2.4
@@ -11,4 +14,7 @@ require (
 	golang.org/x/tools v0.52.0
 )
 
-require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+require (
+	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

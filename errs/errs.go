@@ -52,6 +52,27 @@ const (
 	LedgerCorrupt Kind = "ledger_corrupt"
 	// Cancelled: the request's context was cancelled (-32800).
 	Cancelled Kind = "cancelled"
+	// Expired: a validation_id past its expiresAt (seed 000, "Validation
+	// artefact"); validate again (-32011).
+	Expired Kind = "expired"
+	// UnknownValidation: a validation_id the kernel never issued, or one
+	// issued for another document (-32012).
+	UnknownValidation Kind = "unknown_validation"
+	// HashMismatch: the patch sent to patch/apply is not the one that was
+	// validated: its RFC 8785 sha256 differs (-32013).
+	HashMismatch Kind = "hash_mismatch"
+	// IdempotencyConflict: a patch_id already used with a different payload
+	// (the Idempotency-Key rule) (-32014).
+	IdempotencyConflict Kind = "idempotency_conflict"
+	// TooLarge: an input over a configured limit: document size, nesting
+	// depth (-32015). Data names the limit and the value.
+	TooLarge Kind = "too_large"
+	// Pending: something of which only one may be pending already is: a
+	// recipe's PatchSet (seed 003) (-32016).
+	Pending Kind = "pending"
+	// Exists: a create of something that already exists, such as a docId
+	// (-32017).
+	Exists Kind = "exists"
 )
 
 // Error is a domain error: a Kind, a message for people, typed Data for
@@ -123,6 +144,15 @@ func KindOf(err error) (Kind, any) {
 		return k.ErrorKind(), k.ErrorData()
 	}
 	return Internal, nil
+}
+
+// KindIs reports whether err is a non-nil error of kind k (KindOf).
+func KindIs(err error, k Kind) bool {
+	if err == nil {
+		return false
+	}
+	got, _ := KindOf(err)
+	return got == k
 }
 
 // InvalidData is the data of an Invalid error: the params field at fault

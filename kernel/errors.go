@@ -26,6 +26,14 @@ var codes = map[errs.Kind]int64{
 	errs.AlreadyDecided: protocol.CodeAlreadyDecided,
 	errs.LedgerCorrupt:  protocol.CodeLedgerCorrupt,
 	errs.Cancelled:      protocol.CodeRequestCancelled,
+
+	errs.Expired:             protocol.CodeValidationExpired,
+	errs.UnknownValidation:   protocol.CodeUnknownValidation,
+	errs.HashMismatch:        protocol.CodePatchHashMismatch,
+	errs.IdempotencyConflict: protocol.CodeIdempotencyConflict,
+	errs.TooLarge:            protocol.CodeTooLarge,
+	errs.Pending:             protocol.CodePending,
+	errs.Exists:              protocol.CodeExists,
 }
 
 // wireError maps any error a service returns to a protocol.Error: a

@@ -52,11 +52,13 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/document"
 )
 
 // Config wires a Server to its services.
 type Config struct {
 	Engine          *tx.Engine
+	Documents       *document.Service // nil: the document methods answer -32601
 	Workspace       *sandbox.Workspace
 	Policy          approvals.Policy
 	Framing         Framing
@@ -116,8 +118,26 @@ func requireTx(id string) error {
 }
 
 // methods is the method table: every request and notification the kernel
-// understands. Anything else gets -32601.
-var methods = map[string]methodInfo{
+// understands, the session and transaction methods below and the document
+// methods (documents.go). Anything else gets -32601.
+var methods = joinTables(txMethods, documentMethods)
+
+// joinTables merges method tables; a name in two tables is a bug.
+func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
+	out := map[string]methodInfo{}
+	for _, t := range tables {
+		for name, m := range t {
+			if _, dup := out[name]; dup {
+				panic("kernel: method " + name + " registered twice")
+			}
+			out[name] = m
+		}
+	}
+	return out
+}
+
+// txMethods are the session methods and the transaction methods (seed 001).
+var txMethods = map[string]methodInfo{
 	protocol.MethodInitialize: {beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
 		return s.initialize(p), nil
 	})},

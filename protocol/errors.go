@@ -49,6 +49,26 @@ const (
 	CodeNotInitialized int64 = -32009
 	// CodeShuttingDown: a request arrived after shutdown. data: {"method"}.
 	CodeShuttingDown int64 = -32010
+	// CodeValidationExpired: patch/apply with a validationId past its
+	// expiresAt. data: {"validationId","expiresAt"}.
+	CodeValidationExpired int64 = -32011
+	// CodeUnknownValidation: patch/apply with a validationId the kernel never
+	// issued for this document. data: {"validationId"}.
+	CodeUnknownValidation int64 = -32012
+	// CodePatchHashMismatch: the patch sent to patch/apply differs from the
+	// validated one. data: {"validationId","validatedHash","patchHash"}.
+	CodePatchHashMismatch int64 = -32013
+	// CodeIdempotencyConflict: a patch_id or patchSetId reused with a
+	// different payload. data: {"patchId","appliedHash","patchHash"}.
+	CodeIdempotencyConflict int64 = -32014
+	// CodeTooLarge: a document over the size limit or nested deeper than the
+	// depth limit. data: {"limit","max","actual"}.
+	CodeTooLarge int64 = -32015
+	// CodePending: a recipe already has a PatchSet pending review.
+	// data: {"docId","patchSetId"}.
+	CodePending int64 = -32016
+	// CodeExists: doc/create of a docId that exists. data: {"docId"}.
+	CodeExists int64 = -32017
 )
 
 // Error is a JSON-RPC 2.0 error object (JSON-RPC 2.0 §5.1). Services return it

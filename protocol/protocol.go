@@ -49,6 +49,7 @@ func Terminal(state string) bool {
 // Target names (DESIGN.md §2): what a transaction changes.
 const (
 	TargetWorkspace = "workspace" // files in the workspace (seed 001)
+	TargetDocument  = "document"  // a JSON document in kernel.db (seeds 000, 003)
 )
 
 // InitializeParams are the params of initialize. All fields are optional.
@@ -106,14 +107,24 @@ type TurnStartParams struct {
 //     multi-file diff with add, delete, modify and rename;
 //   - files: Files, each a whole new content or a delete;
 //   - remove_todo_multi: Needle and TargetFiles; every line containing Needle
-//     is removed from each target (seed 001, checkpoint 10).
+//     is removed from each target (seed 001, checkpoint 10);
+//   - json_patch: DocID and Patch, seed 000's envelope (patch/validate);
+//   - recipe_patchset: DocID, RecipeVersion and PatchSet, seed 003's
+//     PatchSet (patchset/propose).
+//
+// Patch and PatchSet stay raw: their decoders match member names by exact
+// case and refuse unknown members, which encoding/json cannot.
 type ProposalInput struct {
-	Kind        string      `json:"kind"`
-	Diff        *string     `json:"diff,omitempty"`
-	DiffBase64  *string     `json:"diffBase64,omitempty"`
-	Files       []FileInput `json:"files,omitempty"`
-	Needle      string      `json:"needle,omitempty"`
-	TargetFiles []string    `json:"targetFiles,omitempty"`
+	Kind          string          `json:"kind"`
+	Diff          *string         `json:"diff,omitempty"`
+	DiffBase64    *string         `json:"diffBase64,omitempty"`
+	Files         []FileInput     `json:"files,omitempty"`
+	Needle        string          `json:"needle,omitempty"`
+	TargetFiles   []string        `json:"targetFiles,omitempty"`
+	DocID         string          `json:"docId,omitempty"`
+	Patch         json.RawMessage `json:"patch,omitempty"`
+	RecipeVersion *int64          `json:"recipeVersion,omitempty"`
+	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
 }
 
 // FileInput is one entry of a files proposal: Content or ContentBase64 for a

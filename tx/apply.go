@@ -62,7 +62,7 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 
 	reqs := tg.Approvals(ptr)
 	e.observeDenials(reqs)
-	plan := approvals.Evaluate(id, approvals.Fold(t.led.events), reqs, e.opts.Policy, e.reg)
+	plan := approvals.Evaluate(id, approvals.Fold(t.led.events), reqs, e.policy(ptr.Kind), e.reg)
 	if plan.Denied != nil {
 		// Deny sticks: this transaction can never apply. Make that its
 		// state, so its blobs go and tx/list says so.
@@ -182,7 +182,7 @@ func (e *Engine) deniedError(t *transaction) error {
 	}
 	reqs := t.target.Approvals(t.meta.Pointers.Proposal)
 	e.observeDenials(reqs)
-	if plan := approvals.Evaluate(t.id, approvals.Fold(t.led.events), reqs, e.opts.Policy, e.reg); plan.Denied != nil {
+	if plan := approvals.Evaluate(t.id, approvals.Fold(t.led.events), reqs, e.policy(t.meta.Pointers.Proposal.Kind), e.reg); plan.Denied != nil {
 		return deniedErr(*plan.Denied)
 	}
 	return errs.New(errs.Denied, TxData{TransactionID: t.id, State: t.meta.State}, "transaction %s was denied", t.id)

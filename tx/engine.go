@@ -82,6 +82,10 @@ type Options struct {
 	Targets    []Target         // at least one; proposal kinds must not overlap
 	DataDir    string           // absolute; created if missing
 	Policy     approvals.Policy // untrusted (default) or never
+	// KindPolicy overrides Policy for some proposal kinds: documents are
+	// patched without a person by default (seed 000: approval is optional),
+	// a recipe PatchSet always waits for one (seed 003).
+	KindPolicy map[string]approvals.Policy
 	Failpoints *failpoint.Set   // nil in production
 	Logger     *slog.Logger     // nil means slog.Default()
 }
@@ -261,6 +265,14 @@ func (e *Engine) SetNotify(fn func(protocol.Event)) {
 // between calls, so there is nothing else to close.
 func (e *Engine) Close() error {
 	return e.lock.release()
+}
+
+// policy is the approval policy for proposals of kind.
+func (e *Engine) policy(kind string) approvals.Policy {
+	if p, ok := e.opts.KindPolicy[kind]; ok {
+		return p
+	}
+	return e.opts.Policy
 }
 
 // DataDir returns the data directory.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,15 @@ func TestMain(m *testing.M) {
 	args := []string{"build", "-o", kernelBin}
 	if raceEnabled {
 		args = append(args, "-race")
+	}
+	// Build the kernel with this test binary's own build tags (the
+	// Makefile's TAGS), so the cgo build of SQLite is shared, not redone.
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" && s.Value != "" {
+				args = append(args, "-tags", s.Value)
+			}
+		}
 	}
 	args = append(args, ".")
 	cmd := exec.Command("go", args...)

@@ -32,10 +32,14 @@ import (
 	"syscall"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/docs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/kernel"
+	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/document"
 	wstarget "github.com/txkernel/txkernel/tx/workspace"
 )
 
@@ -77,6 +81,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	framing := fs.String("framing", string(kernel.FramingAuto), "auto (recognised from the first bytes) | ndjson | content-length")
 	maxMsg := fs.Int64("max-message-bytes", kernel.DefaultMaxMessageBytes, "largest accepted message in bytes")
 	logLevel := fs.String("log-level", "info", "debug | info | warn | error")
+	docPolicy := fs.String("document-approval-policy", string(approvals.Never), "untrusted | never: whether a person approves each document patch (seed 000: optional); recipe PatchSets always wait for patchset/decide")
+	docMaxBytes := fs.Int64("doc-max-bytes", docs.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
+	docMaxDepth := fs.Int("doc-max-depth", docs.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
+	validationTTL := fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -101,6 +109,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pol, err := approvals.ParsePolicy(*policy)
 	if err != nil {
 		return fail("--approval-policy: %v", err)
+	}
+	dpol, err := approvals.ParsePolicy(*docPolicy)
+	if err != nil {
+		return fail("--document-approval-policy: %v", err)
+	}
+	if *docMaxBytes <= 0 || *docMaxDepth <= 0 || *validationTTL <= 0 {
+		return fail("--doc-max-bytes, --doc-max-depth and --validation-ttl must be positive")
 	}
 	fr, err := kernel.ParseFraming(*framing)
 	if err != nil {
@@ -158,9 +173,20 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// kernel.db is opened by the document target on first use, after
+	// tx.Open holds the data dir's lock.
+	doct := document.New(document.Options{
+		DBPath: filepath.Join(dd, store.FileName), Failpoints: fps, TTL: *validationTTL,
+		Limits: docs.Limits{MaxBytes: *docMaxBytes, MaxDepth: *docMaxDepth},
+	})
+	defer doct.Close()
 	eng, err := tx.Open(ctx, tx.Options{
-		Targets: []tx.Target{wstarget.New(ws, fps, log)},
+		Targets: []tx.Target{wstarget.New(ws, fps, log), doct},
 		DataDir: dd, Policy: pol, Failpoints: fps, Logger: log,
+		KindPolicy: map[string]approvals.Policy{
+			protocol.KindJSONPatch:      dpol,
+			protocol.KindRecipePatchSet: approvals.Untrusted,
+		},
 	})
 	if err != nil {
 		if errors.Is(err, tx.ErrDataDirLocked) {
@@ -171,7 +197,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer eng.Close()
 	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
 	err = kernel.Serve(ctx, kernel.Config{
-		Engine: eng, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
+		Engine: eng, Documents: document.NewService(eng, doct), Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
 	}, stdin, stdout)
 	if errors.Is(err, kernel.ErrExitWithoutShutdown) {
 		return 1

@@ -19,8 +19,11 @@
 // Usage:
 //
 //	go run ./examples/host -kernel bin/txkernel -commit DIR [-decision approve|deny] [-keep]
+//	go run ./examples/host -kernel bin/txkernel -checklist testdata/demo-checklist
 //
-// DIR holds base/ (the workspace before), patch.diff and expected/.
+// DIR holds base/ (the workspace before), patch.diff and expected/. With
+// -checklist it walks seed 000's flow on a closing checklist instead
+// (checklist.go, `make demo-docs`).
 package main
 
 import (
@@ -43,8 +46,15 @@ func main() {
 	commit := flag.String("commit", "", "a commit directory with base/, patch.diff and expected/")
 	decision := flag.String("decision", "approve", "the person's decision: approve, approve_for_session or deny")
 	keep := flag.Bool("keep", false, "keep the workspace and data dir afterwards")
+	checklist := flag.String("checklist", "", "instead of a commit: a directory with checklist.json and envelope.json (seed 000's example)")
 	flag.Parse()
-	if err := run(*kernel, *commit, *decision, *keep); err != nil {
+	var err error
+	if *checklist != "" {
+		err = runChecklist(*kernel, *checklist, *keep)
+	} else {
+		err = run(*kernel, *commit, *decision, *keep)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,60 @@
+package kernel
+
+import (
+	"context"
+
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/document"
+)
+
+// documentMethods are the document methods (seeds 000 and 003, PROTOCOL.md
+// "Documents"): each decodes its params and calls the document service.
+var documentMethods = map[string]methodInfo{
+	protocol.MethodDocCreate: docMethod(func(ctx context.Context, d *document.Service, p *protocol.DocCreateParams) (any, error) {
+		return d.Create(ctx, p)
+	}),
+	protocol.MethodDocGet: docMethod(func(ctx context.Context, d *document.Service, p *protocol.DocParams) (any, error) {
+		return d.Get(ctx, p.DocID)
+	}),
+	protocol.MethodDocTypes: docMethod(func(ctx context.Context, d *document.Service, _ *struct{}) (any, error) {
+		return d.Types(), nil
+	}),
+	protocol.MethodDocPaths: docMethod(func(ctx context.Context, d *document.Service, p *protocol.DocParams) (any, error) {
+		return d.Paths(ctx, p.DocID)
+	}),
+	protocol.MethodPatchValidate: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchValidateParams) (any, error) {
+		return d.Validate(ctx, p)
+	}),
+	protocol.MethodPatchApply: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchApplyParams) (any, error) {
+		return d.Apply(ctx, p)
+	}),
+	protocol.MethodPatchLog: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchLogParams) (any, error) {
+		return d.Log(ctx, p)
+	}),
+	protocol.MethodPatchProposed: docMethod(func(ctx context.Context, d *document.Service, p *protocol.DocParams) (any, error) {
+		return d.Proposed(ctx, p.DocID)
+	}),
+	protocol.MethodPatchSetPropose: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchSetProposeParams) (any, error) {
+		return d.ProposePatchSet(ctx, p)
+	}),
+	protocol.MethodPatchSetReview: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchSetParams) (any, error) {
+		return d.ReviewPatchSet(ctx, p.PatchSetID)
+	}),
+	protocol.MethodPatchSetDecide: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchSetDecideParams) (any, error) {
+		return d.DecidePatchSet(ctx, p)
+	}),
+	protocol.MethodPatchSetContext: docMethod(func(ctx context.Context, d *document.Service, p *protocol.DocParams) (any, error) {
+		return d.PatchSetContext(ctx, p.DocID)
+	}),
+}
+
+// docMethod adapts a document handler: typed params, and -32601 when the
+// kernel was started without documents (Config.Documents nil).
+func docMethod[P any](fn func(ctx context.Context, d *document.Service, p *P) (any, error)) methodInfo {
+	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
+		if s.cfg.Documents == nil {
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "documents are not served by this kernel")
+		}
+		return fn(ctx, s.cfg.Documents, p)
+	})}
+}

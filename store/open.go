@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/txkernel/txkernel/errs"
+)
+
+// FileName is the database's name inside the data dir.
+const FileName = "kernel.db"
+
+// DB is kernel.db. It is safe for concurrent use.
+type DB struct {
+	db *sql.DB
+}
+
+// Open opens (creating it, mode 0600) the database at path, checks that
+// every connection runs in WAL mode with synchronous=FULL, and applies the
+// migrations this binary knows. A database migrated by a newer binary is
+// refused (errs.Internal).
+func Open(ctx context.Context, path string) (*DB, error) {
+	// Create the file with mode 0600 first: it holds documents verbatim.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f.Close()
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "on")
+	// BEGIN IMMEDIATE: a writer takes the write lock at BEGIN, so two
+	// writers never both read and then fail to upgrade (SQLITE_BUSY).
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	s := &DB{db: db}
+	if err := s.check(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// check verifies the pragmas on a connection: the DSN applies them to
+// every new connection, and this catches a driver that ignored them.
+func (s *DB) check(ctx context.Context) error {
+	var mode string
+	var sync int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("kernel.db: %w", err)
+	}
+	if err := s.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return fmt.Errorf("kernel.db: %w", err)
+	}
+	if mode != "wal" || sync != 2 {
+		return fmt.Errorf("kernel.db: journal_mode %s, synchronous %d; want wal and 2 (FULL)", mode, sync)
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+// tx runs fn in one SQL transaction (BEGIN IMMEDIATE) and commits it; any
+// error rolls it back.
+func (s *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	t, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("kernel.db: begin: %w", err)
+	}
+	if err := fn(t); err != nil {
+		t.Rollback()
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("kernel.db: commit: %w", err)
+	}
+	return nil
+}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint &&
+		(se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+}
+
+// internal wraps an unexpected SQL error.
+func internal(err error, what string) error {
+	return errs.Wrap(errs.Internal, err, nil, "kernel.db: %s", what)
+}
