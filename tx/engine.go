@@ -79,15 +79,15 @@ const (
 
 // Options configure an Engine.
 type Options struct {
-	Targets    []Target         // at least one; proposal kinds must not overlap
-	DataDir    string           // absolute; created if missing
-	Policy     approvals.Policy // untrusted (default) or never
+	Targets []Target         // at least one; proposal kinds must not overlap
+	DataDir string           // absolute; created if missing
+	Policy  approvals.Policy // untrusted (default) or never
 	// KindPolicy overrides Policy for some proposal kinds: documents are
 	// patched without a person by default (seed 000: approval is optional),
 	// a recipe PatchSet always waits for one (seed 003).
 	KindPolicy map[string]approvals.Policy
-	Failpoints *failpoint.Set   // nil in production
-	Logger     *slog.Logger     // nil means slog.Default()
+	Failpoints *failpoint.Set // nil in production
+	Logger     *slog.Logger   // nil means slog.Default()
 }
 
 // Engine runs transactions. It is safe for concurrent use: calls on one

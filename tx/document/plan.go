@@ -27,10 +27,10 @@ type dryRunResult struct {
 	before, after any
 	content       []byte // after, compact JSON
 	ops           []docs.Operation
-	env           *docs.Envelope    // json_patch
-	patchSet      *recipe.PatchSet  // recipe_patchset
-	impacted      *recipe.Impacted  // recipe_patchset, counted here
-	recipe        *recipe.Recipe    // recipe_patchset, the current recipe
+	env           *docs.Envelope   // json_patch
+	patchSet      *recipe.PatchSet // recipe_patchset
+	impacted      *recipe.Impacted // recipe_patchset, counted here
+	recipe        *recipe.Recipe   // recipe_patchset, the current recipe
 	targets       []docs.ResolvedTarget
 	preview       []docs.PathPreview
 }
