@@ -175,8 +175,9 @@ func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 	}, nil
 }
 
-// timeFormat is RFC 3339 with milliseconds, as the ledger's timestamps.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+// timeFormat is RFC 3339 in UTC with nanoseconds, as the ledger's
+// timestamps.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
 // changes are the fileChange item's entries: one per path written, named
 // as an RFC 6901 URI fragment of the document id (RFC 6901 §6).
