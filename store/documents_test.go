@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/txkernel/txkernel/errs"
+)
+
+func open(t testing.TB) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+// TestCommitStagedOnce: committing a staged change twice (as recovery may)
+// has one effect; a second transaction staged against the old revision is
+// stale; a patch id reused with another hash is a conflict.
+func TestCommitStagedOnce(t *testing.T) {
+	ctx := context.Background()
+	db, path := open(t)
+	if _, err := db.CreateDocument(ctx, "d", "json", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateDocument(ctx, "d", "json", []byte(`{}`)); !errs.KindIs(err, errs.Exists) {
+		t.Fatalf("second create: %v", err)
+	}
+	stage := func(tx, patch, hash, content string) {
+		t.Helper()
+		if err := db.StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(content), PatchID: patch, PatchHash: hash, Envelope: []byte(`{}`), Result: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stage("tx1", "p1", "h1", `{"n":2}`)
+	stage("tx2", "p2", "h2", `{"n":3}`)
+	for range 2 {
+		e, err := db.CommitStaged(ctx, "tx1")
+		if err != nil || e.Revision != 1 {
+			t.Fatalf("commit: %+v %v", e, err)
+		}
+	}
+	if _, err := db.CommitStaged(ctx, "tx2"); !errs.KindIs(err, errs.Stale) {
+		t.Fatalf("stale commit: %v", err)
+	}
+	db.Close()
+	db2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	d, err := db2.Document(ctx, "d")
+	if err != nil || d.Revision != 1 || string(d.Content) != `{"n":2}` {
+		t.Fatalf("after reopen: %+v %v", d, err)
+	}
+	if log, _ := db2.PatchLog(ctx, "d", 0, 10); len(log) != 1 {
+		t.Fatalf("log has %d rows, want 1", len(log))
+	}
+}
+
+// TestConcurrentCommits: two transactions staged against one revision and
+// committed at once: exactly one wins.
+func TestConcurrentCommits(t *testing.T) {
+	ctx := context.Background()
+	db, _ := open(t)
+	db.CreateDocument(ctx, "d", "json", []byte(`{}`))
+	for _, tx := range []string{"a", "b"} {
+		db.StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(`{"by":"` + tx + `"}`), PatchID: tx, PatchHash: tx, Envelope: []byte(`{}`), Result: []byte(`{}`)})
+	}
+	var wg sync.WaitGroup
+	errsOut := make([]error, 2)
+	for i, tx := range []string{"a", "b"} {
+		wg.Go(func() { _, errsOut[i] = db.CommitStaged(ctx, tx) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errsOut {
+		if err == nil {
+			won++
+		} else if !errs.KindIs(err, errs.Stale) {
+			t.Fatal(err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d winners", won)
+	}
+}
+
+// TestLastDecisionTakenOnce: the decision context is returned once, and
+// the clearing survives a reopen; one PatchSet pending per recipe.
+func TestLastDecisionTakenOnce(t *testing.T) {
+	ctx := context.Background()
+	db, path := open(t)
+	db.CreateDocument(ctx, "r", "recipe", []byte(`{}`))
+	if err := db.PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps1", DocID: "r", TxID: "t1", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps2", DocID: "r", TxID: "t2", Body: []byte(`{}`)}); !errs.KindIs(err, errs.Pending) {
+		t.Fatalf("second pending: %v", err)
+	}
+	if err := db.DecidePatchSet(ctx, "ps1", "accepted"); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := db.TakeLastDecision(ctx, "r"); last == nil {
+		t.Fatal("no decision")
+	}
+	db.Close()
+	db2, _ := Open(ctx, path)
+	defer db2.Close()
+	if last, _ := db2.TakeLastDecision(ctx, "r"); last != nil {
+		t.Fatalf("taken twice: %s", last)
+	}
+}
