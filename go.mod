@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/bluekeyes/go-gitdiff v0.9.0
+	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/gowebpki/jcs v1.0.1
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
