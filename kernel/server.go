@@ -49,6 +49,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
@@ -59,6 +60,7 @@ import (
 type Config struct {
 	Engine          *tx.Engine
 	Documents       *document.Service // nil: the document methods answer -32601
+	Corpus          *corpus.Service   // nil: the corpus methods answer -32601
 	Workspace       *sandbox.Workspace
 	Policy          approvals.Policy
 	Framing         Framing
@@ -76,6 +78,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	initialized bool
+	callerKind  string // protocol.CallerExternal or CallerResident, from initialize
 	shutdown    bool
 	inflight    map[jsonrpc2.ID]context.CancelFunc
 	wg          sync.WaitGroup
@@ -119,8 +122,9 @@ func requireTx(id string) error {
 
 // methods is the method table: every request and notification the kernel
 // understands, the session and transaction methods below and the document
-// methods (documents.go). Anything else gets -32601.
-var methods = joinTables(txMethods, documentMethods)
+// methods (documents.go) and the corpus methods (corpus.go). Anything else
+// gets -32601.
+var methods = joinTables(txMethods, documentMethods, corpusMethods)
 
 // joinTables merges method tables; a name in two tables is a bug.
 func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
@@ -139,6 +143,9 @@ func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
 // txMethods are the session methods and the transaction methods (seed 001).
 var txMethods = map[string]methodInfo{
 	protocol.MethodInitialize: {beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
+		if p.Caller != "" && p.Caller != protocol.CallerExternal && p.Caller != protocol.CallerResident {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "caller", "reason": "unknown"}, "caller must be external or resident")
+		}
 		return s.initialize(p), nil
 	})},
 	protocol.MethodInitialized: {beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
@@ -228,12 +235,27 @@ func init() {
 	sort.Strings(requestMethods)
 }
 
+// caller is the caller kind declared at initialize (external by default).
+func (s *Server) caller() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.callerKind == "" {
+		return protocol.CallerExternal
+	}
+	return s.callerKind
+}
+
 // RequestMethods returns every request method the kernel answers, sorted.
 func RequestMethods() []string { return slices.Clone(requestMethods) }
 
 func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeResult {
 	s.mu.Lock()
 	s.initialized = true
+	s.callerKind = p.Caller
+	if s.callerKind == "" {
+		s.callerKind = protocol.CallerExternal // seed 004: external is the default
+	}
+	caller := s.callerKind
 	s.mu.Unlock()
 	if p.ClientInfo != nil {
 		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", p.ProtocolVersion)
@@ -251,6 +273,7 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 			Methods:         slices.Clone(requestMethods),
 			ProposalKinds:   s.cfg.Engine.Kinds(),
 			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
+			Caller:          caller,
 		},
 	}
 }

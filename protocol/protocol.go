@@ -56,6 +56,10 @@ const (
 type InitializeParams struct {
 	ProtocolVersion string          `json:"protocolVersion,omitempty"`
 	ClientInfo      *Implementation `json:"clientInfo,omitempty"`
+	// Caller is "external" (the default) or "resident" (seed 004, "Query
+	// Modes"). corpus/query answers both with linear_tail; the kind is
+	// echoed on every corpus result.
+	Caller string `json:"caller,omitempty"`
 }
 
 // Implementation names a client or server: {name, version}.
@@ -82,6 +86,7 @@ type Capabilities struct {
 	Methods         []string `json:"methods"`         // every request method, sorted
 	ProposalKinds   []string `json:"proposalKinds"`   // accepted proposal.kind values
 	Decisions       []string `json:"decisions"`       // accepted approval decisions
+	Caller          string   `json:"caller"`          // external | resident, as declared
 }
 
 // CancelParams are the params of $/cancelRequest: the id of the request to

@@ -72,6 +72,64 @@ var migrations = []string{
 		doc_id        TEXT PRIMARY KEY REFERENCES documents(doc_id),
 		last_decision BLOB NOT NULL
 	);`,
+	// 2: corpus indexes (seed 004): registered sources, their chunks (a
+	// log's sections or a folder's heading chunks) with every field of
+	// CorrespondenceSection, the FTS5 keyword index (porter), and the trained
+	// built-in embedding models. collision.log itself, not a table, records
+	// which collisions were appended (it is the append-only record). The vec0
+	// tables are made on demand, one per dimension (corpus_vec_<dims>),
+	// with the corpus as partition key.
+	`CREATE TABLE corpora (
+		corpus_id         TEXT PRIMARY KEY,
+		path              TEXT NOT NULL UNIQUE,
+		kind              TEXT NOT NULL,
+		created_at        TEXT NOT NULL,
+		last_sync_at      TEXT,
+		source_hash       TEXT,
+		source_size       INTEGER,
+		report            BLOB,
+		embedding_model   TEXT,
+		embedding_model_version TEXT,
+		embedding_version INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE TABLE corpus_chunks (
+		id                       INTEGER PRIMARY KEY,
+		corpus_id                TEXT NOT NULL REFERENCES corpora(corpus_id),
+		doc_path                 TEXT NOT NULL,
+		chunk_key                TEXT NOT NULL,
+		canonical_section_number INTEGER,
+		section_number_filed     TEXT,
+		collision                INTEGER NOT NULL DEFAULT 0,
+		authors                  TEXT NOT NULL,
+		created_at               TEXT,
+		is_external_caller       INTEGER NOT NULL DEFAULT 0,
+		title                    TEXT NOT NULL,
+		heading_path             TEXT NOT NULL,
+		body                     TEXT NOT NULL,
+		exec_tags                TEXT NOT NULL,
+		status_tags              TEXT NOT NULL,
+		retro_dark_fields        TEXT,
+		response_to              TEXT,
+		knowledge_refs           TEXT,
+		content_hash             TEXT NOT NULL,
+		body_hash                TEXT NOT NULL,
+		start_offset             INTEGER NOT NULL,
+		end_offset               INTEGER NOT NULL,
+		body_offset              INTEGER NOT NULL,
+		line                     INTEGER NOT NULL,
+		embedding_model_version  TEXT,
+		embedding_version        INTEGER,
+		vec_dims                 INTEGER,
+		UNIQUE (corpus_id, doc_path, chunk_key)
+	);
+	CREATE UNIQUE INDEX corpus_chunks_canonical ON corpus_chunks (corpus_id, canonical_section_number) WHERE canonical_section_number IS NOT NULL;
+	CREATE INDEX corpus_chunks_stale ON corpus_chunks (corpus_id, embedding_model_version);
+	CREATE VIRTUAL TABLE corpus_fts USING fts5(title, body, tokenize = 'porter unicode61');
+	CREATE TABLE corpus_models (
+		corpus_id     TEXT PRIMARY KEY REFERENCES corpora(corpus_id),
+		model_version TEXT NOT NULL,
+		model         BLOB NOT NULL
+	);`,
 }
 
 // migrate applies the steps above user_version, each in its own SQL

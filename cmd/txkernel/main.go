@@ -32,6 +32,7 @@ import (
 	"syscall"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/docs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/kernel"
@@ -52,7 +53,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel version")
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
 		return 2
 	}
 	switch args[0] {
@@ -63,8 +64,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdin, stdout, stderr)
 	case "prune":
 		return prune(args[1:], stdout, stderr)
+	case "eval":
+		return evalCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel version\nrun 'txkernel serve -h' for the flags")
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
 		return 0
 	}
 	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])
@@ -85,6 +88,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	docMaxBytes := fs.Int64("doc-max-bytes", docs.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
 	docMaxDepth := fs.Int("doc-max-depth", docs.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
 	validationTTL := fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
+	var ef embedFlags
+	ef.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -195,9 +200,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("open data dir: %v", err)
 	}
 	defer eng.Close()
+	emb, err := ef.embedder()
+	if err != nil {
+		return fail("%v", err)
+	}
+	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
+	defer cs.Close()
 	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
 	err = kernel.Serve(ctx, kernel.Config{
-		Engine: eng, Documents: document.NewService(eng, doct), Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
+		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
 	}, stdin, stdout)
 	if errors.Is(err, kernel.ErrExitWithoutShutdown) {
 		return 1

@@ -80,6 +80,10 @@ func New(opts Options) *Target {
 }
 
 // store returns kernel.db, opening it (and migrating it) on first use.
+// Store returns kernel.db, opening it on first use. Other services of the
+// same kernel (the corpus) share this handle.
+func (d *Target) Store(ctx context.Context) (*store.DB, error) { return d.store(ctx) }
+
 func (d *Target) store(ctx context.Context) (*store.DB, error) {
 	d.dbMu.Lock()
 	defer d.dbMu.Unlock()

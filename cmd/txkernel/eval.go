@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/store"
+)
+
+// evalCmd is `txkernel eval beir`: index a BEIR corpus with the corpus
+// service, run every query of the qrels, write a TREC run file and print
+// nDCG@10 and recall@100 per mode (seed 004; README "Retrieval quality").
+func evalCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "beir" {
+		fmt.Fprintln(stderr, "usage: txkernel eval beir --corpus corpus.jsonl --queries queries.jsonl --qrels qrels.tsv --run OUT [--mode keyword|semantic|hybrid|all]")
+		return 2
+	}
+	fs := flag.NewFlagSet("eval beir", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	corpusPath := fs.String("corpus", "", "BEIR corpus.jsonl (required)")
+	queriesPath := fs.String("queries", "", "BEIR queries.jsonl (required)")
+	qrelsPath := fs.String("qrels", "", "BEIR qrels TSV (required)")
+	runPath := fs.String("run", "", "TREC run file to write (required; with --mode all, one file per mode: OUT.<mode>)")
+	mode := fs.String("mode", "hybrid", "keyword | semantic | hybrid | all")
+	dataDir := fs.String("data-dir", "", "where kernel.db is built (default: a temporary directory, removed at the end)")
+	var ef embedFlags
+	ef.register(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if *corpusPath == "" || *queriesPath == "" || *qrelsPath == "" || *runPath == "" {
+		fmt.Fprintln(stderr, "txkernel eval beir: --corpus, --queries, --qrels and --run are required")
+		return 2
+	}
+	modes := []string{*mode}
+	if *mode == "all" {
+		modes = []string{"keyword", "semantic", "hybrid"}
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "txkernel eval beir: %v\n", err)
+		return 1
+	}
+	ctx := context.Background()
+	docs, err := corpus.ReadBEIRDocs(*corpusPath)
+	if err != nil {
+		return fail(err)
+	}
+	queries, err := corpus.ReadBEIRQueries(*queriesPath)
+	if err != nil {
+		return fail(err)
+	}
+	qrels, err := corpus.ReadQrels(*qrelsPath)
+	if err != nil {
+		return fail(err)
+	}
+	dd := *dataDir
+	if dd == "" {
+		if dd, err = os.MkdirTemp("", "txkernel-eval-"); err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(dd)
+	}
+	db, err := store.Open(ctx, filepath.Join(dd, store.FileName))
+	if err != nil {
+		return fail(err)
+	}
+	defer db.Close()
+	emb, err := ef.embedder()
+	if err != nil {
+		return fail(err)
+	}
+	svc := corpus.NewService(corpus.Config{DB: func(context.Context) (*store.DB, error) { return db, nil }, DataDir: dd, Embedder: emb})
+	defer svc.Close()
+	start := time.Now()
+	id, err := svc.IndexDocuments(ctx, filepath.Base(filepath.Dir(*corpusPath)), docs)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "indexed %d documents in %.2f s\n", len(docs), time.Since(start).Seconds())
+	for _, m := range modes {
+		out := *runPath
+		if len(modes) > 1 {
+			out = *runPath + "." + m
+		}
+		f, err := os.Create(out)
+		if err != nil {
+			return fail(err)
+		}
+		start := time.Now()
+		res, err := svc.Evaluate(ctx, id, m, queries, qrels, corpus.DefaultTuning, f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "%-8s queries=%d nDCG@10=%.4f recall@100=%.4f (%.1f ms/query) run=%s\n", m, res.Queries, res.NDCG10, res.Recall100,
+			float64(time.Since(start).Milliseconds())/float64(res.Queries), out)
+	}
+	return 0
+}

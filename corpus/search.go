@@ -1,0 +1,355 @@
+package corpus
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+)
+
+// Search defaults and limits.
+const (
+	DefaultTail = 40   // seed 004, RULE-STORE-001
+	DefaultK    = 10   // seed 004, semantic_search
+	MaxResults  = 1000 // per call, for tail and search
+	// RRFK is reciprocal rank fusion's constant (Cormack et al. 2009).
+	RRFK = 60
+	// fusionDepth is how deep each ranking is read before fusing.
+	fusionDepth = 100
+	// titleWeight is the BM25 weight of a title against a body's 1.
+	titleWeight = 2.0
+	excerptLen  = 280
+)
+
+// Tuning holds the search knobs the BEIR evaluator tunes on a training
+// split: the BM25 title weight and the weight of each ranking in the
+// fusion.
+type Tuning struct {
+	TitleWeight    float64
+	KeywordWeight  float64
+	SemanticWeight float64
+	Depth          int
+}
+
+// DefaultTuning is what corpus/search uses (tuned on SciFact's train
+// split, see README).
+var DefaultTuning = Tuning{TitleWeight: titleWeight, KeywordWeight: 1, SemanticWeight: 1, Depth: fusionDepth}
+
+// Tail answers seed 004's linear_tail (corpus/tail).
+func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams, caller string) (*protocol.CorpusHits, error) {
+	db, c, _, err := s.corpus(ctx, p.CorpusID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := count("n", p.N, DefaultTail)
+	if err != nil {
+		return nil, err
+	}
+	from := 0
+	if p.FromSection != nil {
+		if *p.FromSection < 1 {
+			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "fromSection", Reason: "out-of-range"}, "fromSection must be at least 1")
+		}
+		from = *p.FromSection
+	}
+	rows, err := db.Tail(ctx, c.ID, n, from)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.CorpusHits{CorpusID: c.ID, Route: protocol.WhyTail, Caller: caller, Hits: []protocol.Hit{}}
+	for i, r := range rows {
+		out.Hits = append(out.Hits, hit(c.ID, r, i+1, 0, protocol.WhyTail))
+	}
+	return out, nil
+}
+
+// Query is the default route (corpus/query): always linear_tail. A query
+// text is not searched; the answer says how to opt in.
+func (s *Service) Query(ctx context.Context, p *protocol.CorpusQueryParams, caller string) (*protocol.CorpusHits, error) {
+	out, err := s.Tail(ctx, &protocol.CorpusTailParams{CorpusID: p.CorpusID, N: p.N, FromSection: p.FromSection}, caller)
+	if err != nil {
+		return nil, err
+	}
+	if p.Query != "" || p.Mode != "" {
+		out.Note = "corpus/query always answers with linear_tail; semantic search is opt-in: call corpus/search with mode keyword, semantic or hybrid"
+	}
+	return out, nil
+}
+
+// Section returns one section by canonical number (corpus/section).
+func (s *Service) Section(ctx context.Context, p *protocol.CorpusSectionParams) (*protocol.Hit, error) {
+	db, c, _, err := s.corpus(ctx, p.CorpusID)
+	if err != nil {
+		return nil, err
+	}
+	if p.CanonicalNumber < 1 {
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "canonicalNumber", Reason: "out-of-range"}, "canonicalNumber must be at least 1")
+	}
+	r, err := db.Section(ctx, c.ID, p.CanonicalNumber)
+	if err != nil {
+		return nil, err
+	}
+	h := hit(c.ID, r, 1, 0, protocol.WhyDirect)
+	return &h, nil
+}
+
+// Search answers seed 004's semantic_search (corpus/search) in the mode
+// the caller names: keyword (FTS5 BM25), semantic (sqlite-vec cosine KNN)
+// or hybrid (both, fused by reciprocal rank fusion, never by adding raw
+// scores). Filters are predicates inside each ranking query.
+func (s *Service) Search(ctx context.Context, p *protocol.CorpusSearchParams, caller string) (*protocol.CorpusHits, error) {
+	return s.SearchTuned(ctx, p, caller, DefaultTuning)
+}
+
+// SearchTuned is Search with explicit tuning (the BEIR evaluator's).
+func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParams, caller string, t Tuning) (*protocol.CorpusHits, error) {
+	db, c, st, err := s.corpus(ctx, p.CorpusID)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Mode {
+	case protocol.SearchKeyword, protocol.SearchSemantic, protocol.SearchHybrid:
+	case "":
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "mode", Reason: "required"},
+			"mode is required: semantic search is opt-in on every call (keyword, semantic or hybrid); corpus/query gives linear_tail")
+	default:
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "mode", Reason: "unknown"}, "mode %q: want keyword, semantic or hybrid", p.Mode)
+	}
+	if strings.TrimSpace(p.Query) == "" {
+		return nil, errs.InvalidField("query", "query is required")
+	}
+	k, err := count("k", p.K, DefaultK)
+	if err != nil {
+		return nil, err
+	}
+	f, err := filter(p.Filters)
+	if err != nil {
+		return nil, err
+	}
+	depth := max(k, t.Depth)
+	var kw, sem []store.Scored
+	if p.Mode != protocol.SearchSemantic {
+		if m := MatchExpr(p.Query); m != "" {
+			n := k
+			if p.Mode == protocol.SearchHybrid {
+				n = depth
+			}
+			if kw, err = db.SearchKeyword(ctx, c.ID, m, f, n, t.TitleWeight); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := &protocol.CorpusHits{CorpusID: c.ID, Route: p.Mode, Caller: caller, Hits: []protocol.Hit{}}
+	if p.Mode != protocol.SearchKeyword {
+		e, err := s.queryEmbedder(ctx, db, c, st)
+		if err != nil {
+			return nil, err
+		}
+		qv, err := e.Embed(ctx, []string{p.Query}, embed.Query)
+		if err != nil {
+			return nil, errs.Wrap(errs.Internal, err, map[string]any{"reason": "embedder-failed"}, "embed the query")
+		}
+		n := k
+		if p.Mode == protocol.SearchHybrid {
+			n = depth
+		}
+		if sem, err = db.SearchVector(ctx, c.ID, qv[0], f, n); err != nil {
+			return nil, err
+		}
+		if counts, err := db.Counts(ctx, c.ID, e.Info().ModelVersion); err == nil {
+			out.StaleVectors = counts.Stale
+		}
+	}
+	fused := Fuse(kw, sem, t, k)
+	ids := make([]int64, len(fused))
+	for i, h := range fused {
+		ids[i] = h.ID
+	}
+	rows, err := db.ChunksByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, fh := range fused {
+		r := rows[fh.ID]
+		if r == nil {
+			continue
+		}
+		h := hit(c.ID, r, i+1, fh.Score, fh.Why)
+		h.KeywordRank, h.SemanticRank = fh.KeywordRank, fh.SemanticRank
+		out.Hits = append(out.Hits, h)
+	}
+	return out, nil
+}
+
+// Fused is one hit of Fuse.
+type Fused struct {
+	ID                        int64
+	Score                     float64
+	KeywordRank, SemanticRank int // 1-based; 0 when absent from that ranking
+	Why                       string
+}
+
+// Fuse merges a keyword ranking (best first) and a semantic ranking
+// (nearest first) into at most k hits. With one ranking it keeps its order
+// and scores (BM25, or cosine similarity = 1 - distance); with both it is
+// reciprocal rank fusion: score = Σ weight / (RRFK + rank). Raw scores are
+// never added: BM25 and cosine are on different scales.
+func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
+	if len(sem) == 0 || len(kw) == 0 {
+		var out []Fused
+		for i, h := range kw {
+			out = append(out, Fused{ID: h.ID, Score: h.Score, KeywordRank: i + 1, Why: protocol.WhyKeyword})
+		}
+		for i, h := range sem {
+			out = append(out, Fused{ID: h.ID, Score: 1 - h.Score, SemanticRank: i + 1, Why: protocol.WhySemantic})
+		}
+		return out[:min(k, len(out))]
+	}
+	by := map[int64]*Fused{}
+	var order []int64
+	get := func(id int64) *Fused {
+		f := by[id]
+		if f == nil {
+			f = &Fused{ID: id}
+			by[id] = f
+			order = append(order, id)
+		}
+		return f
+	}
+	for i, h := range kw {
+		f := get(h.ID)
+		f.KeywordRank = i + 1
+		f.Score += t.KeywordWeight / float64(RRFK+i+1)
+	}
+	for i, h := range sem {
+		f := get(h.ID)
+		f.SemanticRank = i + 1
+		f.Score += t.SemanticWeight / float64(RRFK+i+1)
+	}
+	out := make([]Fused, 0, len(order))
+	for _, id := range order {
+		f := by[id]
+		switch {
+		case f.KeywordRank > 0 && f.SemanticRank > 0:
+			f.Why = protocol.WhyHybrid
+		case f.KeywordRank > 0:
+			f.Why = protocol.WhyKeyword
+		default:
+			f.Why = protocol.WhySemantic
+		}
+		out = append(out, *f)
+	}
+	// Ties go to the better keyword rank, then the lower id: deterministic.
+	slices.SortStableFunc(out, func(a, b Fused) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return 0
+	})
+	return out[:min(k, len(out))]
+}
+
+// MatchExpr turns free text into an FTS5 MATCH expression: every word
+// (letters and digits) that is not a stopword, quoted so that FTS5 syntax
+// in the text is inert, joined by OR so that BM25 ranks partial matches.
+// It returns "" when no word is left.
+func MatchExpr(q string) string {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	seen := map[string]bool{}
+	var terms []string
+	for _, w := range words {
+		if stopwords[w] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		terms = append(terms, `"`+w+`"`)
+	}
+	return strings.Join(terms, " OR ")
+}
+
+// stopwords are English function words left out of keyword queries: with
+// OR semantics they would match nearly every row and only add noise.
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an and are as at be been but by for from has have in into is it its of on or that the their
+		there these this to was were which with will not no than then so such can do does did`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// count reads an optional positive count with a default and MaxResults.
+func count(field string, v *int, def int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v < 1 || *v > MaxResults {
+		return 0, errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "out-of-range"}, "%s must be between 1 and %d", field, MaxResults)
+	}
+	return *v, nil
+}
+
+// filter checks and converts the wire filters.
+func filter(f *protocol.CorpusFilters) (store.Filter, error) {
+	var out store.Filter
+	if f == nil {
+		return out, nil
+	}
+	out.Authors, out.ExecTags, out.StatusTags = f.Authors, f.ExecTags, f.StatusTags
+	out.RetroDarkFields, out.IsExternalCaller = f.RetroDarkFields, f.IsExternalCaller
+	if f.DateRange != nil {
+		for _, d := range []struct{ field, v string }{{"filters.date_range.from", f.DateRange.From}, {"filters.date_range.to", f.DateRange.To}} {
+			if d.v != "" && !isDate(d.v) {
+				return out, errs.New(errs.Invalid, errs.InvalidData{Field: d.field, Reason: "format"}, "%s must be an ISO date YYYY-MM-DD", d.field)
+			}
+		}
+		out.DateFrom, out.DateTo = f.DateRange.From, f.DateRange.To
+	}
+	return out, nil
+}
+
+func isDate(s string) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return false
+	}
+	for i, r := range s {
+		if i != 4 && i != 7 && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// hit renders a row with its citation.
+func hit(corpusID string, r *store.Chunk, rank int, score float64, why string) protocol.Hit {
+	return protocol.Hit{
+		Rank: rank, Score: score, WhyIncluded: why,
+		Section: protocol.Section{
+			CanonicalSectionNumber: r.Canonical, SectionNumberFiled: r.Filed, Collision: r.Collision,
+			Authors: r.Authors, CreatedAt: r.CreatedAt, IsExternalCaller: r.IsExternalCaller,
+			Title: r.Title, Body: r.Body, ExecTags: r.ExecTags, StatusTags: r.StatusTags,
+			EmbeddingModelVersion: r.EmbeddingModelVersion, EmbeddingVersion: r.EmbeddingVersion,
+			RetroDarkFields: r.RetroDarkFields, ResponseTo: r.ResponseTo, KnowledgeRefs: r.KnowledgeRefs,
+			Path: r.DocPath, ChunkKey: r.ChunkKey, HeadingPath: headingPath(r), ContentHash: r.ContentHash,
+		},
+		Citation: protocol.Citation{
+			CorpusID: corpusID, CanonicalSectionNumber: r.Canonical, Path: r.DocPath, ChunkKey: r.ChunkKey, ContentHash: r.ContentHash,
+			Excerpt: protocol.Excerpt{Start: r.BodyStart, End: r.End, Text: clipText(r.Body, excerptLen)},
+		},
+	}
+}
+
+func headingPath(r *store.Chunk) []string {
+	if r.Canonical > 0 {
+		return nil
+	}
+	return r.HeadingPath
+}

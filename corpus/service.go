@@ -1,0 +1,296 @@
+// Package corpus serves seed 004's correspondence store over kernel.db: a
+// markdown log of numbered sections, or a folder of markdown documents,
+// inside the workspace, indexed for keyword search (FTS5 BM25, porter) and
+// vector search (sqlite-vec), with canonical section numbers, an
+// append-only collision.log, a .section_count written under flock, a file
+// watcher, and the BEIR evaluator. The markdown is only ever read.
+//
+// Files: service.go (registration, status), sync.go (log and folder sync,
+// rebuild), embedding.go (which embedder, stale rows), governance.go
+// (collision.log, .section_count), search.go (keyword, semantic, hybrid by
+// reciprocal rank fusion, citations), watch.go (fsnotify), beir.go (the
+// evaluator).
+package corpus
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/store"
+)
+
+// Config configures a Service.
+type Config struct {
+	// DB opens (once) and returns kernel.db.
+	DB func(ctx context.Context) (*store.DB, error)
+	// Workspace confines every source path (the sandbox rules apply).
+	Workspace *sandbox.Workspace
+	// DataDir holds, per corpus, collision.log and .section_count
+	// (<DataDir>/corpus/<corpusId>/): the workspace is never written.
+	DataDir string
+	// Embedder is used for every corpus when set (the HTTP client); nil
+	// means the built-in embedder, trained on each corpus at its first sync
+	// and at each rebuild.
+	Embedder embed.Embedder
+	// Builtin configures the built-in embedder.
+	Builtin embed.BuiltinConfig
+	// Debounce is the watcher's quiet period before a sync (default 50 ms).
+	Debounce time.Duration
+	// RetryStale is how often a watched corpus with stale vectors retries
+	// embedding them (default 30 s).
+	RetryStale time.Duration
+	// OnSync, when set, is called after each sync the watcher runs (tests
+	// and benchmarks time save-to-searchable with it).
+	OnSync func(corpusID string, res *protocol.CorpusSyncResult, err error)
+	Logger *slog.Logger
+}
+
+// Service serves the corpus methods. It is safe for concurrent use; syncs
+// of one corpus are serialised.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	corpora map[string]*state
+	closed  bool
+}
+
+// state is what the service keeps in memory per corpus.
+type state struct {
+	// mu serialises syncs, rebuilds and re-embeds of the corpus.
+	mu sync.Mutex
+	// builtin is the trained built-in model, loaded from kernel.db.
+	builtin *embed.Builtin
+
+	// The fields below are guarded by Service.mu.
+	watcher   *watcher
+	watchErr  string
+	lastError string
+}
+
+// NewService returns the corpus service.
+func NewService(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = 50 * time.Millisecond
+	}
+	if cfg.RetryStale <= 0 {
+		cfg.RetryStale = 30 * time.Second
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, corpora: map[string]*state{}}
+}
+
+// Close stops every watcher.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var ws []*watcher
+	for _, st := range s.corpora {
+		if st.watcher != nil {
+			ws = append(ws, st.watcher)
+			st.watcher = nil
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.stop()
+	}
+	return nil
+}
+
+func (s *Service) state(id string) *state {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.corpora[id]
+	if st == nil {
+		st = &state{}
+		s.corpora[id] = st
+	}
+	return st
+}
+
+// Open registers the markdown file or folder at path (workspace-relative)
+// and runs a first sync (corpus/open). The same path gives the same
+// corpusId again. Errors: the sandbox's for a path outside the workspace
+// or through a symlink; errs.NotFound for a missing path; errs.Invalid
+// for a path that is neither a regular file nor a directory.
+func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*protocol.CorpusInfo, error) {
+	if p.Path == "" {
+		return nil, errs.InvalidField("path", "path is required")
+	}
+	clean, err := sandbox.CleanPath(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := s.sourceKind(clean)
+	if err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := corpusID(clean)
+	c, err := db.OpenCorpus(ctx, id, clean, kind)
+	if err != nil {
+		return nil, err
+	}
+	info := &protocol.CorpusInfo{CorpusID: c.ID, Path: c.Path, Kind: c.Kind, Created: c.LastSyncAt.IsZero()}
+	res, err := s.Sync(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	info.Sync = res
+	if p.Watch == nil || *p.Watch {
+		s.watch(c)
+	}
+	return info, nil
+}
+
+// corpusID is a stable id for a path: the same source is the same corpus
+// across restarts and data dirs.
+func corpusID(clean string) string {
+	sum := blake3.Sum256([]byte(clean))
+	return "c_" + hex.EncodeToString(sum[:8])
+}
+
+// sourceKind checks that clean is inside the workspace, free of symlinks,
+// and a regular file ("log") or a directory ("folder").
+func (s *Service) sourceKind(clean string) (string, error) {
+	ok, err := s.cfg.Workspace.Exists(clean)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", errs.New(errs.NotFound, map[string]any{"path": clean}, "%s does not exist in the workspace", clean)
+	}
+	fi, err := os.Stat(s.abs(clean))
+	if err != nil {
+		return "", errs.Wrap(errs.NotFound, err, map[string]any{"path": clean}, "%s", clean)
+	}
+	switch {
+	case fi.Mode().IsRegular():
+		return "log", nil
+	case fi.IsDir():
+		return "folder", nil
+	}
+	return "", errs.New(errs.Invalid, map[string]any{"path": clean, "reason": "not-regular"}, "%s is neither a markdown file nor a directory", clean)
+}
+
+func (s *Service) abs(clean string) string {
+	return filepath.Join(s.cfg.Workspace.Dir(), filepath.FromSlash(clean))
+}
+
+// corpus returns the stored corpus and its state.
+func (s *Service) corpus(ctx context.Context, id string) (*store.DB, *store.Corpus, *state, error) {
+	if id == "" {
+		return nil, nil, nil, errs.InvalidField("corpusId", "corpusId is required (see corpus/open)")
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := db.Corpus(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return db, c, s.state(id), nil
+}
+
+// Status returns a corpus's counts, embedder, last sync and watcher state
+// (corpus/status).
+func (s *Service) Status(ctx context.Context, id string) (*protocol.CorpusStatus, error) {
+	db, c, st, err := s.corpus(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	info := s.embedderInfo(ctx, db, c, st)
+	n, err := db.Counts(ctx, c.ID, info.ModelVersion)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.CorpusStatus{
+		CorpusID: c.ID, Path: c.Path, Kind: c.Kind,
+		Sections: n.Sections, Chunks: n.Chunks, Documents: n.Documents, Collisions: n.Collisions, StaleVectors: n.Stale,
+		Embedding: protocol.EmbeddingStatus{Model: info.Model, EmbeddingModelVersion: c.EmbeddingModelVersion, EmbeddingVersion: c.EmbeddingVersion,
+			Dims: info.Dims, Method: info.Method},
+		Warnings: []protocol.CorpusWarning{},
+	}
+	if !c.LastSyncAt.IsZero() {
+		out.LastSync = c.LastSyncAt.UTC().Format(time.RFC3339Nano)
+	}
+	if len(c.Report) > 0 {
+		var r report
+		if json.Unmarshal(c.Report, &r) == nil && r.Warnings != nil {
+			out.Warnings = r.Warnings
+		}
+	}
+	if c.Kind == "log" {
+		out.CollisionLog = s.govPath(c.ID, collisionLogName)
+		out.SectionCount = s.govPath(c.ID, sectionCountName)
+	}
+	s.mu.Lock()
+	out.LastError = st.lastError
+	switch {
+	case st.watcher == nil:
+		out.Watcher = "stopped"
+	case st.watchErr != "":
+		out.Watcher = "source_missing"
+	default:
+		out.Watcher = "watching"
+	}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// report is what a sync records on the corpus for corpus/status.
+type report struct {
+	Warnings []protocol.CorpusWarning `json:"warnings"`
+}
+
+func (s *Service) setLastError(st *state, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		st.lastError = ""
+		return
+	}
+	st.lastError = err.Error()
+}
+
+// hashHex is the hex BLAKE3 of b.
+func hashHex(b []byte) string {
+	sum := blake3.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut at a rune boundary.
+	for n > 0 && !utf8Start(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

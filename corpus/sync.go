@@ -1,0 +1,423 @@
+package corpus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/txkernel/txkernel/corpus/markdown"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+)
+
+// plan is what one sync will change, computed from the source before
+// anything is written.
+type plan struct {
+	unchanged  bool
+	upsert     []store.Chunk
+	embedNeed  []bool // per upsert: its body is new or changed, or it has no vector
+	delete     []int64
+	added      int
+	updated    int
+	collisions []protocol.CollisionEntry
+	warnings   []protocol.CorpusWarning
+	sourceHash string
+	sourceSize int64
+	sections   int      // sections in the log after this sync
+	bodies     []string // every chunk's body after this sync: the built-in's training text
+}
+
+// Sync brings a corpus up to date with its source, incrementally
+// (corpus/sync): only new or changed sections are written, only new or
+// changed bodies are embedded, and rows left stale by an earlier failure or
+// a model change are re-embedded. Errors leave the index as it was: a
+// missing source (errs.NotFound, data.reason "source-missing") or a file
+// that is not UTF-8 (errs.Invalid, data.reason "not-utf8", data.offset).
+func (s *Service) Sync(ctx context.Context, id string) (*protocol.CorpusSyncResult, error) {
+	return s.sync(ctx, id, false, nil)
+}
+
+// Rebuild re-indexes a corpus from scratch in one SQL transaction
+// (corpus/rebuild): every row is re-parsed, the built-in embedder is
+// retrained on the corpus, and every body is re-embedded. progress, when
+// not nil, receives LSP work-done progress values (begin, report, end).
+func (s *Service) Rebuild(ctx context.Context, id string, progress func(protocol.ProgressValue)) (*protocol.CorpusSyncResult, error) {
+	return s.sync(ctx, id, true, progress)
+}
+
+func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress func(protocol.ProgressValue)) (*protocol.CorpusSyncResult, error) {
+	db, c, st, err := s.corpus(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	start := time.Now()
+	report := func(kind, msg string, pct int) {
+		if progress != nil {
+			p := pct
+			v := protocol.ProgressValue{Kind: kind, Message: msg, Percentage: &p}
+			if kind == "begin" {
+				v.Title = "Rebuilding corpus " + c.ID
+			}
+			progress(v)
+		}
+	}
+	report("begin", "parsing "+c.Path, 0)
+	res, err := s.syncLocked(ctx, db, c, st, rebuild, report)
+	s.setLastError(st, err)
+	if err != nil {
+		report("end", "failed: "+err.Error(), 100)
+		return nil, err
+	}
+	res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	report("end", "done", 100)
+	return res, nil
+}
+
+func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus, st *state, rebuild bool, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
+	refs, err := db.ChunkRefs(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	var p *plan
+	switch c.Kind {
+	case "log":
+		p, err = s.planLog(c, refs[c.Path], rebuild)
+	case "beir":
+		return nil, errs.New(errs.Invalid, map[string]any{"corpusId": c.ID, "reason": "no-source"}, "corpus %s was indexed from documents, not markdown; it has nothing to sync", c.ID)
+	default:
+		p, err = s.planFolder(c, refs, rebuild)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &protocol.CorpusSyncResult{CorpusID: c.ID, Unchanged: p.unchanged, NewCollisions: []protocol.CollisionEntry{}, Warnings: p.warnings}
+	if res.Warnings == nil {
+		res.Warnings = []protocol.CorpusWarning{}
+	}
+	if !p.unchanged {
+		report("report", "embedding", 30)
+		upd := store.SyncUpdate{Replace: rebuild, Delete: p.delete, Upsert: p.upsert, SourceHash: p.sourceHash, SourceSize: p.sourceSize}
+		emb, model, err := s.embedderForSync(ctx, db, c, st, p.bodies, rebuild)
+		if err != nil {
+			res.Warnings = append(res.Warnings, embedderWarning(err))
+		} else {
+			vecs, n, err := embedSome(ctx, emb, p.upsert, p.embedNeed)
+			if err != nil {
+				res.Warnings = append(res.Warnings, embedderWarning(err))
+				if model.Blob == nil {
+					model = store.Model{}
+				}
+			} else {
+				upd.Vectors, res.Embedded = vecs, n
+			}
+			if model.Dims == 0 {
+				// An HTTP embedder learns its dimension from its first answer.
+				for _, v := range upd.Vectors {
+					if v != nil {
+						model.Dims = len(v)
+						break
+					}
+				}
+			}
+			upd.Model = model
+		}
+		rep, _ := json.Marshal(report2(res.Warnings))
+		upd.Report = rep
+		if c.Kind == "log" {
+			fresh, err := s.appendCollisions(c.ID, p.collisions)
+			if err != nil {
+				return nil, err
+			}
+			res.NewCollisions = fresh
+		}
+		report("report", "storing", 70)
+		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
+			return nil, err
+		}
+		if c.Kind == "log" {
+			if err := s.writeSectionCount(c.ID, p.sections); err != nil {
+				return nil, err
+			}
+		}
+		res.Added, res.Updated, res.Removed = p.added, p.updated, len(p.delete)
+		if rebuild {
+			res.Removed = 0
+		}
+	}
+	report("report", "re-embedding stale rows", 90)
+	n, err := s.reembedStale(ctx, db, c, st)
+	res.Embedded += n
+	if err != nil {
+		res.Warnings = append(res.Warnings, embedderWarning(err))
+	}
+	info := s.embedderInfo(ctx, db, c, st)
+	counts, err := db.Counts(ctx, c.ID, info.ModelVersion)
+	if err != nil {
+		return nil, err
+	}
+	res.Stale = counts.Stale
+	return res, nil
+}
+
+func report2(w []protocol.CorpusWarning) report { return report{Warnings: w} }
+
+func embedderWarning(err error) protocol.CorpusWarning {
+	return protocol.CorpusWarning{Kind: "embedder_failed", Message: "the keyword index is current; vectors are stale until the embedder answers: " + err.Error()}
+}
+
+// readSource reads a workspace file through the sandbox and checks it is
+// UTF-8.
+func (s *Service) readSource(rel string) ([]byte, error) {
+	data, _, exists, err := s.cfg.Workspace.ReadFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, errs.New(errs.NotFound, map[string]any{"path": rel, "reason": "source-missing"},
+			"%s is gone from the workspace; the index is kept as of the last sync", rel)
+	}
+	return data, nil
+}
+
+func notUTF8(rel string, err error) error {
+	var nu *markdown.NotUTF8Error
+	if errors.As(err, &nu) {
+		return errs.New(errs.Invalid, map[string]any{"path": rel, "reason": "not-utf8", "offset": nu.Offset},
+			"%s is not UTF-8 (first invalid byte at offset %d); the index is unchanged", rel, nu.Offset)
+	}
+	return errs.Wrap(errs.Invalid, err, map[string]any{"path": rel}, "%s", rel)
+}
+
+// planLog diffs a log against its stored sections. Canonical numbers are
+// the order of appearance (seed 004); a section's key is its canonical
+// number, so an appended section is an insert and nothing else changes.
+func (s *Service) planLog(c *store.Corpus, refs map[string]store.ChunkRef, rebuild bool) (*plan, error) {
+	data, err := s.readSource(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{sourceHash: hashHex(data), sourceSize: int64(len(data))}
+	if !rebuild && p.sourceHash == c.SourceHash {
+		p.unchanged = true
+		return p, nil
+	}
+	lg, err := markdown.ParseLog(data)
+	if err != nil {
+		return nil, notUTF8(c.Path, err)
+	}
+	for _, r := range lg.Rejected {
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "rejected_heading", Path: c.Path, Line: r.Line, Offset: r.Offset, Text: r.Text,
+			Message: "kept as body text: " + r.Reason})
+	}
+	if c.SourceSize > int64(len(data)) {
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "source_shrank", Path: c.Path,
+			Message: "the log shrank from " + strconv.FormatInt(c.SourceSize, 10) + " to " + strconv.Itoa(len(data)) + " bytes; sections no longer in it were removed from the index"})
+	}
+	seen := map[string]bool{}
+	for i, sec := range lg.Sections {
+		canonical := i + 1
+		ch := logChunk(c.Path, canonical, &sec)
+		if ch.Collision {
+			p.collisions = append(p.collisions, protocol.CollisionEntry{CanonicalSectionNumber: canonical, SectionNumberFiled: sec.Filed,
+				FiledNumber: sec.FiledNumber, Title: sec.Title})
+		}
+		p.bodies = append(p.bodies, ch.Body)
+		seen[ch.ChunkKey] = true
+		p.addChunk(ch, refs, rebuild)
+	}
+	p.sections = len(lg.Sections)
+	if !rebuild {
+		for key, r := range refs {
+			if !seen[key] {
+				p.delete = append(p.delete, r.ID)
+			}
+		}
+	}
+	return p, nil
+}
+
+// addChunk adds ch to the plan unless it is stored unchanged. A chunk
+// whose content is unchanged but whose offsets moved (an earlier section
+// grew) is rewritten with its content hash and vector kept.
+func (p *plan) addChunk(ch store.Chunk, refs map[string]store.ChunkRef, rebuild bool) {
+	old, ok := refs[ch.ChunkKey]
+	switch {
+	case rebuild || !ok:
+		p.added++
+		p.upsert = append(p.upsert, ch)
+		p.embedNeed = append(p.embedNeed, true)
+	case old.ContentHash != ch.ContentHash:
+		p.updated++
+		ch.ID = old.ID
+		p.upsert = append(p.upsert, ch)
+		p.embedNeed = append(p.embedNeed, old.BodyHash != ch.BodyHash || !old.Embedded)
+	case old.Start != ch.Start || old.End != ch.End || old.BodyStart != ch.BodyStart || old.Line != ch.Line || !old.Embedded:
+		ch.ID = old.ID
+		p.upsert = append(p.upsert, ch)
+		p.embedNeed = append(p.embedNeed, !old.Embedded)
+	}
+}
+
+// logChunk turns a parsed section into a row. retro_dark_fields lists the
+// provenance fields the section does not give (seed 004: [] = all
+// captured).
+func logChunk(docPath string, canonical int, sec *markdown.Section) store.Chunk {
+	dark := []string{}
+	if sec.ResponseTo == nil {
+		dark = append(dark, "response_to")
+	}
+	if sec.KnowledgeRefs == nil {
+		dark = append(dark, "knowledge_refs")
+	}
+	ch := store.Chunk{
+		DocPath: docPath, ChunkKey: strconv.Itoa(canonical), Canonical: canonical, Filed: sec.Filed, Collision: sec.FiledNumber != canonical,
+		Authors: nonNil(sec.Authors), CreatedAt: sec.CreatedAt, IsExternalCaller: sec.IsExternalCaller,
+		Title: sec.Title, HeadingPath: []string{sec.Title}, Body: sec.Body,
+		ExecTags: nonNil(sec.ExecTags), StatusTags: nonNil(sec.StatusTags),
+		RetroDarkFields: dark, ResponseTo: sec.ResponseTo, KnowledgeRefs: sec.KnowledgeRefs,
+		Start: sec.Start, End: sec.End, BodyStart: sec.BodyStart, Line: sec.Line,
+	}
+	ch.BodyHash = hashHex([]byte(ch.Body))
+	ch.ContentHash = contentHash(&ch)
+	return ch
+}
+
+// contentHash covers everything a row says, but not where it sits: a
+// citation's hash changes whenever what it cites does, and an edit to one
+// section changes no other section's hash (the offsets are kept exact by
+// addChunk).
+func contentHash(ch *store.Chunk) string {
+	b, _ := json.Marshal([]any{ch.ChunkKey, ch.Filed, ch.Authors, ch.CreatedAt, ch.IsExternalCaller, ch.Title, ch.HeadingPath, ch.BodyHash,
+		ch.ExecTags, ch.StatusTags, ch.RetroDarkFields, ch.ResponseTo, ch.KnowledgeRefs})
+	return hashHex(b)
+}
+
+func nonNil(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// planFolder diffs a folder's markdown files against their stored chunks.
+// A file that cannot be read as UTF-8 markdown is reported and keeps the
+// rows it had; a file that is gone loses its rows.
+func (s *Service) planFolder(c *store.Corpus, refs map[string]map[string]store.ChunkRef, rebuild bool) (*plan, error) {
+	files, err := s.listMarkdown(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{}
+	var all []string
+	keep := map[string]bool{}
+	for _, rel := range files {
+		data, err := s.readSource(rel)
+		if err != nil {
+			p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "skipped_file", Path: rel, Message: err.Error()})
+			keep[rel] = true
+			continue
+		}
+		chunks, err := markdown.Split(path.Base(rel), data)
+		if err != nil {
+			err = notUTF8(rel, err)
+			p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "skipped_file", Path: rel, Message: err.Error()})
+			keep[rel] = true
+			continue
+		}
+		h := hashHex(data)
+		all = append(all, rel+"\x00"+h)
+		p.sourceSize += int64(len(data))
+		keep[rel] = true
+		seen := map[string]bool{}
+		for _, mc := range chunks {
+			ch := store.Chunk{
+				DocPath: rel, ChunkKey: mc.Key, Title: mc.Title, HeadingPath: nonNil(mc.HeadingPath), Body: mc.Body,
+				Authors: []string{}, ExecTags: []string{}, StatusTags: []string{},
+				Start: mc.Start, End: mc.End, BodyStart: mc.BodyStart, Line: mc.Line,
+			}
+			ch.BodyHash = hashHex([]byte(ch.Body))
+			ch.ContentHash = contentHash(&ch)
+			p.bodies = append(p.bodies, ch.Body)
+			seen[ch.ChunkKey] = true
+			p.addChunk(ch, refs[rel], rebuild)
+		}
+		if !rebuild {
+			for key, r := range refs[rel] {
+				if !seen[key] {
+					p.delete = append(p.delete, r.ID)
+				}
+			}
+		}
+	}
+	if !rebuild {
+		for rel, m := range refs {
+			if keep[rel] {
+				continue
+			}
+			for _, r := range m {
+				p.delete = append(p.delete, r.ID)
+			}
+		}
+	}
+	sort.Slice(p.delete, func(i, j int) bool { return p.delete[i] < p.delete[j] })
+	p.sourceHash = hashHex([]byte(strings.Join(all, "\n")))
+	if !rebuild && p.sourceHash == c.SourceHash && len(p.upsert) == 0 && len(p.delete) == 0 {
+		p.unchanged = true
+	}
+	return p, nil
+}
+
+// listMarkdown lists the .md and .markdown files under a workspace folder,
+// sorted, skipping hidden entries and symlinks (the sandbox refuses to
+// read through a link).
+func (s *Service) listMarkdown(dir string) ([]string, error) {
+	root := s.abs(dir)
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil
+		}
+		name := d.Name()
+		if p != root && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 || d.IsDir() {
+			return nil
+		}
+		ext := strings.ToLower(filepath.Ext(name))
+		if ext != ".md" && ext != ".markdown" {
+			return nil
+		}
+		rel, err := filepath.Rel(s.cfg.Workspace.Dir(), p)
+		if err != nil {
+			return nil
+		}
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errs.New(errs.NotFound, map[string]any{"path": dir, "reason": "source-missing"}, "%s is gone from the workspace", dir)
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, map[string]any{"path": dir}, "list %s", dir)
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,69 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// corpusMethods are the corpus methods (seed 004, PROTOCOL.md §12): each
+// decodes its params and calls the corpus service, passing the caller kind
+// the host declared at initialize.
+var corpusMethods = map[string]methodInfo{
+	protocol.MethodCorpusOpen: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusOpenParams) (any, error) {
+		return c.Open(ctx, p)
+	}),
+	protocol.MethodCorpusStatus: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (any, error) {
+		return c.Status(ctx, p.CorpusID)
+	}),
+	protocol.MethodCorpusSync: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (any, error) {
+		return c.Sync(ctx, p.CorpusID)
+	}),
+	protocol.MethodCorpusRebuild: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusRebuildParams) (any, error) {
+		token := p.WorkDoneToken
+		if token == nil {
+			token = fmt.Sprintf("corpus/rebuild/%d", progressSeq.Add(1))
+		}
+		res, err := c.Rebuild(ctx, p.CorpusID, func(v protocol.ProgressValue) {
+			if err := s.stream.WriteNotification(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
+				s.log.Debug("progress not sent", "err", err)
+			}
+		})
+		if res != nil {
+			res.WorkDoneToken = token
+		}
+		return res, err
+	}),
+	protocol.MethodCorpusTail: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusTailParams) (any, error) {
+		return c.Tail(ctx, p, s.caller())
+	}),
+	protocol.MethodCorpusSearch: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusSearchParams) (any, error) {
+		return c.Search(ctx, p, s.caller())
+	}),
+	protocol.MethodCorpusSection: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusSectionParams) (any, error) {
+		return c.Section(ctx, p)
+	}),
+	protocol.MethodCorpusCollisions: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (any, error) {
+		return c.Collisions(ctx, p.CorpusID)
+	}),
+	protocol.MethodCorpusQuery: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusQueryParams) (any, error) {
+		return c.Query(ctx, p, s.caller())
+	}),
+}
+
+// progressSeq numbers the $/progress tokens the kernel makes itself.
+var progressSeq atomic.Int64
+
+// corpusMethod adapts a corpus handler: typed params, and -32601 when the
+// kernel was started without a corpus service.
+func corpusMethod[P any](fn func(ctx context.Context, s *Server, c *corpus.Service, p *P) (any, error)) methodInfo {
+	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
+		if s.cfg.Corpus == nil {
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "the corpus is not served by this kernel")
+		}
+		return fn(ctx, s, s.cfg.Corpus, p)
+	})}
+}
