@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -136,11 +137,11 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 	}
 	clean, err := sandbox.CleanPath(p.Path)
 	if err != nil {
-		return nil, err
+		return nil, s.sandboxError(err)
 	}
 	kind, err := s.sourceKind(clean)
 	if err != nil {
-		return nil, err
+		return nil, s.sandboxError(err)
 	}
 	db, err := s.cfg.DB(ctx)
 	if err != nil {
@@ -191,6 +192,20 @@ func (s *Service) sourceKind(clean string) (string, error) {
 		return "folder", nil
 	}
 	return "", errs.New(errs.Invalid, map[string]any{"path": clean, "reason": "not-regular"}, "%s is neither a markdown file nor a directory", clean)
+}
+
+// sandboxError gives a sandbox.PathError (a path outside the workspace,
+// through a symlink, or too long) the kind errs.Sandbox and the data
+// {field: "path", path, reason, sandbox}, as the workspace target does;
+// other errors pass through.
+func (s *Service) sandboxError(err error) error {
+	var pe *sandbox.PathError
+	var done *errs.Error
+	if !errors.As(err, &pe) || errors.As(err, &done) {
+		return err
+	}
+	return errs.Wrap(errs.Sandbox, err, map[string]any{"field": "path", "path": pe.Path, "reason": pe.Reason, "sandbox": string(s.cfg.Workspace.Mode())},
+		"sandbox violation: %v", pe)
 }
 
 func (s *Service) abs(clean string) string {

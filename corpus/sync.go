@@ -181,7 +181,7 @@ func embedderWarning(err error) protocol.CorpusWarning {
 func (s *Service) readSource(rel string) ([]byte, error) {
 	data, _, exists, err := s.cfg.Workspace.ReadFile(rel)
 	if err != nil {
-		return nil, err
+		return nil, s.sandboxError(err)
 	}
 	if !exists {
 		return nil, errs.New(errs.NotFound, map[string]any{"path": rel, "reason": "source-missing"},

@@ -17,6 +17,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"
 	"github.com/txkernel/txkernel/tx/workspace"
@@ -44,8 +45,10 @@ func newTestServer(tb testing.TB) *Server {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { eng.Close() })
+	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: w, DataDir: dataDir, Logger: log})
+	tb.Cleanup(func() { cs.Close() })
 	s := &Server{
-		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
+		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
 		log: log, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
 	}
 	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})

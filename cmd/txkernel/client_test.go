@@ -20,6 +20,20 @@ import (
 // kernelBin is the real txkernel binary, built once by TestMain.
 var kernelBin string
 
+// buildTags are this test binary's own build tags (the Makefile's TAGS),
+// passed to every build of the kernel so that the cgo build of SQLite is
+// shared, not redone.
+var buildTags = func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}()
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "txkernel-bin-")
 	if err != nil {
@@ -31,14 +45,8 @@ func TestMain(m *testing.M) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	// Build the kernel with this test binary's own build tags (the
-	// Makefile's TAGS), so the cgo build of SQLite is shared, not redone.
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-tags" && s.Value != "" {
-				args = append(args, "-tags", s.Value)
-			}
-		}
+	if buildTags != "" {
+		args = append(args, "-tags", buildTags)
 	}
 	args = append(args, ".")
 	cmd := exec.Command("go", args...)
