@@ -15,9 +15,9 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"
 	"github.com/txkernel/txkernel/tx/workspace"
