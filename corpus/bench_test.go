@@ -231,7 +231,7 @@ func BenchmarkSaveToSearchable(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fmt.Fprintf(f, "\n## %s. Bench section\n*Author: Grok | Date: 2026-03-01*\n\nAbout %s.\n", toRoman(1001+i), word)
+		fmt.Fprintf(f, "\n## %s. Bench section\n*Author: Grok | Date: 2026-03-01*\n\nAbout %s.\n", markdown.Roman(1001+i), word)
 		f.Close()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -251,18 +251,4 @@ func BenchmarkSaveToSearchable(b *testing.B) {
 			}
 		}
 	}
-}
-
-// toRoman writes n (1..3999) as a Roman numeral.
-func toRoman(n int) string {
-	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}
-	syms := []string{"M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I"}
-	var b strings.Builder
-	for i, v := range vals {
-		for n >= v {
-			b.WriteString(syms[i])
-			n -= v
-		}
-	}
-	return b.String()
 }

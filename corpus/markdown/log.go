@@ -11,8 +11,9 @@ import (
 // accepts (PROTOCOL.md §12 repeats it):
 //
 //   - A section starts at a level-2 ATX heading outside fenced code: "## ",
-//     an optional "§", a Roman numeral in canonical form (1–3999, all upper
-//     or all lower case), a separator, then the title. Separators are ".",
+//     an optional "§", a Roman numeral in canonical form (all upper or all
+//     lower case; past 3999 the thousands are repeated Ms, see RomanValue),
+//     a separator, then the title. Separators are ".",
 //     ":", ")", "-", "–", "—"; an upper-case numeral may also be followed
 //     by a plain space. So "## LXVI. Title", "## LXVI: Title",
 //     "## LXVI — Title", "## § lxvi. Title" and "## LXVI Title" are all

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRoman(t *testing.T) {
-	for n := 1; n <= 3999; n++ {
+	for n := 1; n <= 12000; n++ {
 		r := Roman(n)
 		if v, ok := RomanValue(r); !ok || v != n {
 			t.Fatalf("RomanValue(Roman(%d)=%q) = %d, %v", n, r, v, ok)
@@ -19,12 +19,15 @@ func TestRoman(t *testing.T) {
 			t.Fatalf("lower-case %q = %d, %v", r, v, ok)
 		}
 	}
-	for _, bad := range []string{"", "IIII", "VV", "IC", "MMMM", "XM", "LL", "IVI", "ABC"} {
+	for _, bad := range []string{"", "IIII", "VV", "IC", "XM", "LL", "IVI", "ABC", "IM", strings.Repeat("M", 100)} {
 		if _, ok := RomanValue(bad); ok {
 			t.Errorf("RomanValue(%q) accepted", bad)
 		}
 	}
-	if Roman(0) != "" || Roman(4000) != "" {
+	if v, ok := RomanValue("MMMMCMXCIX"); !ok || v != 4999 {
+		t.Errorf("MMMMCMXCIX = %d, %v", v, ok)
+	}
+	if Roman(0) != "" || Roman(MaxRoman+1) != "" {
 		t.Error("Roman out of range")
 	}
 }

@@ -5,10 +5,15 @@ import (
 	"strings"
 )
 
-// romanRE is the canonical (subtractive) form of the numerals 1–3999:
-// "IIII", "VV" and "IC" are refused, so that a typo is reported rather
-// than read as some other number.
-var romanRE = regexp.MustCompile(`^M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})$`)
+// MaxRoman is the largest section number a heading may carry.
+const MaxRoman = 99_999
+
+// romanRE is the canonical (subtractive) form of the numerals: "IIII",
+// "VV" and "IC" are refused, so that a typo is reported rather than read
+// as some other number. Thousands beyond MMM are written as more Ms
+// ("MMMMCMXCIX" is 4999), the usual extension, so that a log may grow
+// past 3999 sections.
+var romanRE = regexp.MustCompile(`^M{0,99}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})$`)
 
 var romanDigit = map[byte]int{'I': 1, 'V': 5, 'X': 10, 'L': 50, 'C': 100, 'D': 500, 'M': 1000}
 
@@ -32,10 +37,10 @@ func RomanValue(s string) (int, bool) {
 	return v, true
 }
 
-// Roman writes n (1–3999) as an upper-case Roman numeral; "" outside that
-// range.
+// Roman writes n (1–MaxRoman) as an upper-case Roman numeral, thousands
+// as repeated Ms; "" outside that range.
 func Roman(n int) string {
-	if n < 1 || n > 3999 {
+	if n < 1 || n > MaxRoman {
 		return ""
 	}
 	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}
