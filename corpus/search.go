@@ -26,19 +26,36 @@ const (
 	excerptLen  = 280
 )
 
+// Fusion methods of Tuning.Fusion.
+const (
+	// FusionRRF is weighted reciprocal rank fusion: Σ weight/(RRFK+rank).
+	FusionRRF = "rrf"
+	// FusionConvex is a convex combination of min-max normalised scores:
+	// Alpha·bm25' + (1−Alpha)·cosine', each scaled to [0, 1] over the
+	// depth read (a row absent from a ranking scores 0 there).
+	FusionConvex = "convex"
+)
+
 // Tuning holds the search knobs the BEIR evaluator tunes on a training
-// split: the BM25 title weight and the weight of each ranking in the
-// fusion.
+// split: the BM25 title weight, how deep each ranking is read, and how
+// the two rankings are fused.
 type Tuning struct {
-	TitleWeight    float64
+	// TitleWeight is the BM25 weight of the title column (body: 1).
+	TitleWeight float64
+	// Fusion is FusionRRF or FusionConvex.
+	Fusion string
+	// KeywordWeight and SemanticWeight weigh the rankings in RRF.
 	KeywordWeight  float64
 	SemanticWeight float64
-	Depth          int
+	// Alpha is the keyword share of a convex fusion, in [0, 1].
+	Alpha float64
+	// Depth is how many hits of each ranking are fused.
+	Depth int
 }
 
 // DefaultTuning is what corpus/search uses (tuned on SciFact's train
 // split, see README).
-var DefaultTuning = Tuning{TitleWeight: titleWeight, KeywordWeight: 1, SemanticWeight: 1, Depth: fusionDepth}
+var DefaultTuning = Tuning{TitleWeight: titleWeight, Fusion: FusionRRF, KeywordWeight: 1, SemanticWeight: 1, Alpha: 0.5, Depth: fusionDepth}
 
 // Tail answers seed 004's linear_tail (corpus/tail).
 func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams, caller string) (*protocol.CorpusHits, error) {
@@ -197,8 +214,9 @@ type Fused struct {
 // Fuse merges a keyword ranking (best first) and a semantic ranking
 // (nearest first) into at most k hits. With one ranking it keeps its order
 // and scores (BM25, or cosine similarity = 1 - distance); with both it is
-// reciprocal rank fusion: score = Σ weight / (RRFK + rank). Raw scores are
-// never added: BM25 and cosine are on different scales.
+// t.Fusion: weighted reciprocal rank fusion, score = Σ weight / (RRFK +
+// rank), or a convex combination of min-max normalised scores. Raw scores
+// are never added: BM25 and cosine are on different scales.
 func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
 	if len(sem) == 0 || len(kw) == 0 {
 		var out []Fused
@@ -221,15 +239,26 @@ func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
 		}
 		return f
 	}
+	convex := t.Fusion == FusionConvex
+	kwNorm := minMax(kw, func(x float64) float64 { return x })
+	semNorm := minMax(sem, func(d float64) float64 { return 1 - d })
 	for i, h := range kw {
 		f := get(h.ID)
 		f.KeywordRank = i + 1
-		f.Score += t.KeywordWeight / float64(RRFK+i+1)
+		if convex {
+			f.Score += t.Alpha * kwNorm(h.Score)
+		} else {
+			f.Score += t.KeywordWeight / float64(RRFK+i+1)
+		}
 	}
 	for i, h := range sem {
 		f := get(h.ID)
 		f.SemanticRank = i + 1
-		f.Score += t.SemanticWeight / float64(RRFK+i+1)
+		if convex {
+			f.Score += (1 - t.Alpha) * semNorm(1-h.Score)
+		} else {
+			f.Score += t.SemanticWeight / float64(RRFK+i+1)
+		}
 	}
 	out := make([]Fused, 0, len(order))
 	for _, id := range order {
@@ -255,6 +284,24 @@ func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
 		return 0
 	})
 	return out[:min(k, len(out))]
+}
+
+// minMax returns a function that scales a ranking's scores (after conv)
+// to [0, 1] by the ranking's own minimum and maximum; a ranking whose
+// scores are all equal scales to 1.
+func minMax(r []store.Scored, conv func(float64) float64) func(float64) float64 {
+	if len(r) == 0 {
+		return func(float64) float64 { return 0 }
+	}
+	lo, hi := conv(r[0].Score), conv(r[0].Score)
+	for _, h := range r[1:] {
+		v := conv(h.Score)
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if hi == lo {
+		return func(float64) float64 { return 1 }
+	}
+	return func(v float64) float64 { return (v - lo) / (hi - lo) }
 }
 
 // MatchExpr turns free text into an FTS5 MATCH expression: every word

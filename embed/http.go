@@ -342,26 +342,41 @@ func (h *HTTP) decode(raw []byte, n int) ([][]float32, *Error) {
 		if d.Index != i {
 			return nil, &Error{Kind: BadResponse, Msg: fmt.Sprintf("embedding indexes are not 0..%d", n-1)}
 		}
+		if len(d.Embedding) == 0 {
+			return nil, &Error{Kind: BadResponse, Msg: fmt.Sprintf("embedding %d is empty", i)}
+		}
 		want := int(h.dims.Load())
-		if want == 0 && len(d.Embedding) > 0 {
+		if want == 0 {
 			h.dims.CompareAndSwap(0, int64(len(d.Embedding)))
 			want = int(h.dims.Load())
 		}
 		if len(d.Embedding) != want {
 			return nil, &Error{Kind: BadResponse, Msg: fmt.Sprintf("embedding %d has %d dimensions, want %d", i, len(d.Embedding), want)}
 		}
-		var sq float64
-		for _, x := range d.Embedding {
-			sq += x * x
-		}
-		v := make([]float32, len(d.Embedding))
-		if sq > 0 {
-			inv := 1 / math.Sqrt(sq)
-			for k, x := range d.Embedding {
-				v[k] = float32(x * inv)
-			}
-		}
-		out[i] = v
+		out[i] = normalize(d.Embedding)
 	}
 	return out, nil
+}
+
+// normalize returns v scaled to unit L2 norm as float32; the zero vector
+// stays zero. It scales by the largest magnitude first, so that values
+// near the float64 range do not overflow the sum of squares.
+func normalize(v []float64) []float32 {
+	var m float64
+	for _, x := range v {
+		m = max(m, math.Abs(x))
+	}
+	out := make([]float32, len(v))
+	if m == 0 {
+		return out
+	}
+	var sq float64
+	for _, x := range v {
+		sq += (x / m) * (x / m)
+	}
+	n := m * math.Sqrt(sq)
+	for k, x := range v {
+		out[k] = float32(x / n)
+	}
+	return out
 }

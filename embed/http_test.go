@@ -300,3 +300,40 @@ func TestNewHTTPConfig(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHTTPDecode feeds arbitrary answers to the response decoder: it
+// never panics, and what it accepts has one vector per input, all of one
+// length, each of unit or zero norm.
+func FuzzHTTPDecode(f *testing.F) {
+	f.Add([]byte(`{"data":[{"index":0,"embedding":[3,4]},{"index":1,"embedding":[0,0]}]}`), 2)
+	f.Add([]byte(`{"data":[{"index":1,"embedding":[1]},{"index":0,"embedding":[1]}]}`), 2)
+	f.Add([]byte(`{"data":null}`), 0)
+	f.Fuzz(func(t *testing.T, raw []byte, n int) {
+		if n < 0 || n > 64 {
+			return
+		}
+		h, err := NewHTTP(HTTPConfig{URL: "http://127.0.0.1:1", Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, e := h.decode(raw, n)
+		if e != nil {
+			return
+		}
+		if len(vs) != n {
+			t.Fatalf("%d vectors for %d inputs", len(vs), n)
+		}
+		for _, v := range vs {
+			if len(v) != len(vs[0]) {
+				t.Fatal("ragged")
+			}
+			var sq float64
+			for _, x := range v {
+				sq += float64(x) * float64(x)
+			}
+			if sq != 0 && math.Abs(sq-1) > 1e-3 && !math.IsNaN(sq) && !math.IsInf(sq, 0) {
+				t.Fatalf("norm² %v", sq)
+			}
+		}
+	})
+}

@@ -29,9 +29,20 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	runPath := fs.String("run", "", "TREC run file to write (required; with --mode all, one file per mode: OUT.<mode>)")
 	mode := fs.String("mode", "hybrid", "keyword | semantic | hybrid | all")
 	dataDir := fs.String("data-dir", "", "where kernel.db is built (default: a temporary directory, removed at the end)")
+	t := corpus.DefaultTuning
+	fs.StringVar(&t.Fusion, "fusion", t.Fusion, "hybrid fusion: rrf (weighted reciprocal rank fusion) or convex (min-max normalised scores)")
+	fs.Float64Var(&t.SemanticWeight, "semantic-weight", t.SemanticWeight, "RRF weight of the semantic ranking (keyword: --keyword-weight)")
+	fs.Float64Var(&t.KeywordWeight, "keyword-weight", t.KeywordWeight, "RRF weight of the keyword ranking")
+	fs.Float64Var(&t.Alpha, "alpha", t.Alpha, "convex fusion: the keyword share, 0..1")
+	fs.Float64Var(&t.TitleWeight, "title-weight", t.TitleWeight, "BM25 weight of the title column (body: 1)")
+	fs.IntVar(&t.Depth, "depth", t.Depth, "hits of each ranking fused")
 	var ef embedFlags
 	ef.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if t.Fusion != corpus.FusionRRF && t.Fusion != corpus.FusionConvex || t.Alpha < 0 || t.Alpha > 1 || t.Depth < 1 {
+		fmt.Fprintln(stderr, "txkernel eval beir: --fusion must be rrf or convex, --alpha within 0..1, --depth at least 1")
 		return 2
 	}
 	if *corpusPath == "" || *queriesPath == "" || *qrelsPath == "" || *runPath == "" {
@@ -93,7 +104,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		start := time.Now()
-		res, err := svc.Evaluate(ctx, id, m, queries, qrels, corpus.DefaultTuning, f)
+		res, err := svc.Evaluate(ctx, id, m, queries, qrels, t, f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
