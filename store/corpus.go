@@ -484,6 +484,33 @@ func (s *DB) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[in
 	return out, rows.Err()
 }
 
+// VectorsByID returns the stored vectors of the given rows (dims long),
+// keyed by row id; rows without a vector are absent. It reads one row at
+// a time by rowid, vec0's point lookup: it is meant for a handful of rows.
+func (s *DB) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
+	out := map[int64][]float32{}
+	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok || len(ids) == 0 {
+		return out, err
+	}
+	q := fmt.Sprintf(`SELECT embedding FROM %s WHERE rowid = ?`, vecTable(dims))
+	for _, id := range ids {
+		var b []byte
+		err := s.db.QueryRowContext(ctx, q, id).Scan(&b)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, internal(err, "vectors by id")
+		}
+		v := make([]float32, len(b)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		out[id] = v
+	}
+	return out, nil
+}
+
 // Scored is a search hit: a chunk id and its score under one ranking
 // (BM25 as a positive number, higher is better; or cosine distance, lower
 // is better).

@@ -36,6 +36,8 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&t.Alpha, "alpha", t.Alpha, "convex fusion: the keyword share, 0..1")
 	fs.Float64Var(&t.TitleWeight, "title-weight", t.TitleWeight, "BM25 weight of the title column (body: 1)")
 	fs.IntVar(&t.Depth, "depth", t.Depth, "hits of each ranking fused")
+	fs.IntVar(&t.PRFDocs, "prf-docs", t.PRFDocs, "hybrid: dense pseudo-relevance feedback from this many top keyword hits (0: none)")
+	fs.Float64Var(&t.PRFWeight, "prf-weight", t.PRFWeight, "hybrid: weight of the feedback documents' mean vector")
 	var ef embedFlags
 	ef.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
