@@ -1,13 +1,19 @@
 # txkernel. One set of build flags for build, test and bench, so the build
 # cache is shared. kernel.db is SQLite through github.com/mattn/go-sqlite3,
 # which is cgo and bundles SQLite's amalgamation: it needs a C compiler
-# (gcc, installed by .ci/run) and no system libsqlite3. Its cold build takes
+# (gcc, installed by .ci/run) and no system libsqlite3 (sqlite-vec's cgo
+# bindings need only its header, libsqlite3-dev). Its cold build takes
 # about 45 s on the 2-core VM; every target below passes the same TAGS so
 # that it is compiled once and reused.
 #   sqlite_fts5: FTS5, for the corpus index (BM25 keyword search).
 GO       ?= go
 TAGS     ?= sqlite_fts5
 export CGO_ENABLED = 1
+# sqlite-vec's AVX kernel for L2 distance (the vector search's inner loop),
+# when this CPU has AVX. CGO_CFLAGS is part of the build cache key, so it
+# is set here once for build, test and bench alike.
+AVX_CFLAGS := $(shell grep -qw avx /proc/cpuinfo 2>/dev/null && echo "-mavx -DSQLITE_VEC_ENABLE_AVX")
+export CGO_CFLAGS = -O2 -g $(AVX_CFLAGS)
 BIN      := bin/txkernel
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
@@ -17,7 +23,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build test test-short vet lint demo demo-docs bench fuzz crash clean
+.PHONY: all build test test-short vet lint demo demo-docs eval bench fuzz crash clean
 
 all: build
 
@@ -55,6 +61,15 @@ demo: build
 ## a stale revision refused
 demo-docs: build
 	$(GO) run ./examples/host -kernel $(BIN) -checklist testdata/demo-checklist
+
+## eval: retrieval quality on SciFact's train split (the only split tuned
+## on): index the corpus with the built-in embedder, run the 809 train
+## queries in each mode, print nDCG@10 and recall@100, write TREC runs
+SCIFACT ?= $(SHARED)/corpora/scifact
+eval: build
+	@mkdir -p bench
+	$(BIN) eval beir --corpus $(SCIFACT)/corpus.jsonl --queries $(SCIFACT)/queries.jsonl \
+	  --qrels $(SCIFACT)/qrels/train.tsv --run bench/scifact-train.run --mode all
 
 ## bench: benchmarks, 6 runs each, summarised with benchstat
 bench:

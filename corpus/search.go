@@ -195,8 +195,8 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		if sem, err = db.SearchVector(ctx, c.ID, qv[0], f, n); err != nil {
 			return nil, err
 		}
-		if counts, err := db.Counts(ctx, c.ID, e.Info().ModelVersion); err == nil {
-			out.StaleVectors = counts.Stale
+		if n, err := db.StaleCount(ctx, c.ID, e.Info().ModelVersion); err == nil {
+			out.StaleVectors = n
 		}
 	}
 	fused := Fuse(kw, sem, t, k)

@@ -389,6 +389,23 @@ func (s *DB) Counts(ctx context.Context, corpusID, modelVersion string) (CorpusC
 	return c, nil
 }
 
+// StaleCount is Counts' Stale alone, for every search to report: the rows
+// whose vector is missing or from a model version other than
+// modelVersion. It reads the (corpus_id, embedding_model_version) index by
+// ranges that skip the current version, so its cost is the stale rows',
+// not the corpus's.
+func (s *DB) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version IS NULL) +
+		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version < ?2) +
+		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version > ?2)`, corpusID, modelVersion).Scan(&n)
+	if err != nil {
+		return 0, internal(err, "stale count")
+	}
+	return n, nil
+}
+
 // Tail returns seed 004's linear_tail: with from = 0, the last n sections
 // of a log in canonical order; with from > 0, n sections starting at
 // canonical number from. A folder corpus (no section numbers) gives its
@@ -605,6 +622,9 @@ func (s *DB) SearchKeyword(ctx context.Context, corpusID, match string, f Filter
 
 // SearchVector ranks a corpus's rows by cosine distance to q through the
 // vec0 table of q's dimension, under the filter, nearest first, at most k.
+// The table measures L2 distance, which sqlite-vec computes with AVX (its
+// cosine has no SIMD path); every stored vector and q are unit length (or
+// zero), so cosine distance is d²/2 and the order is the same.
 // With a filter, the matching row ids are passed to the KNN query as
 // `rowid IN (...)`, so k matching rows come back whenever k exist.
 func (s *DB) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]Scored, error) {
@@ -624,7 +644,11 @@ func (s *DB) SearchVector(ctx context.Context, corpusID string, q []float32, f F
 	if err != nil {
 		return nil, internal(err, "vector search")
 	}
-	return scanScored(rows)
+	hits, err := scanScored(rows)
+	for i := range hits {
+		hits[i].Score = hits[i].Score * hits[i].Score / 2
+	}
+	return hits, err
 }
 
 func scanScored(rows *sql.Rows) ([]Scored, error) {
@@ -794,7 +818,7 @@ func putVector(ctx context.Context, t *sql.Tx, corpusID string, id int64, m Mode
 	if err := dropVector(ctx, t, id); err != nil {
 		return err
 	}
-	if _, err := t.ExecContext(ctx, fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(corpus_id text partition key, embedding float[%d] distance_metric=cosine)`,
+	if _, err := t.ExecContext(ctx, fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS %s USING vec0(corpus_id text partition key, embedding float[%d])`,
 		vecTable(m.Dims), m.Dims)); err != nil {
 		return err
 	}

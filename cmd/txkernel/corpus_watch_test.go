@@ -318,6 +318,9 @@ func TestCorpusEmbedderDown(t *testing.T) {
 	if num(st["staleVectors"]) != 6 {
 		t.Fatalf("after a model change, stale = %v, want 6", st["staleVectors"])
 	}
+	if s := p.mustResult("corpus/search", map[string]any{"corpusId": id, "query": "reservoir6", "mode": "hybrid"}); num(s["staleVectors"]) != 6 {
+		t.Fatalf("a search after a model change reports %v stale vectors, want 6", s["staleVectors"])
+	}
 	res = p.mustResult("corpus/sync", map[string]any{"corpusId": id})
 	if num(res["embedded"]) != 6 || num(res["stale"]) != 0 {
 		t.Fatalf("re-embed after a model change: %v", res)
