@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/txkernel/txkernel/corpus/markdown"
 	"hash/fnv"
 	"math"
 	"net/http"
@@ -20,26 +21,13 @@ func smallLog(n int) string {
 	var b strings.Builder
 	b.WriteString("# Open questions\n\nPreamble text.\n\n")
 	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "## %s. Question %d about topic%d\n*Author: c_lawd | Date: 2026-02-%02d*\n\nBody of section %d discusses reservoir%d and lattice%d.\n\n", roman(i), i, i, 1+i%28, i, i, i)
-	}
-	return b.String()
-}
-
-func roman(n int) string {
-	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}
-	syms := []string{"M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I"}
-	var b strings.Builder
-	for i, v := range vals {
-		for n >= v {
-			b.WriteString(syms[i])
-			n -= v
-		}
+		fmt.Fprintf(&b, "## %s. Question %d about topic%d\n*Author: c_lawd | Date: 2026-02-%02d*\n\nBody of section %d discusses reservoir%d and lattice%d.\n\n", markdown.Roman(i), i, i, 1+i%28, i, i, i)
 	}
 	return b.String()
 }
 
 func sectionText(n int, word string) string {
-	return fmt.Sprintf("## %s. Late question %d\n*Author: Grok | Date: 2026-03-01*\n\nA new section about %s.\n\n", roman(n), n, word)
+	return fmt.Sprintf("## %s. Late question %d\n*Author: Grok | Date: 2026-03-01*\n\nA new section about %s.\n\n", markdown.Roman(n), n, word)
 }
 
 // waitSearchable polls a keyword search until word finds a section, and

@@ -35,6 +35,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/txkernel/txkernel/corpus/markdown"
 )
 
 type truth struct {
@@ -91,10 +93,10 @@ func main() {
 		if i%3 == 0 {
 			day = day.AddDate(0, 0, 1)
 		}
-		t := truth{Filed: roman(i), Title: p.name + ": " + p.heading, Date: day.Format("2006-01-02"),
+		t := truth{Filed: markdown.Roman(i), Title: p.name + ": " + p.heading, Date: day.Format("2006-01-02"),
 			ExecTags: []string{}, StatusTags: []string{}, Source: p.rfc + "#" + p.heading}
 		if collisions[i] {
-			t.Filed = roman(i - 1)
+			t.Filed = markdown.Roman(i - 1)
 		}
 		t.Authors = []string{authors[rng.IntN(len(authors))]}
 		if rng.IntN(10) == 0 {
@@ -125,7 +127,7 @@ func main() {
 			if rng.IntN(4) == 0 {
 				meta = append(meta, "Responds to: none")
 			} else {
-				meta = append(meta, "Responds to: "+roman(1+rng.IntN(i-1)))
+				meta = append(meta, "Responds to: "+markdown.Roman(1+rng.IntN(i-1)))
 			}
 			switch rng.IntN(4) {
 			case 0:
@@ -305,17 +307,4 @@ func (f *fence) step(l string) bool {
 		f.n = 0
 	}
 	return true
-}
-
-func roman(n int) string {
-	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}
-	syms := []string{"M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I"}
-	var b strings.Builder
-	for i, v := range vals {
-		for n >= v {
-			b.WriteString(syms[i])
-			n -= v
-		}
-	}
-	return b.String()
 }
