@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -326,16 +327,10 @@ func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
 		}
 		out = append(out, *f)
 	}
-	// Ties go to the better keyword rank, then the lower id: deterministic.
-	slices.SortStableFunc(out, func(a, b Fused) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
+	// A stable sort on the score alone: ties keep the order rows were
+	// met in (keyword order, then semantic order), so results are
+	// deterministic.
+	slices.SortStableFunc(out, func(a, b Fused) int { return cmp.Compare(b.Score, a.Score) })
 	return out[:min(k, len(out))]
 }
 
