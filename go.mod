@@ -17,6 +17,7 @@ require (
 
 require (
 	github.com/asg017/sqlite-vec-go-bindings v0.1.6 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
 	github.com/kljensen/snowball v0.10.0 // indirect

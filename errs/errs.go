@@ -73,6 +73,9 @@ const (
 	// Exists: a create of something that already exists, such as a docId
 	// (-32017).
 	Exists Kind = "exists"
+	// PermissionDenied: the principal holds no grant for the action in the
+	// scope (seed 002, §1.2), or memory runs without a policy (-32018).
+	PermissionDenied Kind = "permission_denied"
 )
 
 // Error is a domain error: a Kind, a message for people, typed Data for

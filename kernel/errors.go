@@ -34,6 +34,7 @@ var codes = map[errs.Kind]int64{
 	errs.TooLarge:            protocol.CodeTooLarge,
 	errs.Pending:             protocol.CodePending,
 	errs.Exists:              protocol.CodeExists,
+	errs.PermissionDenied:    protocol.CodePermissionDenied,
 }
 
 // wireError maps any error a service returns to a protocol.Error: a

@@ -50,6 +50,7 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
@@ -61,6 +62,7 @@ type Config struct {
 	Engine          *tx.Engine
 	Documents       *document.Service // nil: the document methods answer -32601
 	Corpus          *corpus.Service   // nil: the corpus methods answer -32601
+	Memory          *memory.Service   // nil: the memory methods answer -32601
 	Workspace       *sandbox.Workspace
 	Policy          approvals.Policy
 	Framing         Framing
@@ -124,7 +126,7 @@ func requireTx(id string) error {
 // understands, the session and transaction methods below and the document
 // methods (documents.go) and the corpus methods (corpus.go). Anything else
 // gets -32601.
-var methods = joinTables(txMethods, documentMethods, corpusMethods)
+var methods = joinTables(txMethods, documentMethods, corpusMethods, memoryMethods)
 
 // joinTables merges method tables; a name in two tables is a bug.
 func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {

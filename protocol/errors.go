@@ -69,6 +69,10 @@ const (
 	CodePending int64 = -32016
 	// CodeExists: doc/create of a docId that exists. data: {"docId"}.
 	CodeExists int64 = -32017
+	// CodePermissionDenied: the principal holds no grant of --memory-policy
+	// for this action in this scope, or the kernel runs without a policy.
+	// data: {"action", "scope", "principal_id"} or {"flag"}.
+	CodePermissionDenied int64 = -32018
 )
 
 // Error is a JSON-RPC 2.0 error object (JSON-RPC 2.0 §5.1). Services return it

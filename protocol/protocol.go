@@ -50,6 +50,7 @@ func Terminal(state string) bool {
 const (
 	TargetWorkspace = "workspace" // files in the workspace (seed 001)
 	TargetDocument  = "document"  // a JSON document in kernel.db (seeds 000, 003)
+	TargetMemory    = "memory"    // a memory element version or baseline pointer in kernel.db (seed 002)
 )
 
 // InitializeParams are the params of initialize. All fields are optional.
@@ -130,6 +131,10 @@ type ProposalInput struct {
 	Patch         json.RawMessage `json:"patch,omitempty"`
 	RecipeVersion *int64          `json:"recipeVersion,omitempty"`
 	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
+	// Memory is a memory transaction's input (seed 002). Only the memory
+	// service sets it: it is never decoded from the wire, so turn/start
+	// cannot change memory around the grants of --memory-policy.
+	Memory *MemoryChange `json:"-"`
 }
 
 // FileInput is one entry of a files proposal: Content or ContentBase64 for a

@@ -294,6 +294,11 @@ func Open(dir string, mode Mode) (*Workspace, error) {
 // Dir returns the absolute, symlink-free path of the workspace root.
 func (w *Workspace) Dir() string { return w.dir }
 
+// FS returns the workspace as a read-only fs.FS confined by os.Root:
+// names are slash-separated and relative, and neither ".." nor a symlink
+// leads outside the workspace.
+func (w *Workspace) FS() fs.FS { return w.root.FS() }
+
 // Mode returns the sandbox mode the workspace was opened with.
 func (w *Workspace) Mode() Mode { return w.mode }
 

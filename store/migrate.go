@@ -130,6 +130,135 @@ var migrations = []string{
 		model_version TEXT NOT NULL,
 		model         BLOB NOT NULL
 	);`,
+	// 3: curated memory (seed 002): elements, immutable versions, their
+	// chunks (scope columns on every row, so trimming happens inside the
+	// retrieval query) and FTS5 index, relationships, proposals, baselines
+	// and the published pointer with its history, the decision ledger, and
+	// the citations read_context returned to each principal.
+	`CREATE TABLE mem_elements (
+		eid             INTEGER PRIMARY KEY,
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		element_id      TEXT NOT NULL,
+		type            TEXT NOT NULL,
+		source_kind     TEXT NOT NULL,
+		created_at      TEXT NOT NULL,
+		head_vid        INTEGER,
+		UNIQUE (repository_id, organization_id, tenant_id, element_id)
+	);
+	CREATE TABLE mem_versions (
+		vid         INTEGER PRIMARY KEY,
+		version_id  TEXT NOT NULL UNIQUE,
+		eid         INTEGER NOT NULL REFERENCES mem_elements(eid),
+		seq         INTEGER NOT NULL,
+		title       TEXT NOT NULL,
+		body        TEXT NOT NULL,
+		body_hash   TEXT NOT NULL,
+		source_kind TEXT NOT NULL,
+		created_at  TEXT NOT NULL,
+		provenance  TEXT NOT NULL,
+		tx_id       TEXT UNIQUE,
+		UNIQUE (eid, seq)
+	);
+	CREATE TABLE mem_chunks (
+		id              INTEGER PRIMARY KEY,
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		vid             INTEGER NOT NULL REFERENCES mem_versions(vid),
+		chunk_key       TEXT NOT NULL,
+		heading_path    TEXT NOT NULL,
+		start_offset    INTEGER NOT NULL,
+		end_offset      INTEGER NOT NULL
+	);
+	CREATE INDEX mem_chunks_vid ON mem_chunks (vid);
+	CREATE VIRTUAL TABLE mem_fts USING fts5(title, body, content = '', tokenize = 'porter unicode61');
+	CREATE TABLE mem_relationships (
+		id                INTEGER PRIMARY KEY,
+		repository_id     TEXT NOT NULL,
+		relationship_kind TEXT NOT NULL,
+		type              TEXT NOT NULL,
+		source_eid        INTEGER NOT NULL REFERENCES mem_elements(eid),
+		target_eid        INTEGER NOT NULL REFERENCES mem_elements(eid),
+		target_vid        INTEGER REFERENCES mem_versions(vid),
+		metadata          TEXT NOT NULL,
+		created_at        TEXT NOT NULL
+	);
+	CREATE INDEX mem_relationships_source ON mem_relationships (source_eid, type);
+	CREATE TABLE mem_proposals (
+		proposal_id     TEXT PRIMARY KEY,
+		eid             INTEGER NOT NULL REFERENCES mem_elements(eid),
+		vid             INTEGER NOT NULL REFERENCES mem_versions(vid),
+		target_eid      INTEGER NOT NULL REFERENCES mem_elements(eid),
+		target_vid      INTEGER NOT NULL REFERENCES mem_versions(vid),
+		summary         TEXT NOT NULL,
+		principal_id    TEXT NOT NULL,
+		status          TEXT NOT NULL,
+		accept_tx_id    TEXT,
+		accepted_vid    INTEGER REFERENCES mem_versions(vid),
+		rebased_to      TEXT,
+		decision_eid    INTEGER REFERENCES mem_elements(eid),
+		created_at      TEXT NOT NULL
+	);
+	CREATE INDEX mem_proposals_target ON mem_proposals (target_eid, status);
+	CREATE TABLE mem_baselines (
+		bid             INTEGER PRIMARY KEY,
+		baseline_id     TEXT NOT NULL UNIQUE,
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		parent_bid      INTEGER REFERENCES mem_baselines(bid),
+		created_at      TEXT NOT NULL,
+		principal_id    TEXT NOT NULL,
+		reason          TEXT NOT NULL,
+		items           INTEGER NOT NULL,
+		tx_id           TEXT NOT NULL UNIQUE
+	);
+	CREATE INDEX mem_baselines_scope ON mem_baselines (repository_id, organization_id, tenant_id);
+	CREATE TABLE mem_baseline_items (
+		bid INTEGER NOT NULL REFERENCES mem_baselines(bid),
+		eid INTEGER NOT NULL REFERENCES mem_elements(eid),
+		vid INTEGER NOT NULL REFERENCES mem_versions(vid),
+		PRIMARY KEY (bid, eid)
+	) WITHOUT ROWID;
+	CREATE UNIQUE INDEX mem_baseline_items_vid ON mem_baseline_items (bid, vid);
+	CREATE TABLE mem_pointers (
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		bid             INTEGER NOT NULL REFERENCES mem_baselines(bid),
+		PRIMARY KEY (repository_id, organization_id, tenant_id)
+	);
+	CREATE TABLE mem_pointer_history (
+		id              INTEGER PRIMARY KEY,
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		bid             INTEGER NOT NULL REFERENCES mem_baselines(bid),
+		previous_bid    INTEGER REFERENCES mem_baselines(bid),
+		moved_at        TEXT NOT NULL,
+		principal_id    TEXT NOT NULL,
+		reason          TEXT NOT NULL
+	);
+	CREATE TABLE mem_ledger (
+		seq             INTEGER PRIMARY KEY,
+		ts              TEXT NOT NULL,
+		type            TEXT NOT NULL,
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		principal_id    TEXT NOT NULL,
+		subject         TEXT NOT NULL,
+		decision_id     TEXT,
+		tx_id           TEXT,
+		data            TEXT NOT NULL
+	);
+	CREATE TABLE mem_returned (
+		principal_id TEXT NOT NULL,
+		vid          INTEGER NOT NULL REFERENCES mem_versions(vid),
+		PRIMARY KEY (principal_id, vid)
+	) WITHOUT ROWID;`,
 }
 
 // migrate applies the steps above user_version, each in its own SQL

@@ -36,11 +36,13 @@ import (
 	"github.com/txkernel/txkernel/docs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/kernel"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"
+	"github.com/txkernel/txkernel/tx/element"
 	wstarget "github.com/txkernel/txkernel/tx/workspace"
 )
 
@@ -88,6 +90,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	docMaxBytes := fs.Int64("doc-max-bytes", docs.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
 	docMaxDepth := fs.Int("doc-max-depth", docs.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
 	validationTTL := fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
+	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants (seed 002): {\"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\"}]}; without it every memory method is refused")
 	var ef embedFlags
 	ef.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -176,6 +179,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	var mpol *memory.Policy
+	if *memPolicy != "" {
+		if mpol, err = memory.LoadPolicy(*memPolicy); err != nil {
+			return fail("%s: %v", memory.PolicyFlag, err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// kernel.db is opened by the document target on first use, after
@@ -186,11 +195,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	})
 	defer doct.Close()
 	eng, err := tx.Open(ctx, tx.Options{
-		Targets: []tx.Target{wstarget.New(ws, fps, log), doct},
+		Targets: []tx.Target{wstarget.New(ws, fps, log), doct, element.New(doct.Store, fps)},
 		DataDir: dd, Policy: pol, Failpoints: fps, Logger: log,
 		KindPolicy: map[string]approvals.Policy{
 			protocol.KindJSONPatch:      dpol,
 			protocol.KindRecipePatchSet: approvals.Untrusted,
+			// A curator's memory/accept or memory/promote is the decision;
+			// the grants of --memory-policy say who may make it.
+			protocol.KindMemoryAccept:  approvals.Never,
+			protocol.KindMemoryPromote: approvals.Never,
 		},
 	})
 	if err != nil {
@@ -206,9 +219,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	defer cs.Close()
+	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: ws, Policy: mpol, Logger: log})
 	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
 	err = kernel.Serve(ctx, kernel.Config{
-		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
+		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
 	}, stdin, stdout)
 	if errors.Is(err, kernel.ErrExitWithoutShutdown) {
 		return 1

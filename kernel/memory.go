@@ -1,0 +1,71 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// memoryMethods are the memory methods (seed 002, PROTOCOL.md §13): each
+// decodes its params and calls the memory service, which checks the
+// principal's grants.
+var memoryMethods = map[string]methodInfo{
+	protocol.MethodMemoryReadContext: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ReadContextParams) (any, error) {
+		return m.ReadContext(ctx, p)
+	}),
+	protocol.MethodMemoryIngest: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.IngestParams) (any, error) {
+		token := p.WorkDoneToken
+		if token == nil {
+			token = fmt.Sprintf("memory/ingest/%d", progressSeq.Add(1))
+		}
+		res, err := m.Ingest(ctx, p, func(v protocol.ProgressValue) {
+			if err := s.stream.WriteNotification(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
+				s.log.Debug("progress not sent", "err", err)
+			}
+		})
+		if res != nil {
+			res.WorkDoneToken = token
+		}
+		return res, err
+	}),
+	protocol.MethodMemoryPropose: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposeParams) (any, error) {
+		return m.Propose(ctx, p)
+	}),
+	protocol.MethodMemoryProposals: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalsParams) (any, error) {
+		return m.Proposals(ctx, p)
+	}),
+	protocol.MethodMemoryProposal: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (any, error) {
+		return m.Proposal(ctx, p)
+	}),
+	protocol.MethodMemoryAccept: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (any, error) {
+		return m.Accept(ctx, p)
+	}),
+	protocol.MethodMemoryReject: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.RejectParams) (any, error) {
+		return m.Reject(ctx, p)
+	}),
+	protocol.MethodMemoryRebase: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (any, error) {
+		return m.Rebase(ctx, p)
+	}),
+	protocol.MethodMemoryPromote: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.PromoteParams) (any, error) {
+		return m.Promote(ctx, p)
+	}),
+	protocol.MethodMemoryBaselines: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.MemoryRequest) (any, error) {
+		return m.Baselines(ctx, p)
+	}),
+	protocol.MethodMemoryVerifyCitations: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.VerifyCitationsParams) (any, error) {
+		return m.VerifyCitations(ctx, p)
+	}),
+}
+
+// memoryMethod adapts a memory handler: typed params, and -32601 when the
+// kernel was started without a memory service.
+func memoryMethod[P any](fn func(ctx context.Context, s *Server, m *memory.Service, p *P) (any, error)) methodInfo {
+	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
+		if s.cfg.Memory == nil {
+			return nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "memory is not served by this kernel")
+		}
+		return fn(ctx, s, s.cfg.Memory, p)
+	})}
+}

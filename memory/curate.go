@@ -1,0 +1,286 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx/element"
+)
+
+// newID is prefix and 24 random hex digits.
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Propose answers memory/propose (seed 002 §2): an ameide:curation.proposal
+// element holding the full replacement body, with its targets_version
+// relationship pinned to target_version_id. The kernel sets created_at. A
+// proposal on a version that is no longer the current one is recorded
+// (the result says stale); it must be rebased before it can be accepted.
+func (s *Service) Propose(ctx context.Context, p *protocol.ProposeParams) (*protocol.ProposeResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionPropose)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("element_id", p.ElementID); err != nil {
+		return nil, err
+	}
+	if err := checkID("target_version_id", p.TargetVersionID); err != nil {
+		return nil, err
+	}
+	if p.Body == nil {
+		return nil, errs.InvalidField("body", "body is required: the full replacement body")
+	}
+	if err := checkBody("body", *p.Body); err != nil {
+		return nil, err
+	}
+	if p.Summary == "" {
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "summary", Reason: "missing"}, "summary is required: a short summary for the curator")
+	}
+	if err := checkText("summary", p.Summary, MaxSummaryBytes); err != nil {
+		return nil, err
+	}
+	if p.Provenance == nil {
+		return nil, errs.InvalidField("provenance", "provenance {actor_type, actor_id, tool_id} is required")
+	}
+	if err := checkID("provenance.actor_type", p.Provenance.ActorType); err != nil {
+		return nil, err
+	}
+	if err := checkID("provenance.actor_id", p.Provenance.ActorID); err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	np := s.newProposal(scope, pr, p.ElementID, p.TargetVersionID, p.Summary, *p.Body, *p.Provenance)
+	if err := db.MemPropose(ctx, np); err != nil {
+		return nil, err
+	}
+	head, err := db.MemHead(ctx, scope, p.ElementID)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.ProposeResult{ProposalID: np.ProposalID, VersionID: np.Version.VersionID, Stale: head.VersionID != p.TargetVersionID}, nil
+}
+
+// checkBody refuses a body over MaxBodyBytes (errs.TooLarge) or not UTF-8.
+func checkBody(field, body string) error {
+	if err := checkText(field, body, MaxBodyBytes); err != nil {
+		return err
+	}
+	if !utf8.ValidString(body) {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "not-utf8"}, "%s is not valid UTF-8", field)
+	}
+	return nil
+}
+
+// newProposal makes the record of a new proposal. Its body is not chunked:
+// proposals are never in a baseline, so never retrieved as truth.
+func (s *Service) newProposal(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, elementID, targetVersion, summary, body string, prov protocol.ProposalProvenance) store.MemNewProposal {
+	id := newID("prop_")
+	prov.CreatedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	pj, _ := json.Marshal(prov)
+	return store.MemNewProposal{
+		Scope: scope, Principal: pr, ProposalID: id, TargetElementID: elementID, TargetVersionID: targetVersion, Summary: summary,
+		Version: store.MemNewVersion{VersionID: newID("ver_"), Title: summary, Body: body, BodyHash: store.HashBody(body),
+			SourceKind: protocol.SourceProposal, Provenance: pj},
+	}
+}
+
+// Accept answers memory/accept (seed 002 §3.2): a transaction of the
+// engine on the memory target makes the proposal's body the target
+// element's next version, with accepted_as, a decision artefact and a
+// ledger event, atomically. A stale proposal (its target is not the
+// element's current version, an accepted but unpublished version
+// included) is refused with errs.Stale naming memory/rebase. Accepting an
+// accepted proposal returns the first result; a transaction a crash cut
+// off is finished, not repeated.
+func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*protocol.AcceptResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionCurate)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("proposal_id", p.ProposalID); err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	row, err := db.MemProposal(ctx, scope, p.ProposalID)
+	if err != nil {
+		return nil, err
+	}
+	switch row.Status {
+	case protocol.ProposalAccepted:
+		return &protocol.AcceptResult{ProposalID: row.ProposalID, VersionID: row.AcceptedVersionID, DecisionID: row.DecisionID, TransactionID: row.AcceptTxID, AlreadyAccepted: true}, nil
+	case protocol.ProposalRejected, protocol.ProposalRebased:
+		data := map[string]any{"proposal_id": row.ProposalID, "status": row.Status}
+		if row.RebasedTo != "" {
+			data["rebased_to"] = row.RebasedTo
+		}
+		return nil, errs.New(errs.Closed, data, "proposal %s is %s and cannot be accepted", row.ProposalID, row.Status)
+	}
+	txID := ""
+	if row.AcceptTxID != "" {
+		// An accept of this proposal was proposed before and cut off:
+		// finish that transaction if it can still apply.
+		st, err := s.cfg.Engine.Status(ctx, row.AcceptTxID)
+		if err == nil && !protocol.Terminal(st.State) {
+			txID = row.AcceptTxID
+		}
+	}
+	if txID == "" {
+		res, err := s.cfg.Engine.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindMemoryAccept, Memory: &protocol.MemoryChange{Scope: scope, Principal: pr, ProposalID: row.ProposalID}})
+		if err != nil {
+			return nil, err
+		}
+		txID = res.TransactionID
+		if err := db.MemSetAcceptTx(ctx, row.ProposalID, txID); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.apply(ctx, txID); err != nil {
+		return nil, err
+	}
+	return &protocol.AcceptResult{ProposalID: row.ProposalID, VersionID: element.VersionID(txID), DecisionID: element.DecisionID(txID), TransactionID: txID}, nil
+}
+
+// apply applies memory transaction txID. A transaction whose base went
+// stale is closed, so it never lingers, and the stale error returned.
+func (s *Service) apply(ctx context.Context, txID string) error {
+	ar, err := s.cfg.Engine.Apply(ctx, txID)
+	if errs.KindIs(err, errs.Stale) {
+		if _, cerr := s.cfg.Engine.CloseTx(context.WithoutCancel(ctx), txID); cerr != nil && !errs.KindIs(cerr, errs.Closed) {
+			s.log.Warn("close stale memory transaction", "transactionId", txID, "err", cerr)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if !ar.OK {
+		return errs.New(errs.Internal, map[string]any{"transaction_id": txID}, "memory transaction %s waits for approvals; memory kinds run under approval policy never", txID)
+	}
+	return nil
+}
+
+// Reject answers memory/reject: a decision artefact holding the rationale,
+// linked by rejected_because, and the proposal closed.
+func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protocol.RejectResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionCurate)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("proposal_id", p.ProposalID); err != nil {
+		return nil, err
+	}
+	if p.Rationale == "" {
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "rationale", Reason: "missing"}, "rationale is required: why the proposal is rejected")
+	}
+	if err := checkText("rationale", p.Rationale, MaxSummaryBytes); err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dec := newID("dec_")
+	if err := db.MemReject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
+		return nil, err
+	}
+	return &protocol.RejectResult{ProposalID: p.ProposalID, DecisionID: dec}, nil
+}
+
+// Rebase answers memory/rebase (seed 002 §2.3): a new proposal with the
+// same body on the element's current version, the old one linked to it by
+// rebased_to and closed, and a decision artefact. A proposal that is not
+// stale is refused (errs.Conflict): accept it instead.
+func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*protocol.RebaseResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionPropose)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("proposal_id", p.ProposalID); err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	old, err := db.MemProposal(ctx, scope, p.ProposalID)
+	if err != nil {
+		return nil, err
+	}
+	var prov protocol.ProposalProvenance
+	_ = json.Unmarshal(old.Provenance, &prov)
+	next := s.newProposal(scope, pr, old.ElementID, old.CurrentVersionID, old.Summary, old.Body, prov)
+	dec := newID("dec_")
+	if err := db.MemRebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
+		return nil, err
+	}
+	return &protocol.RebaseResult{ProposalID: next.ProposalID, PreviousProposalID: old.ProposalID, TargetVersionID: old.CurrentVersionID, DecisionID: dec}, nil
+}
+
+// Promote answers memory/promote (seed 002 §4): a transaction of the engine
+// builds a new baseline from the published one plus versions (by default
+// every accepted version not yet published) and moves the pointer,
+// atomically, with a decision artefact.
+func (s *Service) Promote(ctx context.Context, p *protocol.PromoteParams) (*protocol.PromoteResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionPublish)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range p.Versions {
+		if err := checkID("versions["+itoa(i)+"]", v); err != nil {
+			return nil, err
+		}
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.promote(ctx, scope, pr, p.Versions, "promote")
+}
+
+// promote runs a promote transaction; the caller holds writeMu.
+func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr protocol.MemoryPrincipal, versions []string, reason string) (*protocol.PromoteResult, error) {
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prev, _, err := db.MemPointer(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Engine.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindMemoryPromote,
+		Memory: &protocol.MemoryChange{Scope: scope, Principal: pr, Versions: versions, Reason: reason}})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.apply(ctx, res.TransactionID); err != nil {
+		return nil, err
+	}
+	st, err := s.cfg.Engine.Status(ctx, res.TransactionID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := element.ReadRecord(st.Pointers.Proposal)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.PromoteResult{BaselineID: element.BaselineID(res.TransactionID), PreviousBaselineID: prev, Published: len(r.Versions),
+		TransactionID: res.TransactionID, DecisionID: element.DecisionID(res.TransactionID)}, nil
+}

@@ -1,0 +1,290 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx/element"
+)
+
+// DefaultGlob is memory/ingest's default glob (seed 002 §5).
+const DefaultGlob = "backlog/**/*.md"
+
+// ingestBatch is how many files one SQL transaction of ingest writes, and
+// how often progress is reported.
+const ingestBatch = 64
+
+// Ingest answers memory/ingest (seed 002 §5): the markdown files Glob
+// matches under Path (a workspace directory) become
+// ameide:ingest.backlog_md elements, one per file, whose versions carry
+// source_kind INGESTED_EVIDENCE and provenance {source_repo, commit_sha,
+// path}. commit_sha is the work tree's HEAD, or null when Path is not in a
+// git work tree. An unchanged file makes no version. Binary, non-UTF-8 and
+// oversized files are skipped and reported. What ingest created is then
+// published: a promote transaction by the ingesting principal builds a
+// baseline holding it and moves the pointer. progress, when set, gets
+// $/progress values.
+func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams, progress func(protocol.ProgressValue)) (*protocol.IngestResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionIngest)
+	if err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = func(protocol.ProgressValue) {}
+	}
+	dir, err := s.cleanDir(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	glob := p.Glob
+	if glob == "" {
+		glob = DefaultGlob
+	}
+	if err := checkGlob(glob); err != nil {
+		return nil, err
+	}
+	fsys := s.cfg.Workspace.FS()
+	if dir != "." {
+		if fsys, err = fs.Sub(fsys, dir); err != nil {
+			return nil, errs.Wrap(errs.Internal, err, nil, "ingest %s", dir)
+		}
+	}
+	matches, err := doublestar.Glob(fsys, glob, doublestar.WithFilesOnly(), doublestar.WithNoFollow())
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "glob", Reason: "bad-pattern"}, "glob %q", glob)
+	}
+	abs := filepath.Join(s.cfg.Workspace.Dir(), filepath.FromSlash(dir))
+	repo := gitInfo(ctx, abs)
+	out := &protocol.IngestResult{Scope: scope, SourceRepo: repo.sourceRepo, CommitSHA: repo.commit, Files: len(matches), Skipped: []protocol.IngestSkip{}}
+	if repo.commit == nil {
+		out.Note = dir + " is not in a git work tree: commit_sha is null"
+		out.SourceRepo = dir
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	progress(protocol.ProgressValue{Kind: "begin", Title: "memory/ingest " + path.Join(dir, glob), Percentage: pct(0)})
+	var publish []string
+	batch := make([]store.MemIngestFile, 0, ingestBatch)
+	flush := func(done int) error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := db.MemIngest(ctx, scope, batch)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			switch r.Status {
+			case store.IngestCreated:
+				out.Created++
+			case store.IngestNewVersion:
+				out.NewVersions++
+			default:
+				out.Unchanged++
+			}
+			// Unchanged files are offered too: an ingest cut off before
+			// it published is published by the next one, and the
+			// promote leaves out what is published already.
+			publish = append(publish, r.VersionID)
+		}
+		batch = batch[:0]
+		progress(protocol.ProgressValue{Kind: "report", Message: itoa(done) + "/" + itoa(len(matches)) + " files", Percentage: pct(done * 100 / max(1, len(matches)))})
+		return nil
+	}
+	for i, m := range matches {
+		if err := ctx.Err(); err != nil {
+			return nil, errs.Wrap(errs.Cancelled, err, nil, "")
+		}
+		rel := path.Join(dir, m)
+		f, skip := s.readIngest(rel, m, repo)
+		if skip != nil {
+			out.Skipped = append(out.Skipped, *skip)
+			continue
+		}
+		batch = append(batch, *f)
+		if len(batch) == ingestBatch {
+			if err := flush(i + 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(len(matches)); err != nil {
+		return nil, err
+	}
+	if len(publish) > 0 {
+		res, err := s.promote(ctx, scope, pr, publish, "ingest")
+		switch {
+		case err == nil:
+			out.BaselineID, out.TransactionID = res.BaselineID, res.TransactionID
+		case errs.KindIs(err, errs.Validation):
+			// Everything ingested is published already.
+		default:
+			return nil, err
+		}
+	}
+	progress(protocol.ProgressValue{Kind: "end", Message: itoa(out.Created) + " created, " + itoa(out.NewVersions) + " new versions, " + itoa(out.Unchanged) + " unchanged"})
+	return out, nil
+}
+
+func pct(n int) *int { return &n }
+
+// cleanDir checks that p names a directory inside the workspace ("." is
+// the workspace itself) and returns its clean slash form.
+func (s *Service) cleanDir(p string) (string, error) {
+	if p == "" {
+		return "", errs.InvalidField("path", "path is required: a workspace directory (\".\" for the workspace)")
+	}
+	clean := "."
+	if p != "." {
+		c, err := sandbox.CleanPath(p)
+		if err != nil {
+			return "", sandboxError("path", s.cfg.Workspace, err)
+		}
+		clean = c
+		ok, err := s.cfg.Workspace.Exists(clean)
+		if err != nil {
+			return "", sandboxError("path", s.cfg.Workspace, err)
+		}
+		if !ok {
+			return "", errs.New(errs.NotFound, map[string]any{"field": "path", "path": clean}, "%s does not exist in the workspace", clean)
+		}
+	}
+	fi, err := fs.Stat(s.cfg.Workspace.FS(), clean)
+	if err != nil || !fi.IsDir() {
+		return "", errs.New(errs.Invalid, errs.InvalidData{Field: "path", Path: clean, Reason: "not-a-directory"}, "%s is not a directory", clean)
+	}
+	return clean, nil
+}
+
+// checkGlob refuses a glob that could name something outside Path: an
+// absolute one or one with a ".." element (errs.Sandbox), and a malformed
+// one (errs.Invalid).
+func checkGlob(g string) error {
+	if strings.HasPrefix(g, "/") || strings.HasPrefix(g, `\`) || filepath.IsAbs(g) || slicesContains(strings.Split(g, "/"), "..") {
+		return errs.New(errs.Sandbox, map[string]any{"field": "glob", "glob": g, "reason": "escape"},
+			"glob %q escapes the ingest path: use a relative pattern without \"..\"", g)
+	}
+	if !doublestar.ValidatePattern(g) {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: "glob", Reason: "bad-pattern"}, "glob %q is not a valid pattern", g)
+	}
+	return nil
+}
+
+func slicesContains(xs []string, x string) bool { return contains(xs, x) }
+
+// sandboxError gives a sandbox.PathError the kind errs.Sandbox and the
+// data {field, path, reason, sandbox}; other errors pass through.
+func sandboxError(field string, ws *sandbox.Workspace, err error) error {
+	var pe *sandbox.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return errs.Wrap(errs.Sandbox, err, map[string]any{"field": field, "path": pe.Path, "reason": pe.Reason, "sandbox": string(ws.Mode())}, "sandbox violation: %v", pe)
+}
+
+// readIngest reads one matched file (rel in the workspace, m under the
+// ingest path) as an ingest record, or says why it is skipped.
+func (s *Service) readIngest(rel, m string, repo gitRepo) (*store.MemIngestFile, *protocol.IngestSkip) {
+	data, _, exists, err := s.cfg.Workspace.ReadFile(rel)
+	if err != nil || !exists {
+		reason := "unreadable"
+		var pe *sandbox.PathError
+		if errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		return nil, &protocol.IngestSkip{Path: m, Reason: reason}
+	}
+	if len(data) > MaxBodyBytes {
+		return nil, &protocol.IngestSkip{Path: m, Reason: "too-large"}
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, &protocol.IngestSkip{Path: m, Reason: "binary", Offset: &i}
+	}
+	if !utf8.Valid(data) {
+		off := invalidOffset(data)
+		return nil, &protocol.IngestSkip{Path: m, Reason: "not-utf8", Offset: &off}
+	}
+	body := string(data)
+	title := titleOf(body, m)
+	provPath := m
+	if repo.top != "" {
+		abs := filepath.Join(s.cfg.Workspace.Dir(), filepath.FromSlash(rel))
+		if r, err := filepath.Rel(repo.top, abs); err == nil {
+			provPath = filepath.ToSlash(r)
+		}
+	}
+	prov, _ := json.Marshal(map[string]any{"source_repo": repo.sourceRepo, "commit_sha": repo.commit, "path": provPath})
+	return &store.MemIngestFile{ElementID: m, Version: store.MemNewVersion{
+		VersionID: newID("ver_"), Title: title, Body: body, BodyHash: store.HashBody(body),
+		SourceKind: protocol.SourceIngestedEvidence, Provenance: prov, Chunks: element.Chunks(title, body),
+	}}, nil
+}
+
+func invalidOffset(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// titleOf is a document's first ATX H1, or its file name.
+func titleOf(body, name string) string {
+	for line := range strings.Lines(body) {
+		if t, ok := strings.CutPrefix(line, "# "); ok {
+			if t = strings.TrimSpace(t); t != "" {
+				return t
+			}
+		}
+	}
+	return path.Base(name)
+}
+
+// gitRepo is what ingest records of the work tree it reads.
+type gitRepo struct {
+	top        string  // the work tree's root, absolute; "" when not in one
+	sourceRepo string  // remote.origin.url, or the work tree's directory name
+	commit     *string // HEAD; nil when not in a work tree or without commits
+}
+
+// gitInfo asks git about the work tree holding dir.
+func gitInfo(ctx context.Context, dir string) gitRepo {
+	run := func(args ...string) (string, bool) {
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err == nil
+	}
+	top, ok := run("rev-parse", "--show-toplevel")
+	if !ok || top == "" {
+		return gitRepo{}
+	}
+	head, ok := run("rev-parse", "--verify", "HEAD")
+	if !ok {
+		return gitRepo{}
+	}
+	src, ok := run("config", "--get", "remote.origin.url")
+	if !ok || src == "" {
+		src = filepath.Base(top)
+	}
+	return gitRepo{top: top, sourceRepo: src, commit: &head}
+}

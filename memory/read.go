@@ -1,0 +1,270 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx/unidiff"
+)
+
+// ReadContext answers memory/read_context (seed 002 §1.1): the
+// ElementVersions of the selected baseline that match Query (keyword
+// search, BM25 over structure-aware chunks, at most k, each with its best
+// chunk as content and an excerpt citation) or the one ElementID names
+// (its whole body). The selector is resolved once per request and echoed.
+// Trimming is inside the ranking query (store.MemSearch), so k items are
+// k the principal may see. Every returned version is remembered for
+// memory/verify_citations.
+func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams) (*protocol.ReadContextResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	if (p.Query == "") == (p.ElementID == "") {
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "query-or-element_id"}, "give exactly one of query (a search) and element_id (a direct fetch)")
+	}
+	k := p.K
+	switch {
+	case k == 0:
+		k = DefaultK
+	case k < 0 || k > MaxK:
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "k", Reason: "out-of-range"}, "k must be 1..%d", MaxK)
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	used, bid, err := s.selectBaseline(ctx, db, scope, p.Selector)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.ReadContextResult{Scope: scope, BaselineSelectorUsed: used, Items: []protocol.ContextItem{}, Mode: protocol.SearchKeyword}
+	var vids []int64
+	if p.ElementID != "" {
+		if err := checkID("element_id", p.ElementID); err != nil {
+			return nil, err
+		}
+		if bid == 0 {
+			return nil, errs.New(errs.NotFound, map[string]any{"element_id": p.ElementID}, "element %s not found in this scope", p.ElementID)
+		}
+		v, err := db.MemFetch(ctx, scope, bid, p.ElementID)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, item(v, v.Body, nil, protocol.WhyDirect, nil))
+		vids = append(vids, v.VID)
+	} else {
+		if err := checkText("query", p.Query, MaxSummaryBytes); err != nil {
+			return nil, err
+		}
+		match := corpus.MatchExpr(p.Query)
+		if match == "" {
+			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "no-terms"}, "query %q has no searchable words", p.Query)
+		}
+		if bid != 0 {
+			hits, err := db.MemSearch(ctx, scope, bid, match, k, titleWeight)
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range hits {
+				score := h.Score
+				ex := &protocol.MemoryExcerpt{ChunkKey: h.ChunkKey, Start: h.Start, End: h.End}
+				out.Items = append(out.Items, item(&h.MemVersion, excerpt(h.Body, h.Start, h.End), ex, protocol.WhyKeyword, &score))
+				vids = append(vids, h.VID)
+			}
+		}
+	}
+	if err := db.MemRecordReturned(ctx, pr.PrincipalID, vids); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// selectBaseline resolves a selector (published when nil) to the baseline
+// it names and its row id (0 when nothing is published yet).
+func (s *Service) selectBaseline(ctx context.Context, db *store.DB, scope protocol.MemoryScope, sel *protocol.BaselineSelector) (protocol.BaselineSelector, int64, error) {
+	if sel == nil || sel.Kind == "" || sel.Kind == protocol.SelectorPublished {
+		id, bid, err := db.MemPointer(ctx, scope)
+		return protocol.BaselineSelector{Kind: protocol.SelectorPublished, BaselineID: id}, bid, err
+	}
+	if err := checkID("selector.baseline_id", sel.BaselineID); err != nil {
+		return protocol.BaselineSelector{}, 0, err
+	}
+	bid, err := db.MemBaseline(ctx, scope, sel.BaselineID)
+	return protocol.BaselineSelector{Kind: protocol.SelectorBaselineID, BaselineID: sel.BaselineID}, bid, err
+}
+
+// excerpt is body[start:end], clamped.
+func excerpt(body string, start, end int) string {
+	if start < 0 || start > len(body) {
+		start = 0
+	}
+	if end < start || end > len(body) {
+		end = len(body)
+	}
+	return body[start:end]
+}
+
+func item(v *store.MemVersion, content string, ex *protocol.MemoryExcerpt, why string, score *float64) protocol.ContextItem {
+	return protocol.ContextItem{
+		RepositoryID: v.RepositoryID, ElementID: v.ElementID, VersionID: v.VersionID, Title: v.Title, Content: content,
+		Citations:   []protocol.MemoryCitation{{RepositoryID: v.RepositoryID, ElementID: v.ElementID, VersionID: v.VersionID, Excerpt: ex}},
+		WhyIncluded: why, SourceKind: v.SourceKind, Type: v.ElementType, Provenance: v.Provenance, Score: score,
+	}
+}
+
+// VerifyCitations answers memory/verify_citations: for each citation,
+// whether memory/read_context ever returned its version to this principal
+// (seed 002 §6's negative assertion: no invented citations).
+func (s *Service) VerifyCitations(ctx context.Context, p *protocol.VerifyCitationsParams) (*protocol.VerifyCitationsResult, error) {
+	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Citations) == 0 {
+		return nil, errs.InvalidField("citations", "citations is required: the citations to check")
+	}
+	if len(p.Citations) > MaxCitations {
+		return nil, errs.New(errs.TooLarge, map[string]any{"field": "citations", "limit": MaxCitations, "size": len(p.Citations)}, "at most %d citations per call", MaxCitations)
+	}
+	for i, c := range p.Citations {
+		for _, f := range []struct{ name, v string }{{"repository_id", c.RepositoryID}, {"element_id", c.ElementID}, {"version_id", c.VersionID}} {
+			if err := checkID("citations["+strconv.Itoa(i)+"]."+f.name, f.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := db.MemVerify(ctx, scope, pr.PrincipalID, p.Citations)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.VerifyCitationsResult{Results: res, AllReturned: true}
+	for _, r := range res {
+		out.AllReturned = out.AllReturned && r.Returned
+	}
+	return out, nil
+}
+
+
+// Proposals answers memory/proposals: the scope's proposals with status
+// (all when empty), newest first, each saying whether it is stale.
+func (s *Service) Proposals(ctx context.Context, p *protocol.ProposalsParams) (*protocol.ProposalsResult, error) {
+	scope, _, err := s.authorize(p.MemoryRequest, protocol.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Status {
+	case "", protocol.ProposalOpen, protocol.ProposalAccepted, protocol.ProposalRejected, protocol.ProposalRebased:
+	default:
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "status", Reason: "unknown"}, "status must be open, accepted, rejected or rebased")
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.MemProposals(ctx, scope, p.Status)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.ProposalsResult{Proposals: make([]protocol.ProposalInfo, 0, len(rows))}
+	for i := range rows {
+		out.Proposals = append(out.Proposals, proposalInfo(&rows[i]))
+	}
+	return out, nil
+}
+
+func proposalInfo(r *store.MemProposalRow) protocol.ProposalInfo {
+	var prov protocol.ProposalProvenance
+	_ = json.Unmarshal(r.Provenance, &prov)
+	return protocol.ProposalInfo{
+		ProposalID: r.ProposalID, Status: r.Status, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID,
+		CurrentVersionID: r.CurrentVersionID, Stale: r.Status == protocol.ProposalOpen && r.TargetVersionID != r.CurrentVersionID,
+		Summary: r.Summary, Provenance: prov, ProposedBy: r.PrincipalID, AcceptedVersionID: r.AcceptedVersionID,
+		RebasedTo: r.RebasedTo, DecisionID: r.DecisionID,
+	}
+}
+
+// Proposal answers memory/proposal: the proposal, its target element's
+// pinned version, the proposed body, a unified diff from the one to the
+// other, and its ledger events.
+func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*protocol.ProposalResult, error) {
+	scope, _, err := s.authorize(p.MemoryRequest, protocol.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("proposal_id", p.ProposalID); err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := db.MemProposal(ctx, scope, p.ProposalID)
+	if err != nil {
+		return nil, err
+	}
+	target, err := db.MemVersionByID(ctx, scope, r.TargetVersionID)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := db.MemLedger(ctx, scope, r.ProposalID)
+	if err != nil {
+		return nil, err
+	}
+	history := make([]any, len(hist))
+	for i := range hist {
+		history[i] = hist[i]
+	}
+	return &protocol.ProposalResult{
+		ProposalInfo: proposalInfo(r),
+		Target:       versionInfo(target),
+		ProposedBody: r.Body,
+		Diff:         string(unidiff.FileDiff(r.ElementID, r.ElementID, []byte(target.Body), []byte(r.Body), true, true, 0o644, 0o644)),
+		History:      history,
+	}, nil
+}
+
+func versionInfo(v *store.MemVersion) protocol.VersionInfo {
+	return protocol.VersionInfo{RepositoryID: v.RepositoryID, ElementID: v.ElementID, VersionID: v.VersionID, Title: v.Title, Body: v.Body,
+		SourceKind: v.SourceKind, CreatedAt: v.CreatedAt, Provenance: v.Provenance}
+}
+
+// Baselines answers memory/baselines: the scope's baselines, the published
+// pointer and the pointer's history, newest first.
+func (s *Service) Baselines(ctx context.Context, p *protocol.MemoryRequest) (*protocol.BaselinesResult, error) {
+	scope, _, err := s.authorize(*p, protocol.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pub, _, err := db.MemPointer(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	bs, hs, err := db.MemBaselines(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.BaselinesResult{Published: pub, Baselines: []protocol.BaselineInfo{}, History: []protocol.PointerMove{}}
+	for _, b := range bs {
+		out.Baselines = append(out.Baselines, protocol.BaselineInfo{BaselineID: b.BaselineID, ParentBaselineID: b.ParentBaselineID, CreatedAt: b.CreatedAt,
+			PrincipalID: b.PrincipalID, Reason: b.Reason, Items: b.Items, TransactionID: b.TxID})
+	}
+	for _, h := range hs {
+		out.History = append(out.History, protocol.PointerMove{BaselineID: h.BaselineID, PreviousBaselineID: h.PreviousBaselineID, MovedAt: h.MovedAt,
+			PrincipalID: h.PrincipalID, Reason: h.Reason})
+	}
+	return out, nil
+}

@@ -1,0 +1,173 @@
+// Package memory is txkernel's curated agent memory (seed 002; DESIGN.md
+// §5, §6): permission-trimmed, version-pinned retrieval (read_context),
+// proposals that execution agents make and curators accept or reject,
+// baselines that a publish promotes, and the ingest of a markdown backlog
+// as evidence.
+//
+// Every change that curators make is a transaction of the engine on the
+// memory target (tx/element): an accept is guarded by target_version_id, a
+// promote by the pointer's baseline; both are atomic, idempotent,
+// recovered after a crash and listed by tx/list. Proposals, rejections
+// and rebases are one SQL transaction each, with a decision artefact and
+// a ledger event naming the principal.
+//
+// Who may do what comes from --memory-policy (policy.go). Without a
+// policy every method is refused, naming the flag.
+package memory
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx"
+)
+
+// Limits.
+const (
+	// MaxBodyBytes bounds a proposed or ingested body (1 MiB).
+	MaxBodyBytes = 1 << 20
+	// MaxIDBytes bounds an id, scope level or principal id.
+	MaxIDBytes = 200
+	// MaxSummaryBytes bounds a proposal's summary and a rationale.
+	MaxSummaryBytes = 4096
+	// DefaultK and MaxK bound read_context's k.
+	DefaultK = 10
+	MaxK     = 100
+	// MaxCitations bounds one verify_citations call.
+	MaxCitations = 1000
+	// titleWeight is the BM25 weight of a chunk's heading against its
+	// body (1), as in the corpus.
+	titleWeight = 2.0
+)
+
+// PolicyFlag is the flag that configures grants; errors name it.
+const PolicyFlag = "--memory-policy"
+
+// Config configures a Service.
+type Config struct {
+	// DB returns kernel.db, opening it on first use.
+	DB func(context.Context) (*store.DB, error)
+	// Engine runs accepts and promotes on its memory target.
+	Engine *tx.Engine
+	// Workspace confines ingest.
+	Workspace *sandbox.Workspace
+	// Policy holds the grants; nil refuses every method.
+	Policy *Policy
+	// Embedder, when set, makes read_context hybrid (keyword fused with
+	// vectors); nil keeps it keyword-only.
+	Embedder embed.Embedder
+	Logger   *slog.Logger
+}
+
+// Service serves the memory methods. It is safe for concurrent use.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+	// writeMu serialises the writes that move an element's head or the
+	// pointer (accept, rebase, promote, ingest), so that a base checked by
+	// one is not moved by another before it commits.
+	writeMu sync.Mutex
+}
+
+// New returns the memory service.
+func New(cfg Config) *Service {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{cfg: cfg, log: log}
+}
+
+// ScopeData is the data of a permission error.
+type ScopeData struct {
+	Action      string               `json:"action"`
+	Scope       protocol.MemoryScope `json:"scope"`
+	PrincipalID string               `json:"principal_id"`
+}
+
+// authorize checks req's scope and principal and that the principal holds
+// action in the scope. Errors: errs.PermissionDenied naming the flag when
+// there is no policy; errs.Invalid for a missing scope level or principal
+// id, or a role the policy does not know; errs.PermissionDenied with
+// ScopeData when no grant allows the action.
+func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol.MemoryScope, protocol.MemoryPrincipal, error) {
+	var none protocol.MemoryScope
+	var nobody protocol.MemoryPrincipal
+	if s.cfg.Policy == nil {
+		return none, nobody, errs.New(errs.PermissionDenied, map[string]any{"flag": PolicyFlag, "reason": "no-policy"},
+			"memory is disabled: start txkernel with %s FILE (a JSON file of grants) to use memory methods", PolicyFlag)
+	}
+	if req.Scope == nil {
+		return none, nobody, errs.InvalidField("scope", "scope {tenant_id, organization_id, repository_id} is required")
+	}
+	sc := *req.Scope
+	for _, f := range []struct{ name, v string }{{"tenant_id", sc.TenantID}, {"organization_id", sc.OrganizationID}, {"repository_id", sc.RepositoryID}} {
+		if err := checkID("scope."+f.name, f.v); err != nil {
+			return none, nobody, err
+		}
+		if f.v == Wildcard {
+			return none, nobody, errs.New(errs.Invalid, errs.InvalidData{Field: "scope." + f.name, Reason: "wildcard"}, "scope.%s must name one %s; %q is for grants", f.name, f.name, Wildcard)
+		}
+	}
+	if req.Principal == nil {
+		return none, nobody, errs.InvalidField("principal", "principal {principal_id, roles, purpose} is required")
+	}
+	pr := *req.Principal
+	if err := checkID("principal.principal_id", pr.PrincipalID); err != nil {
+		return none, nobody, err
+	}
+	known := s.cfg.Policy.Roles()
+	for i, r := range pr.Roles {
+		if !contains(known, r) {
+			return none, nobody, errs.New(errs.Invalid, map[string]any{"field": "principal.roles", "index": i, "role": r, "reason": "unknown-role", "known_roles": known},
+				"unknown role %q: the policy knows %s", r, strings.Join(known, ", "))
+		}
+	}
+	if !s.cfg.Policy.Allows(pr, sc, action) {
+		return none, nobody, errs.New(errs.PermissionDenied, ScopeData{Action: action, Scope: sc, PrincipalID: pr.PrincipalID},
+			"principal %s may not %s in %s/%s/%s", pr.PrincipalID, action, sc.TenantID, sc.OrganizationID, sc.RepositoryID)
+	}
+	return sc, pr, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// checkID refuses an empty, overlong or unprintable id.
+func checkID(field, v string) error {
+	if v == "" {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "missing"}, "%s is required", field)
+	}
+	if len(v) > MaxIDBytes {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "too-long"}, "%s is longer than %d bytes", field, MaxIDBytes)
+	}
+	if strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unprintable"}, "%s must be printable", field)
+	}
+	return nil
+}
+
+// checkText refuses a text over limit bytes (errs.TooLarge).
+func checkText(field, v string, limit int) error {
+	if len(v) > limit {
+		return errs.New(errs.TooLarge, map[string]any{"field": field, "limit": limit, "size": len(v)}, "%s is %d bytes, over the limit of %d", field, len(v), limit)
+	}
+	return nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

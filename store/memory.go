@@ -1,0 +1,610 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// Curated memory (seed 002): the writes. Every method is one SQL
+// transaction. Elements are unique per scope; versions are immutable and
+// numbered per element (seq); an element's head is its newest version.
+// Every chunk row carries the scope columns so that retrieval trims inside
+// its query (memory_read.go).
+
+// MemChunk is one structure-aware chunk of a version's body (corpus/markdown.Split):
+// Title and Text are what FTS5 indexes; Start and End are byte offsets in
+// the body.
+type MemChunk struct {
+	Key         string
+	HeadingPath string
+	Title       string
+	Text        string
+	Start, End  int
+}
+
+// MemNewVersion is a version to write. VersionID must be unique; TxID,
+// when set, is the accept transaction that makes it (its idempotency key).
+type MemNewVersion struct {
+	VersionID  string
+	Title      string
+	Body       string
+	BodyHash   string
+	SourceKind string
+	Provenance json.RawMessage
+	TxID       string
+	Chunks     []MemChunk
+}
+
+// MemIngestFile is one ingested file: its element id and its version.
+type MemIngestFile struct {
+	ElementID string
+	Version   MemNewVersion
+}
+
+// Ingest outcomes.
+const (
+	IngestCreated    = "created"
+	IngestNewVersion = "new_version"
+	IngestUnchanged  = "unchanged"
+)
+
+// MemIngestOutcome is what ingest did with one file: Status is one of the
+// Ingest* constants; VersionID is the element's newest ingested version.
+type MemIngestOutcome struct {
+	ElementID string
+	Status    string
+	VersionID string
+}
+
+// MemIngest mirrors files as ameide:ingest.backlog_md elements of scope
+// with source_kind INGESTED_EVIDENCE: a new element gets its first
+// version; an element whose newest ingested version has another body hash
+// gets a new version; otherwise nothing is written. An element id used by
+// an element of another type is errs.Conflict.
+func (s *DB) MemIngest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error) {
+	out := make([]MemIngestOutcome, 0, len(files))
+	ts := now()
+	err := s.tx(ctx, func(t *sql.Tx) error {
+		for _, f := range files {
+			el, err := elementTx(ctx, t, scope, f.ElementID)
+			if err != nil && !errs.KindIs(err, errs.NotFound) {
+				return err
+			}
+			status := IngestNewVersion
+			if el == nil {
+				eid, err := insertElement(ctx, t, scope, f.ElementID, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
+				if err != nil {
+					return err
+				}
+				el = &memElement{eid: eid, typ: protocol.ElementBacklogMD}
+				status = IngestCreated
+			} else if el.typ != protocol.ElementBacklogMD {
+				return errs.New(errs.Conflict, map[string]any{"element_id": f.ElementID, "type": el.typ},
+					"element %s exists with type %s; ingest makes only %s elements", f.ElementID, el.typ, protocol.ElementBacklogMD)
+			} else {
+				var vid, hash string
+				err := t.QueryRowContext(ctx, `SELECT version_id, body_hash FROM mem_versions WHERE eid = ? AND source_kind = ? ORDER BY seq DESC LIMIT 1`,
+					el.eid, protocol.SourceIngestedEvidence).Scan(&vid, &hash)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return internal(err, "read ingested version")
+				}
+				if hash == f.Version.BodyHash {
+					out = append(out, MemIngestOutcome{ElementID: f.ElementID, Status: IngestUnchanged, VersionID: vid})
+					continue
+				}
+			}
+			if _, err := insertVersion(ctx, t, scope, el.eid, f.Version, ts); err != nil {
+				return err
+			}
+			out = append(out, MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// memElement is an element row inside a transaction.
+type memElement struct {
+	eid     int64
+	typ     string
+	headVID sql.NullInt64
+}
+
+// elementTx finds scope's element id: errs.NotFound when there is none.
+func elementTx(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id string) (*memElement, error) {
+	var e memElement
+	err := t.QueryRowContext(ctx, `SELECT eid, type, head_vid FROM mem_elements WHERE repository_id = ? AND organization_id = ? AND tenant_id = ? AND element_id = ?`,
+		scope.RepositoryID, scope.OrganizationID, scope.TenantID, id).Scan(&e.eid, &e.typ, &e.headVID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFoundElement(id)
+	}
+	if err != nil {
+		return nil, internal(err, "read element")
+	}
+	return &e, nil
+}
+
+// notFoundElement is the one error for an element that does not exist and
+// one outside the caller's scope or baseline: no existence leak.
+func notFoundElement(id string) error {
+	return errs.New(errs.NotFound, map[string]any{"element_id": id}, "element %s not found in this scope", id)
+}
+
+func insertElement(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id, typ, sourceKind, ts string) (int64, error) {
+	r, err := t.ExecContext(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id, typ, sourceKind, ts)
+	if isUnique(err) {
+		return 0, errs.New(errs.Exists, map[string]any{"element_id": id}, "element %s exists", id)
+	}
+	if err != nil {
+		return 0, internal(err, "insert element")
+	}
+	return r.LastInsertId()
+}
+
+// insertVersion writes v as eid's next version, makes it the head, and
+// indexes its chunks under scope.
+func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v MemNewVersion, ts string) (int64, error) {
+	prov := v.Provenance
+	if len(prov) == 0 {
+		prov = json.RawMessage("{}")
+	}
+	var tx any
+	if v.TxID != "" {
+		tx = v.TxID
+	}
+	r, err := t.ExecContext(ctx, `INSERT INTO mem_versions (version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
+		VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM mem_versions WHERE eid = ?), ?, ?, ?, ?, ?, ?, ?)`,
+		v.VersionID, eid, eid, v.Title, v.Body, v.BodyHash, v.SourceKind, ts, string(prov), tx)
+	if err != nil {
+		return 0, internal(err, "insert version")
+	}
+	vid, _ := r.LastInsertId()
+	if _, err := t.ExecContext(ctx, `UPDATE mem_elements SET head_vid = ? WHERE eid = ?`, vid, eid); err != nil {
+		return 0, internal(err, "move head")
+	}
+	if len(v.Chunks) == 0 {
+		return vid, nil
+	}
+	ins, err := t.PrepareContext(ctx, `INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return 0, internal(err, "prepare chunk insert")
+	}
+	defer ins.Close()
+	fts, err := t.PrepareContext(ctx, `INSERT INTO mem_fts (rowid, title, body) VALUES (?, ?, ?)`)
+	if err != nil {
+		return 0, internal(err, "prepare fts insert")
+	}
+	defer fts.Close()
+	for _, c := range v.Chunks {
+		r, err := ins.ExecContext(ctx, scope.TenantID, scope.OrganizationID, scope.RepositoryID, vid, c.Key, c.HeadingPath, c.Start, c.End)
+		if err != nil {
+			return 0, internal(err, "insert chunk")
+		}
+		id, _ := r.LastInsertId()
+		if _, err := fts.ExecContext(ctx, id, c.Title, c.Text); err != nil {
+			return 0, internal(err, "index chunk")
+		}
+	}
+	return vid, nil
+}
+
+func insertRel(ctx context.Context, t *sql.Tx, repo, typ string, src, dst int64, dstVID any, meta any, ts string) error {
+	m, _ := json.Marshal(meta)
+	if meta == nil {
+		m = []byte("{}")
+	}
+	_, err := t.ExecContext(ctx, `INSERT INTO mem_relationships (repository_id, relationship_kind, type, source_eid, target_eid, target_vid, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		repo, protocol.RelationshipReference, typ, src, dst, dstVID, string(m), ts)
+	if err != nil {
+		return internal(err, "insert relationship")
+	}
+	return nil
+}
+
+// MemDecision is a decision artefact (seed 002 §3.2, "Audit"): an
+// ameide:curation.decision element whose one version's body is Body
+// (JSON), named DecisionID, written with a ledger event of Type naming
+// the principal.
+type MemDecision struct {
+	DecisionID string
+	Type       string // the ledger event: memory/accept, memory/reject, memory/rebase, memory/promote, memory/propose
+	Principal  protocol.MemoryPrincipal
+	Subject    string // the proposal or baseline id
+	TxID       string
+	Body       map[string]any
+}
+
+// decide writes d's element, version and ledger event; it returns the
+// decision element's eid.
+func decide(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDecision, ts string) (int64, error) {
+	body := map[string]any{"decision": d.Type, "subject": d.Subject, "principal": d.Principal, "decided_at": ts}
+	for k, v := range d.Body {
+		body[k] = v
+	}
+	b, _ := json.MarshalIndent(body, "", "  ")
+	eid, err := insertElement(ctx, t, scope, d.DecisionID, protocol.ElementDecision, protocol.SourceDecision, ts)
+	if err != nil {
+		return 0, err
+	}
+	prov, _ := json.Marshal(map[string]any{"actor_type": "principal", "actor_id": d.Principal.PrincipalID, "purpose": d.Principal.Purpose})
+	if _, err := insertVersion(ctx, t, scope, eid, MemNewVersion{VersionID: d.DecisionID + "@1", Title: d.Type + " " + d.Subject,
+		Body: string(b), BodyHash: "", SourceKind: protocol.SourceDecision, Provenance: prov}, ts); err != nil {
+		return 0, err
+	}
+	return eid, ledger(ctx, t, scope, d, ts, b)
+}
+
+func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDecision, ts string, data []byte) error {
+	var tx, dec any
+	if d.TxID != "" {
+		tx = d.TxID
+	}
+	if d.DecisionID != "" {
+		dec = d.DecisionID
+	}
+	_, err := t.ExecContext(ctx, `INSERT INTO mem_ledger (ts, type, tenant_id, organization_id, repository_id, principal_id, subject, decision_id, tx_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ts, d.Type, scope.TenantID, scope.OrganizationID, scope.RepositoryID, d.Principal.PrincipalID, d.Subject, dec, tx, string(data))
+	if err != nil {
+		return internal(err, "append ledger event")
+	}
+	return nil
+}
+
+// MemNewProposal is a proposal to record: an ameide:curation.proposal
+// element ProposalID whose version is the proposed body, and its
+// targets_version relationship to TargetElementID pinned to
+// TargetVersionID.
+type MemNewProposal struct {
+	Scope           protocol.MemoryScope
+	Principal       protocol.MemoryPrincipal
+	ProposalID      string
+	TargetElementID string
+	TargetVersionID string
+	Summary         string
+	Version         MemNewVersion
+}
+
+// MemPropose records p with a memory/propose ledger event. The target
+// element must be a document of p.Scope (errs.NotFound otherwise, the same
+// as for one that does not exist) and TargetVersionID one of its versions
+// (errs.Invalid with reason other-element otherwise).
+func (s *DB) MemPropose(ctx context.Context, p MemNewProposal) error {
+	ts := now()
+	return s.tx(ctx, func(t *sql.Tx) error {
+		target, tvid, err := proposalTarget(ctx, t, p.Scope, p.TargetElementID, p.TargetVersionID)
+		if err != nil {
+			return err
+		}
+		return writeProposal(ctx, t, p, target, tvid, ts)
+	})
+}
+
+// proposalTarget resolves a proposal's target element and pinned version.
+func proposalTarget(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, elementID, versionID string) (*memElement, int64, error) {
+	el, err := elementTx(ctx, t, scope, elementID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if el.typ == protocol.ElementProposal || el.typ == protocol.ElementDecision {
+		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "element_id", Reason: "not-a-document"},
+			"element %s is a %s: proposals target documents", elementID, el.typ)
+	}
+	var vid, veid int64
+	err = t.QueryRowContext(ctx, `SELECT v.vid, v.eid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+		WHERE v.version_id = ? AND e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`,
+		versionID, scope.RepositoryID, scope.OrganizationID, scope.TenantID).Scan(&vid, &veid)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && veid != el.eid {
+		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "target_version_id", Reason: "other-element"},
+			"target_version_id %s is not a version of element %s", versionID, elementID)
+	}
+	if err != nil {
+		return nil, 0, internal(err, "read target version")
+	}
+	return el, vid, nil
+}
+
+func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *memElement, tvid int64, ts string) error {
+	eid, err := insertElement(ctx, t, p.Scope, p.ProposalID, protocol.ElementProposal, protocol.SourceProposal, ts)
+	if err != nil {
+		return err
+	}
+	vid, err := insertVersion(ctx, t, p.Scope, eid, p.Version, ts)
+	if err != nil {
+		return err
+	}
+	if err := insertRel(ctx, t, p.Scope.RepositoryID, protocol.RelTargetsVersion, eid, target.eid, tvid,
+		map[string]any{"target_version_id": p.TargetVersionID}, ts); err != nil {
+		return err
+	}
+	if _, err := t.ExecContext(ctx, `INSERT INTO mem_proposals (proposal_id, eid, vid, target_eid, target_vid, summary, principal_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ProposalID, eid, vid, target.eid, tvid, p.Summary, p.Principal.PrincipalID, protocol.ProposalOpen, ts); err != nil {
+		return internal(err, "insert proposal")
+	}
+	data, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary})
+	return ledger(ctx, t, p.Scope, MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, data)
+}
+
+// MemSetAcceptTx records txID as the transaction accepting proposalID, so
+// that an accept repeated after a crash finds and finishes it.
+func (s *DB) MemSetAcceptTx(ctx context.Context, proposalID, txID string) error {
+	return s.tx(ctx, func(t *sql.Tx) error {
+		_, err := t.ExecContext(ctx, `UPDATE mem_proposals SET accept_tx_id = ? WHERE proposal_id = ? AND status = ?`, txID, proposalID, protocol.ProposalOpen)
+		if err != nil {
+			return internal(err, "record accept transaction")
+		}
+		return nil
+	})
+}
+
+// MemAccept is an accept to commit (the memory target's Commit): the
+// proposal's body becomes the target element's next version VersionID,
+// with accepted_as (pinned to it) and decided_by relationships and a
+// decision artefact, keyed by TxID.
+type MemAccept struct {
+	Scope      protocol.MemoryScope
+	Principal  protocol.MemoryPrincipal
+	ProposalID string
+	TxID       string
+	VersionID  string
+	DecisionID string
+	Chunks     func(title, body string) []MemChunk
+}
+
+// MemCommitAccept commits a. It is idempotent: when a version with a.TxID
+// exists it does nothing, so recovery may call it again.
+func (s *DB) MemCommitAccept(ctx context.Context, a MemAccept) error {
+	ts := now()
+	return s.tx(ctx, func(t *sql.Tx) error {
+		var n int
+		if err := t.QueryRowContext(ctx, `SELECT COUNT(*) FROM mem_versions WHERE tx_id = ?`, a.TxID).Scan(&n); err != nil {
+			return internal(err, "read accept")
+		}
+		if n > 0 {
+			return nil
+		}
+		var peid, targetEID int64
+		var title, body, status, targetType, targetVersion string
+		err := t.QueryRowContext(ctx, `SELECT p.eid, p.target_eid, p.status, v.body, e.type, tv.title, tv.version_id
+			FROM mem_proposals p JOIN mem_versions v ON v.vid = p.vid JOIN mem_elements e ON e.eid = p.target_eid JOIN mem_versions tv ON tv.vid = p.target_vid
+			WHERE p.proposal_id = ?`, a.ProposalID).Scan(&peid, &targetEID, &status, &body, &targetType, &title, &targetVersion)
+		if err != nil {
+			return internal(err, "read proposal "+a.ProposalID)
+		}
+		if status != protocol.ProposalOpen {
+			return errs.New(errs.Closed, map[string]any{"proposal_id": a.ProposalID, "status": status}, "proposal %s is %s", a.ProposalID, status)
+		}
+		prov, _ := json.Marshal(map[string]any{"accepted_from": a.ProposalID, "accepted_by": a.Principal.PrincipalID, "previous_version_id": targetVersion, "transaction_id": a.TxID})
+		var chunks []MemChunk
+		if a.Chunks != nil {
+			chunks = a.Chunks(title, body)
+		}
+		vid, err := insertVersion(ctx, t, a.Scope, targetEID, MemNewVersion{VersionID: a.VersionID, Title: title, Body: body, BodyHash: HashBody(body),
+			SourceKind: protocol.SourceCurated, Provenance: prov, TxID: a.TxID, Chunks: chunks}, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, t, a.Scope.RepositoryID, protocol.RelAcceptedAs, peid, targetEID, vid, map[string]any{"version_id": a.VersionID}, ts); err != nil {
+			return err
+		}
+		deid, err := decide(ctx, t, a.Scope, MemDecision{DecisionID: a.DecisionID, Type: protocol.MethodMemoryAccept, Principal: a.Principal,
+			Subject: a.ProposalID, TxID: a.TxID, Body: map[string]any{"version_id": a.VersionID, "previous_version_id": targetVersion}}, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, t, a.Scope.RepositoryID, protocol.RelDecidedBy, peid, deid, nil, nil, ts); err != nil {
+			return err
+		}
+		_, err = t.ExecContext(ctx, `UPDATE mem_proposals SET status = ?, accepted_vid = ?, decision_eid = ?, accept_tx_id = ? WHERE proposal_id = ?`,
+			protocol.ProposalAccepted, vid, deid, a.TxID, a.ProposalID)
+		if err != nil {
+			return internal(err, "mark proposal accepted")
+		}
+		return nil
+	})
+}
+
+// MemReject rejects an open proposal: a decision artefact with the
+// rationale, a rejected_because relationship to it and the status.
+// errs.Closed when the proposal is no longer open.
+func (s *DB) MemReject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d MemDecision) error {
+	ts := now()
+	return s.tx(ctx, func(t *sql.Tx) error {
+		peid, err := openProposal(ctx, t, scope, proposalID)
+		if err != nil {
+			return err
+		}
+		d.Type, d.Subject = protocol.MethodMemoryReject, proposalID
+		d.Body = map[string]any{"rationale": rationale}
+		deid, err := decide(ctx, t, scope, d, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, t, scope.RepositoryID, protocol.RelRejectedBecause, peid, deid, nil, map[string]any{"rationale": rationale}, ts); err != nil {
+			return err
+		}
+		_, err = t.ExecContext(ctx, `UPDATE mem_proposals SET status = ?, decision_eid = ? WHERE proposal_id = ?`, protocol.ProposalRejected, deid, proposalID)
+		if err != nil {
+			return internal(err, "mark proposal rejected")
+		}
+		return nil
+	})
+}
+
+// openProposal returns an open proposal's element: errs.NotFound when
+// scope has no such proposal, errs.Closed when it was decided.
+func openProposal(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id string) (int64, error) {
+	var eid int64
+	var status string
+	err := t.QueryRowContext(ctx, `SELECT p.eid, p.status FROM mem_proposals p JOIN mem_elements e ON e.eid = p.eid
+		WHERE p.proposal_id = ? AND e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`,
+		id, scope.RepositoryID, scope.OrganizationID, scope.TenantID).Scan(&eid, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+	}
+	if err != nil {
+		return 0, internal(err, "read proposal")
+	}
+	if status != protocol.ProposalOpen {
+		return 0, errs.New(errs.Closed, map[string]any{"proposal_id": id, "status": status}, "proposal %s is %s, not open", id, status)
+	}
+	return eid, nil
+}
+
+// MemRebase replaces the open proposal OldID by next, which targets the
+// element's current version: next is recorded, the old proposal is marked
+// rebased with a rebased_to relationship, and a decision artefact names
+// the principal. errs.Conflict when the old proposal is not stale.
+func (s *DB) MemRebase(ctx context.Context, oldID string, next MemNewProposal, d MemDecision) error {
+	ts := now()
+	return s.tx(ctx, func(t *sql.Tx) error {
+		peid, err := openProposal(ctx, t, next.Scope, oldID)
+		if err != nil {
+			return err
+		}
+		target, tvid, err := proposalTarget(ctx, t, next.Scope, next.TargetElementID, next.TargetVersionID)
+		if err != nil {
+			return err
+		}
+		if !target.headVID.Valid || target.headVID.Int64 != tvid {
+			return errs.New(errs.Stale, map[string]any{"proposal_id": oldID, "element_id": next.TargetElementID}, "element %s moved while rebasing: rebase again", next.TargetElementID)
+		}
+		var oldTarget int64
+		if err := t.QueryRowContext(ctx, `SELECT target_vid FROM mem_proposals WHERE proposal_id = ?`, oldID).Scan(&oldTarget); err != nil {
+			return internal(err, "read proposal")
+		}
+		if oldTarget == tvid {
+			return errs.New(errs.Conflict, map[string]any{"proposal_id": oldID, "reason": "not-stale", "target_version_id": next.TargetVersionID},
+				"proposal %s already targets the current version %s: accept it instead", oldID, next.TargetVersionID)
+		}
+		if err := writeProposal(ctx, t, next, target, tvid, ts); err != nil {
+			return err
+		}
+		var neid int64
+		if err := t.QueryRowContext(ctx, `SELECT eid FROM mem_proposals WHERE proposal_id = ?`, next.ProposalID).Scan(&neid); err != nil {
+			return internal(err, "read new proposal")
+		}
+		if err := insertRel(ctx, t, next.Scope.RepositoryID, protocol.RelRebasedTo, peid, neid, nil, map[string]any{"proposal_id": next.ProposalID}, ts); err != nil {
+			return err
+		}
+		d.Type, d.Subject = protocol.MethodMemoryRebase, oldID
+		d.Body = map[string]any{"rebased_to": next.ProposalID, "target_version_id": next.TargetVersionID}
+		deid, err := decide(ctx, t, next.Scope, d, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, t, next.Scope.RepositoryID, protocol.RelDecidedBy, peid, deid, nil, nil, ts); err != nil {
+			return err
+		}
+		_, err = t.ExecContext(ctx, `UPDATE mem_proposals SET status = ?, rebased_to = ?, decision_eid = ? WHERE proposal_id = ?`, protocol.ProposalRebased, next.ProposalID, deid, oldID)
+		if err != nil {
+			return internal(err, "mark proposal rebased")
+		}
+		return nil
+	})
+}
+
+// MemPromote is a promote to commit (the memory target's Commit): a new
+// baseline BaselineID = the parent's items (none when ParentBaselineID is
+// empty) with Versions replacing their elements' entries, and the pointer
+// moved to it, keyed by TxID.
+type MemPromote struct {
+	Scope            protocol.MemoryScope
+	Principal        protocol.MemoryPrincipal
+	TxID             string
+	BaselineID       string
+	ParentBaselineID string
+	Versions         []string
+	Reason           string
+	DecisionID       string
+}
+
+// MemCommitPromote commits p. It is idempotent: when a baseline with
+// p.TxID exists it does nothing.
+func (s *DB) MemCommitPromote(ctx context.Context, p MemPromote) error {
+	ts := now()
+	return s.tx(ctx, func(t *sql.Tx) error {
+		var n int
+		if err := t.QueryRowContext(ctx, `SELECT COUNT(*) FROM mem_baselines WHERE tx_id = ?`, p.TxID).Scan(&n); err != nil {
+			return internal(err, "read promote")
+		}
+		if n > 0 {
+			return nil
+		}
+		var parent sql.NullInt64
+		if p.ParentBaselineID != "" {
+			var bid int64
+			if err := t.QueryRowContext(ctx, `SELECT bid FROM mem_baselines WHERE baseline_id = ?`, p.ParentBaselineID).Scan(&bid); err != nil {
+				return internal(err, "read parent baseline")
+			}
+			parent = sql.NullInt64{Int64: bid, Valid: true}
+		}
+		r, err := t.ExecContext(ctx, `INSERT INTO mem_baselines (baseline_id, tenant_id, organization_id, repository_id, parent_bid, created_at, principal_id, reason, items, tx_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`, p.BaselineID, p.Scope.TenantID, p.Scope.OrganizationID, p.Scope.RepositoryID, parent, ts, p.Principal.PrincipalID, p.Reason, p.TxID)
+		if err != nil {
+			return internal(err, "insert baseline")
+		}
+		bid, _ := r.LastInsertId()
+		if parent.Valid {
+			if _, err := t.ExecContext(ctx, `INSERT INTO mem_baseline_items (bid, eid, vid) SELECT ?, eid, vid FROM mem_baseline_items WHERE bid = ?`, bid, parent.Int64); err != nil {
+				return internal(err, "copy baseline")
+			}
+		}
+		up, err := t.PrepareContext(ctx, `INSERT INTO mem_baseline_items (bid, eid, vid) SELECT ?, eid, vid FROM mem_versions WHERE version_id = ?
+			ON CONFLICT (bid, eid) DO UPDATE SET vid = excluded.vid`)
+		if err != nil {
+			return internal(err, "prepare baseline item")
+		}
+		defer up.Close()
+		for _, v := range p.Versions {
+			if _, err := up.ExecContext(ctx, bid, v); err != nil {
+				return internal(err, "put baseline item")
+			}
+		}
+		if _, err := t.ExecContext(ctx, `UPDATE mem_baselines SET items = (SELECT COUNT(*) FROM mem_baseline_items WHERE bid = ?) WHERE bid = ?`, bid, bid); err != nil {
+			return internal(err, "count baseline")
+		}
+		if _, err := t.ExecContext(ctx, `INSERT INTO mem_pointers (tenant_id, organization_id, repository_id, bid) VALUES (?, ?, ?, ?)
+			ON CONFLICT (repository_id, organization_id, tenant_id) DO UPDATE SET bid = excluded.bid`,
+			p.Scope.TenantID, p.Scope.OrganizationID, p.Scope.RepositoryID, bid); err != nil {
+			return internal(err, "move pointer")
+		}
+		if _, err := t.ExecContext(ctx, `INSERT INTO mem_pointer_history (tenant_id, organization_id, repository_id, bid, previous_bid, moved_at, principal_id, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.Scope.TenantID, p.Scope.OrganizationID, p.Scope.RepositoryID, bid, parent, ts, p.Principal.PrincipalID, p.Reason); err != nil {
+			return internal(err, "record pointer move")
+		}
+		_, err = decide(ctx, t, p.Scope, MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
+			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts)
+		return err
+	})
+}
+
+// MemRecordReturned remembers that read_context returned versions vids to
+// principalID (for memory/verify_citations). A pair already recorded is
+// left alone, so a repeated read writes nothing.
+func (s *DB) MemRecordReturned(ctx context.Context, principalID string, vids []int64) error {
+	if len(vids) == 0 {
+		return nil
+	}
+	return s.tx(ctx, func(t *sql.Tx) error {
+		st, err := t.PrepareContext(ctx, `INSERT OR IGNORE INTO mem_returned (principal_id, vid) VALUES (?, ?)`)
+		if err != nil {
+			return internal(err, "prepare returned")
+		}
+		defer st.Close()
+		for _, v := range vids {
+			if _, err := st.ExecContext(ctx, principalID, v); err != nil {
+				return internal(err, "record returned")
+			}
+		}
+		return nil
+	})
+}

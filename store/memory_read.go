@@ -1,0 +1,441 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// Curated memory (seed 002): the reads. Retrieval trims inside its one
+// query: the scope columns of every chunk row and the selected baseline's
+// items are predicates of the ranking query, so k results are k results
+// the principal may see, and nothing is filtered after ranking.
+
+// HashBody is a version body's hash: sha256 hex of its bytes.
+func HashBody(body string) string {
+	s := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(s[:])
+}
+
+// MemVersion is an ElementVersion with its element.
+type MemVersion struct {
+	VID          int64
+	EID          int64
+	RepositoryID string
+	ElementID    string
+	ElementType  string
+	VersionID    string
+	Seq          int64
+	Title        string
+	Body         string
+	SourceKind   string
+	CreatedAt    string
+	Provenance   json.RawMessage
+}
+
+const memVersionCols = `v.vid, v.eid, e.repository_id, e.element_id, e.type, v.version_id, v.seq, v.title, v.body, v.source_kind, v.created_at, v.provenance`
+
+func scanVersion(row interface{ Scan(...any) error }, extra ...any) (*MemVersion, error) {
+	var v MemVersion
+	var prov string
+	dst := append([]any{&v.VID, &v.EID, &v.RepositoryID, &v.ElementID, &v.ElementType, &v.VersionID, &v.Seq, &v.Title, &v.Body, &v.SourceKind, &v.CreatedAt, &prov}, extra...)
+	if err := row.Scan(dst...); err != nil {
+		return nil, err
+	}
+	v.Provenance = json.RawMessage(prov)
+	return &v, nil
+}
+
+const scopeWhere = `e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`
+
+func scopeArgs(s protocol.MemoryScope) []any {
+	return []any{s.RepositoryID, s.OrganizationID, s.TenantID}
+}
+
+// MemHead returns the newest version of scope's element id: errs.NotFound
+// when scope has no such element.
+func (s *DB) MemHead(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
+	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
+		WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(scope), id)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFoundElement(id)
+	}
+	if err != nil {
+		return nil, internal(err, "read head")
+	}
+	return v, nil
+}
+
+// MemVersionByID returns scope's version id: errs.NotFound when scope has
+// none.
+func (s *DB) MemVersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
+	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+		WHERE `+scopeWhere+` AND v.version_id = ?`, append(scopeArgs(scope), id)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, map[string]any{"version_id": id}, "version %s not found in this scope", id)
+	}
+	if err != nil {
+		return nil, internal(err, "read version")
+	}
+	return v, nil
+}
+
+// MemProposalRow is a proposal with its target and status.
+type MemProposalRow struct {
+	ProposalID        string
+	Status            string
+	Summary           string
+	PrincipalID       string
+	CreatedAt         string
+	ElementID         string
+	TargetVersionID   string
+	CurrentVersionID  string
+	AcceptTxID        string
+	AcceptedVersionID string
+	RebasedTo         string
+	DecisionID        string
+	Body              string          // the proposed body
+	Provenance        json.RawMessage // the proposal version's provenance
+}
+
+const memProposalQuery = `SELECT p.proposal_id, p.status, p.summary, p.principal_id, p.created_at, te.element_id, tv.version_id, hv.version_id,
+	COALESCE(p.accept_tx_id, ''), COALESCE(av.version_id, ''), COALESCE(p.rebased_to, ''), COALESCE(de.element_id, ''), pv.body, pv.provenance
+	FROM mem_proposals p JOIN mem_elements e ON e.eid = p.eid JOIN mem_versions pv ON pv.vid = p.vid
+	JOIN mem_elements te ON te.eid = p.target_eid JOIN mem_versions tv ON tv.vid = p.target_vid JOIN mem_versions hv ON hv.vid = te.head_vid
+	LEFT JOIN mem_versions av ON av.vid = p.accepted_vid LEFT JOIN mem_elements de ON de.eid = p.decision_eid
+	WHERE ` + scopeWhere
+
+func scanProposal(row interface{ Scan(...any) error }) (*MemProposalRow, error) {
+	var p MemProposalRow
+	var prov string
+	if err := row.Scan(&p.ProposalID, &p.Status, &p.Summary, &p.PrincipalID, &p.CreatedAt, &p.ElementID, &p.TargetVersionID, &p.CurrentVersionID,
+		&p.AcceptTxID, &p.AcceptedVersionID, &p.RebasedTo, &p.DecisionID, &p.Body, &prov); err != nil {
+		return nil, err
+	}
+	p.Provenance = json.RawMessage(prov)
+	return &p, nil
+}
+
+// MemProposal returns scope's proposal id: errs.NotFound when scope has
+// none.
+func (s *DB) MemProposal(ctx context.Context, scope protocol.MemoryScope, id string) (*MemProposalRow, error) {
+	p, err := scanProposal(s.db.QueryRowContext(ctx, memProposalQuery+` AND p.proposal_id = ?`, append(scopeArgs(scope), id)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+	}
+	if err != nil {
+		return nil, internal(err, "read proposal")
+	}
+	return p, nil
+}
+
+// MemProposals lists scope's proposals with status (all when empty),
+// newest first.
+func (s *DB) MemProposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]MemProposalRow, error) {
+	q, args := memProposalQuery, scopeArgs(scope)
+	if status != "" {
+		q += ` AND p.status = ?`
+		args = append(args, status)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY p.created_at DESC, p.rowid DESC`, args...)
+	if err != nil {
+		return nil, internal(err, "list proposals")
+	}
+	defer rows.Close()
+	var out []MemProposalRow
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, internal(err, "scan proposal")
+		}
+		out = append(out, *p)
+	}
+	return out, rows.Err()
+}
+
+// MemLedgerEvent is one event of the memory ledger.
+type MemLedgerEvent struct {
+	Seq         int64           `json:"seq"`
+	TS          string          `json:"ts"`
+	Type        string          `json:"type"`
+	PrincipalID string          `json:"principal_id"`
+	Subject     string          `json:"subject"`
+	DecisionID  string          `json:"decision_id,omitempty"`
+	TxID        string          `json:"transaction_id,omitempty"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// MemLedger returns scope's ledger events about subjects, oldest first.
+func (s *DB) MemLedger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]MemLedgerEvent, error) {
+	q := `SELECT seq, ts, type, principal_id, subject, COALESCE(decision_id, ''), COALESCE(tx_id, ''), data FROM mem_ledger e WHERE ` + scopeWhere
+	args := scopeArgs(scope)
+	if len(subjects) > 0 {
+		q += ` AND subject IN (?` + strings.Repeat(", ?", len(subjects)-1) + `)`
+		for _, x := range subjects {
+			args = append(args, x)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY seq`, args...)
+	if err != nil {
+		return nil, internal(err, "read ledger")
+	}
+	defer rows.Close()
+	var out []MemLedgerEvent
+	for rows.Next() {
+		var ev MemLedgerEvent
+		var data string
+		if err := rows.Scan(&ev.Seq, &ev.TS, &ev.Type, &ev.PrincipalID, &ev.Subject, &ev.DecisionID, &ev.TxID, &data); err != nil {
+			return nil, internal(err, "scan ledger")
+		}
+		ev.Data = json.RawMessage(data)
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// MemPointer returns scope's published baseline id and its row id, or ""
+// and 0 when nothing was published.
+func (s *DB) MemPointer(ctx context.Context, scope protocol.MemoryScope) (string, int64, error) {
+	var id string
+	var bid int64
+	err := s.db.QueryRowContext(ctx, `SELECT b.baseline_id, b.bid FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeWhere, scopeArgs(scope)...).Scan(&id, &bid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, internal(err, "read pointer")
+	}
+	return id, bid, nil
+}
+
+// MemBaseline returns the row id of scope's baseline id: errs.NotFound
+// when scope has none.
+func (s *DB) MemBaseline(ctx context.Context, scope protocol.MemoryScope, id string) (int64, error) {
+	var bid int64
+	err := s.db.QueryRowContext(ctx, `SELECT bid FROM mem_baselines e WHERE `+scopeWhere+` AND baseline_id = ?`, append(scopeArgs(scope), id)...).Scan(&bid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errs.New(errs.NotFound, map[string]any{"baseline_id": id}, "baseline %s not found in this scope", id)
+	}
+	if err != nil {
+		return 0, internal(err, "read baseline")
+	}
+	return bid, nil
+}
+
+// MemPromotable resolves what a promote onto baseline bid (0: none)
+// publishes: the given version ids, or, when none are given, the newest
+// curated version of every element whose curated head is not in bid.
+// Given versions must be document versions of scope (errs.NotFound
+// otherwise); one whose element bid already holds at the same or a newer
+// version is left out, so a promote never moves an element back.
+func (s *DB) MemPromotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error) {
+	var out []string
+	if len(versions) == 0 {
+		rows, err := s.db.QueryContext(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
+			LEFT JOIN mem_baseline_items bi ON bi.bid = ? AND bi.eid = e.eid
+			WHERE `+scopeWhere+` AND v.source_kind = ? AND (bi.vid IS NULL OR bi.vid <> v.vid) ORDER BY v.vid`,
+			append(append([]any{bid}, scopeArgs(scope)...), protocol.SourceCurated)...)
+		if err != nil {
+			return nil, internal(err, "list accepted versions")
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, internal(err, "scan version")
+			}
+			out = append(out, id)
+		}
+		return out, rows.Err()
+	}
+	seen := map[string]bool{}
+	for _, id := range versions {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var typ string
+		var seq int64
+		var pubSeq sql.NullInt64
+		err := s.db.QueryRowContext(ctx, `SELECT e.type, v.seq, (SELECT pv.seq FROM mem_baseline_items bi JOIN mem_versions pv ON pv.vid = bi.vid WHERE bi.bid = ? AND bi.eid = v.eid)
+			FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE `+scopeWhere+` AND v.version_id = ?`,
+			append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &pubSeq)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
+			return nil, errs.New(errs.NotFound, map[string]any{"field": "versions", "version_id": id}, "version %s is not a document version in this scope", id)
+		}
+		if err != nil {
+			return nil, internal(err, "read version")
+		}
+		if pubSeq.Valid && pubSeq.Int64 >= seq {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// MemBaselineRow is one baseline.
+type MemBaselineRow struct {
+	BaselineID, ParentBaselineID, CreatedAt, PrincipalID, Reason, TxID string
+	Items                                                              int
+}
+
+// MemPointerMove is one move of a published pointer.
+type MemPointerMove struct {
+	BaselineID, PreviousBaselineID, MovedAt, PrincipalID, Reason string
+}
+
+// MemBaselines lists scope's baselines and its pointer's history, newest
+// first.
+func (s *DB) MemBaselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT e.baseline_id, COALESCE(p.baseline_id, ''), e.created_at, e.principal_id, e.reason, e.tx_id, e.items
+		FROM mem_baselines e LEFT JOIN mem_baselines p ON p.bid = e.parent_bid WHERE `+scopeWhere+` ORDER BY e.bid DESC`, scopeArgs(scope)...)
+	if err != nil {
+		return nil, nil, internal(err, "list baselines")
+	}
+	var bs []MemBaselineRow
+	for rows.Next() {
+		var b MemBaselineRow
+		if err := rows.Scan(&b.BaselineID, &b.ParentBaselineID, &b.CreatedAt, &b.PrincipalID, &b.Reason, &b.TxID, &b.Items); err != nil {
+			rows.Close()
+			return nil, nil, internal(err, "scan baseline")
+		}
+		bs = append(bs, b)
+	}
+	rows.Close()
+	rows, err = s.db.QueryContext(ctx, `SELECT b.baseline_id, COALESCE(p.baseline_id, ''), e.moved_at, e.principal_id, e.reason
+		FROM mem_pointer_history e JOIN mem_baselines b ON b.bid = e.bid LEFT JOIN mem_baselines p ON p.bid = e.previous_bid WHERE `+scopeWhere+` ORDER BY e.id DESC`, scopeArgs(scope)...)
+	if err != nil {
+		return nil, nil, internal(err, "list pointer history")
+	}
+	defer rows.Close()
+	var hs []MemPointerMove
+	for rows.Next() {
+		var m MemPointerMove
+		if err := rows.Scan(&m.BaselineID, &m.PreviousBaselineID, &m.MovedAt, &m.PrincipalID, &m.Reason); err != nil {
+			return nil, nil, internal(err, "scan pointer move")
+		}
+		hs = append(hs, m)
+	}
+	return bs, hs, rows.Err()
+}
+
+// MemHit is one ElementVersion found by MemSearch: its best chunk
+// (key, offsets, score: BM25 negated, higher is better).
+type MemHit struct {
+	MemVersion
+	ChunkID    int64
+	ChunkKey   string
+	Start, End int
+	Score      float64
+}
+
+// MemSearch ranks the versions of baseline bid in scope by the FTS5 BM25
+// score of their best chunk for the MATCH expression match (title
+// weighted wTitle, body 1), best first, at most k. The scope and the
+// baseline are predicates of the ranking query itself: every row it ranks
+// is one the caller may see.
+func (s *DB) MemSearch(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error) {
+	// bm25() cannot run inside an aggregate, so the chunks are ranked in
+	// a materialised step and the best chunk per version picked after.
+	q := `WITH ranked AS MATERIALIZED (
+		SELECT c.vid AS vid, c.id AS cid, c.chunk_key AS ck, c.start_offset AS so, c.end_offset AS eo, bm25(mem_fts, ?, 1.0) AS s
+		FROM mem_fts JOIN mem_chunks c ON c.id = mem_fts.rowid
+		JOIN mem_baseline_items bi ON bi.bid = ? AND bi.vid = c.vid
+		WHERE mem_fts MATCH ? AND c.repository_id = ? AND c.organization_id = ? AND c.tenant_id = ?),
+	hits AS (SELECT vid, cid, ck, so, eo, MIN(s) AS s FROM ranked GROUP BY vid ORDER BY s LIMIT ?)
+	SELECT ` + memVersionCols + `, h.cid, h.ck, h.so, h.eo, -h.s FROM hits h JOIN mem_versions v ON v.vid = h.vid JOIN mem_elements e ON e.eid = v.eid ORDER BY h.s`
+	rows, err := s.db.QueryContext(ctx, q, wTitle, bid, match, scope.RepositoryID, scope.OrganizationID, scope.TenantID, k)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q: %v", match, err)
+	}
+	defer rows.Close()
+	var out []MemHit
+	for rows.Next() {
+		var h MemHit
+		v, err := scanVersion(rows, &h.ChunkID, &h.ChunkKey, &h.Start, &h.End, &h.Score)
+		if err != nil {
+			return nil, internal(err, "scan hit")
+		}
+		h.MemVersion = *v
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q", match)
+	}
+	return out, nil
+}
+
+// MemFetch returns the version baseline bid holds for scope's element id:
+// errs.NotFound, the same as for an element that does not exist, when the
+// element is outside scope or not in the baseline.
+func (s *DB) MemFetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error) {
+	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_baseline_items bi ON bi.bid = ? AND bi.eid = e.eid
+		JOIN mem_versions v ON v.vid = bi.vid WHERE `+scopeWhere+` AND e.element_id = ?`, append(append([]any{bid}, scopeArgs(scope)...), id)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFoundElement(id)
+	}
+	if err != nil {
+		return nil, internal(err, "fetch element")
+	}
+	return v, nil
+}
+
+// MemFirstChunk returns the key and offsets of a version's first chunk,
+// or ok false when it has none.
+func (s *DB) MemFirstChunk(ctx context.Context, vid int64) (key string, start, end int, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT chunk_key, start_offset, end_offset FROM mem_chunks WHERE vid = ? ORDER BY id LIMIT 1`, vid).Scan(&key, &start, &end)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, 0, false, nil
+	}
+	if err != nil {
+		return "", 0, 0, false, internal(err, "read chunk")
+	}
+	return key, start, end, true, nil
+}
+
+// Verdicts of MemVerify (protocol.CitationCheck.Reason).
+const (
+	VerifyNeverReturned = "never-returned"
+	VerifyUnknown       = "unknown-version"
+	VerifyOtherElement  = "other-element"
+)
+
+// MemVerify reports, for each citation, whether read_context returned its
+// version to principalID, and if not why: the version is unknown in scope,
+// belongs to another element, or was never returned.
+func (s *DB) MemVerify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error) {
+	out := make([]protocol.CitationCheck, len(cits))
+	for i, c := range cits {
+		out[i] = protocol.CitationCheck{MemoryCitation: c}
+		if c.RepositoryID != scope.RepositoryID {
+			out[i].Reason = VerifyUnknown
+			continue
+		}
+		var elementID string
+		var returned int
+		err := s.db.QueryRowContext(ctx, `SELECT e.element_id, EXISTS (SELECT 1 FROM mem_returned r WHERE r.principal_id = ? AND r.vid = v.vid)
+			FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE `+scopeWhere+` AND v.version_id = ?`,
+			append(append([]any{principalID}, scopeArgs(scope)...), c.VersionID)...).Scan(&elementID, &returned)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			out[i].Reason = VerifyUnknown
+		case err != nil:
+			return nil, internal(err, "verify citation")
+		case elementID != c.ElementID:
+			out[i].Reason = VerifyOtherElement
+		case returned == 0:
+			out[i].Reason = VerifyNeverReturned
+		default:
+			out[i].Returned = true
+		}
+	}
+	return out, nil
+}
