@@ -87,8 +87,14 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 
 // selectBaseline resolves a selector (published when nil) to the baseline
 // it names and its row id (0 when nothing is published yet).
-func (s *Service) selectBaseline(ctx context.Context, db *store.DB, scope protocol.MemoryScope, sel *protocol.BaselineSelector) (protocol.BaselineSelector, int64, error) {
-	if sel == nil || sel.Kind == "" || sel.Kind == protocol.SelectorPublished {
+func (s *Service) selectBaseline(ctx context.Context, db *store.DB, scope protocol.MemoryScope, raw json.RawMessage) (protocol.BaselineSelector, int64, error) {
+	sel := &protocol.BaselineSelector{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, sel); err != nil {
+			return protocol.BaselineSelector{}, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "selector", Reason: "bad-selector"}, "%v", err)
+		}
+	}
+	if sel.Kind == "" || sel.Kind == protocol.SelectorPublished {
 		id, bid, err := db.MemPointer(ctx, scope)
 		return protocol.BaselineSelector{Kind: protocol.SelectorPublished, BaselineID: id}, bid, err
 	}
@@ -153,7 +159,6 @@ func (s *Service) VerifyCitations(ctx context.Context, p *protocol.VerifyCitatio
 	}
 	return out, nil
 }
-
 
 // Proposals answers memory/proposals: the scope's proposals with status
 // (all when empty), newest first, each saying whether it is stale.

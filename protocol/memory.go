@@ -114,10 +114,12 @@ type BaselineSelector struct {
 // search, k items, default 10) or ElementID (a direct fetch).
 type ReadContextParams struct {
 	MemoryRequest
-	Selector  *BaselineSelector `json:"selector,omitempty"`
-	Query     string            `json:"query,omitempty"`
-	ElementID string            `json:"element_id,omitempty"`
-	K         int               `json:"k,omitempty"`
+	// Selector is "published" (the default) or {"baseline_id": "..."};
+	// kept raw so that a bad one is reported as field "selector".
+	Selector  json.RawMessage `json:"selector,omitempty"`
+	Query     string          `json:"query,omitempty"`
+	ElementID string          `json:"element_id,omitempty"`
+	K         int             `json:"k,omitempty"`
 }
 
 // MemoryExcerpt locates a chunk in a version's body: byte offsets [start, end).
@@ -376,7 +378,7 @@ type CitationCheck struct {
 // true when every citation was returned.
 type VerifyCitationsResult struct {
 	Results     []CitationCheck `json:"results"`
-	AllReturned bool                  `json:"all_returned"`
+	AllReturned bool            `json:"all_returned"`
 }
 
 // UnmarshalJSON accepts seed 002's two spellings of a selector: the string

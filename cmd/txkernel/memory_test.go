@@ -311,3 +311,182 @@ func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// smallBacklog writes a three-file backlog, a binary file and a non-UTF-8
+// one under ws/backlog, commits it, and returns HEAD.
+func smallBacklog(t testing.TB, ws string) string {
+	t.Helper()
+	files := map[string]string{
+		"backlog/001-auth.md":       "# Auth\n\n## Tokens\n\nTokens expire after one hour.\n\n## Refresh\n\nRefresh tokens rotate.\n",
+		"backlog/002-cache.md":      "# Cache\n\nThe cache is write-through.\n",
+		"backlog/sub/003-deploy.md": "# Deploy\n\nDeploys are blue-green.\n",
+		"backlog/blob.md":           "PNG\x00\x01\x02",
+		"backlog/latin1.md":         "caf\xe9\n",
+		"backlog/notes.txt":         "not markdown",
+		"outside/secret-plans.md":   "# Secret\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gitRepo(t, ws)
+}
+
+// TestMemoryBadInput: every bad input gets a clear error with a stable
+// code and data, and changes nothing.
+func TestMemoryBadInput(t *testing.T) {
+	ws := t.TempDir()
+	smallBacklog(t, ws)
+
+	// Without --memory-policy every memory method is refused, naming the flag.
+	bare := startKernel(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--log-level", "error")
+	bare.initialize()
+	for _, m := range []string{"memory/read_context", "memory/ingest", "memory/propose", "memory/proposals", "memory/proposal", "memory/accept",
+		"memory/reject", "memory/rebase", "memory/promote", "memory/baselines", "memory/verify_citations"} {
+		r, _ := bare.call(m, memReq(scopeR1, curator, "query", "x", "path", "."))
+		if d := wantCode(t, m+" without a policy", r, -32018); d["flag"] != "--memory-policy" {
+			t.Fatalf("%s: data %v does not name the flag", m, d)
+		}
+	}
+	bare.stop()
+
+	// A malformed policy stops start-up with a message naming the line.
+	for _, tc := range []struct{ name, policy, want string }{
+		{"syntax", "{\"grants\": [\n  {\"role\": \"curator\",\n   \"actions\": [\"read\"],,\n}]}", ":3:"},
+		{"both principal and role", "{\"grants\": [\n {\"role\": \"a\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}},\n {\"role\": \"c\", \"principal_id\": \"x\", \"actions\": [\"read\"],\n  \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", ":3: grant 2"},
+		{"unknown action", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"delete\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", "unknown action \"delete\""},
+		{"missing scope level", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"repository_id\": \"*\"}}]}", "scope.organization_id is missing"},
+	} {
+		pol := filepath.Join(t.TempDir(), "policy.json")
+		if err := os.WriteFile(pol, []byte(tc.policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(kernelBin, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "policy.json"+tc.want) && !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "--memory-policy") {
+			t.Fatalf("%s: start-up gave %v\n%s\nwant it to stop naming %q", tc.name, err, out, tc.want)
+		}
+	}
+
+	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil)
+	defer p.stop()
+	ing := p.mustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if num(ing["created"]) != 3 {
+		t.Fatalf("ingest: %v", ing)
+	}
+	skipped := jsonText(ing["skipped"])
+	if !strings.Contains(skipped, `{"offset":3,"path":"backlog/blob.md","reason":"binary"}`) || !strings.Contains(skipped, `{"offset":3,"path":"backlog/latin1.md","reason":"not-utf8"}`) {
+		t.Fatalf("binary and non-UTF-8 files must be skipped and reported: %s", skipped)
+	}
+	auth := items(t, p.mustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md")))[0]
+	cache := items(t, p.mustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]
+	before := jsonText(p.mustResult("memory/proposals", memReq(scopeR1, curator))) + jsonText(p.mustResult("memory/baselines", memReq(scopeR1, curator)))
+
+	big := strings.Repeat("x", 1<<20+1)
+	cases := []struct {
+		name   string
+		method string
+		params map[string]any
+		code   int
+		field  string // data.field, when set
+		reason string // data.reason, when set
+	}{
+		{"missing scope level", "memory/read_context", memReq(map[string]any{"tenant_id": "t1", "repository_id": "r1"}, agent7, "query", "x"), -32602, "scope.organization_id", "missing"},
+		{"no scope", "memory/read_context", map[string]any{"principal": agent7, "query": "x"}, -32602, "scope", ""},
+		{"no principal", "memory/read_context", map[string]any{"scope": scopeR1, "query": "x"}, -32602, "principal", ""},
+		{"unknown role", "memory/read_context", memReq(scopeR1, map[string]any{"principal_id": "agent-7", "roles": []string{"admin"}}, "query", "x"), -32602, "principal.roles", "unknown-role"},
+		{"query and element_id", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "element_id", "y"), -32602, "query", ""},
+		{"bad selector", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", "latest"), -32602, "selector", ""},
+		{"unknown baseline", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", map[string]any{"baseline_id": "bl_nope"}), -32002, "", ""},
+		{"target version of another element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", cache["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32602, "target_version_id", "other-element"},
+		{"body over the limit", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", big, "summary", "s", "provenance", agentPrv), -32015, "body", ""},
+		{"no provenance", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s"), -32602, "provenance", ""},
+		{"unknown element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/nope.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32002, "", ""},
+		{"glob escapes", "memory/ingest", memReq(scopeR1, curator, "path", "backlog", "glob", "../outside/*.md"), -32004, "glob", "escape"},
+		{"absolute glob", "memory/ingest", memReq(scopeR1, curator, "path", ".", "glob", "/etc/*"), -32004, "glob", "escape"},
+		{"path escapes", "memory/ingest", memReq(scopeR1, curator, "path", "../"), -32004, "path", ""},
+		{"unknown proposal", "memory/accept", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32002, "", ""},
+		{"reject without rationale", "memory/reject", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32602, "rationale", "missing"},
+		{"nothing to promote", "memory/promote", memReq(scopeR1, curator), -32005, "", "nothing-to-promote"},
+		{"promote an unknown version", "memory/promote", memReq(scopeR1, curator, "versions", []string{"ver_nope"}), -32002, "versions", ""},
+		{"turn/start cannot make memory", "turn/start", map[string]any{"proposal": map[string]any{"kind": "memory_accept"}}, -32602, "proposal.kind", ""},
+	}
+	for _, tc := range cases {
+		r, _ := p.call(tc.method, tc.params)
+		d := wantCode(t, tc.name, r, tc.code)
+		if tc.field != "" && d["field"] != tc.field || tc.reason != "" && d["reason"] != tc.reason {
+			t.Fatalf("%s: data %v, want field %q reason %q", tc.name, d, tc.field, tc.reason)
+		}
+	}
+	after := jsonText(p.mustResult("memory/proposals", memReq(scopeR1, curator))) + jsonText(p.mustResult("memory/baselines", memReq(scopeR1, curator)))
+	if before != after {
+		t.Fatalf("bad input changed memory:\n%s\n%s", before, after)
+	}
+	// Not a git work tree: commit_sha is null and the result says so.
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := os.MkdirAll(filepath.Join(plain, "backlog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plain, "backlog", "a.md"), []byte("# A\n\nalpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := startMemoryKernel(t, plain, filepath.Join(t.TempDir(), "data"), nil)
+	defer q.stop()
+	pi := q.mustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if _, has := pi["commit_sha"]; !has || pi["commit_sha"] != nil || !strings.Contains(str(pi["note"]), "not in a git work tree") || num(pi["created"]) != 1 {
+		t.Fatalf("ingest outside git: %v", pi)
+	}
+}
+
+// TestMemoryAcceptCrash kills the kernel (SIGKILL, as kill -9) at each step
+// of an accept and checks, after a restart, that the accept happened
+// exactly once or not at all: a second accept returns the first result or
+// finishes it, and the element has one new version.
+func TestMemoryAcceptCrash(t *testing.T) {
+	for _, fp := range []string{"apply.before-commit-record", "apply.after-commit-record", "memory.before-sql-commit", "apply.after-blobs-deleted"} {
+		t.Run(fp, func(t *testing.T) {
+			ws := t.TempDir()
+			smallBacklog(t, ws)
+			dataDir := filepath.Join(t.TempDir(), "data")
+			p := startMemoryKernel(t, ws, dataDir, nil)
+			p.mustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+			v0 := str(items(t, p.mustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]["version_id"])
+			prop := str(p.mustResult("memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md", "target_version_id", v0,
+				"body", "# Cache\n\nThe cache is write-back.\n", "summary", "write-back", "provenance", agentPrv))["proposal_id"])
+			p.stop()
+
+			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"})
+			c.nextID++
+			c.send(`{"jsonrpc":"2.0","id":` + itoaTest(c.nextID) + `,"method":"memory/accept","params":` + jsonText(memReq(scopeR1, curator, "proposal_id", prop)) + `}`)
+			<-c.done // the failpoint kills the kernel
+
+			r := startMemoryKernel(t, ws, dataDir, nil)
+			defer r.stop()
+			acc := r.mustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", prop))
+			committed := fp != "apply.before-commit-record"
+			if acc["already_accepted"] != committed {
+				t.Fatalf("after a crash at %s the accept was %v, want already_accepted=%v", fp, acc, committed)
+			}
+			info := r.mustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", prop))
+			if info["status"] != "accepted" || info["accepted_version_id"] != acc["version_id"] || info["current_version_id"] != acc["version_id"] {
+				t.Fatalf("proposal after recovery: %v", summarize(info))
+			}
+			// Exactly one new version: the accepted one is the head, and the
+			// version before it is the ingested one.
+			pro := r.mustResult("memory/promote", memReq(scopeR1, curator))
+			if num(pro["published"]) != 1 {
+				t.Fatalf("promote after recovery published %v", pro)
+			}
+			got := items(t, r.mustResult("memory/read_context", memReq(scopeR1, agent7, "query", "write-back")))
+			if len(got) != 1 || got[0]["version_id"] != acc["version_id"] {
+				t.Fatalf("read after recovery: %v", got)
+			}
+		})
+	}
+}
+
+func itoaTest(i int) string { b, _ := json.Marshal(i); return string(b) }
