@@ -17,9 +17,11 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"
+	"github.com/txkernel/txkernel/tx/element"
 	"github.com/txkernel/txkernel/tx/workspace"
 )
 
@@ -39,7 +41,7 @@ func newTestServer(tb testing.TB) *Server {
 	dataDir := tb.TempDir()
 	doct := document.New(document.Options{DBPath: filepath.Join(dataDir, store.FileName)})
 	tb.Cleanup(func() { doct.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct}, DataDir: dataDir,
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, element.New(doct.Store, nil)}, DataDir: dataDir,
 		Policy: approvals.Never, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
@@ -47,8 +49,14 @@ func newTestServer(tb testing.TB) *Server {
 	tb.Cleanup(func() { eng.Close() })
 	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: w, DataDir: dataDir, Logger: log})
 	tb.Cleanup(func() { cs.Close() })
+	pol, err := memory.ParsePolicy([]byte(`{"grants": [{"role": "curator", "actions": ["read", "propose", "curate", "publish", "ingest"],
+		"scope": {"tenant_id": "*", "organization_id": "*", "repository_id": "*"}}]}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: w, Policy: pol, Logger: log})
 	s := &Server{
-		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
+		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
 		log: log, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
 	}
 	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
@@ -102,6 +110,26 @@ var malformedCommon = []string{
 
 // malformedByMethod are bad params aimed at one method's own fields.
 var malformedByMethod = map[string][]string{
+	"memory/read_context": {
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]}}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"query":"x","k":-1}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"query":"x","selector":7}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"*"},"principal":{"principal_id":"p","roles":["curator"]},"query":"x"}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["root"]},"query":"x"}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"query":"the of"}`,
+	},
+	"memory/ingest": {
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"path":"/etc"}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"path":".","glob":"[unclosed"}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"path":"a.txt"}`,
+	},
+	"memory/propose": {
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"element_id":"e","target_version_id":"v"}`,
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"element_id":"e","target_version_id":"v","body":"x","summary":"s","provenance":{"actor_type":"a","actor_id":"b"}}`,
+	},
+	"memory/verify_citations": {
+		`{"scope":{"tenant_id":"t","organization_id":"o","repository_id":"r"},"principal":{"principal_id":"p","roles":["curator"]},"citations":[{}]}`,
+	},
 	"turn/start": {
 		`{}`, `{"proposal":null}`, `{"proposal":"x"}`, `{"proposal":[]}`, `{"proposal":{}}`,
 		`{"proposal":{"kind":5}}`, `{"proposal":{"kind":"nope"}}`,
