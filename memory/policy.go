@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -80,6 +81,11 @@ func lineAt(data []byte, off int64) int {
 // *PolicyError with the line of the offending grant or token.
 func ParsePolicy(data []byte) (*Policy, error) {
 	fail := func(off int64, format string, a ...any) (*Policy, error) {
+		// The decoder's offset is just past the previous token: move to
+		// where the offending one starts.
+		for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
+			off++
+		}
 		return nil, &PolicyError{Path: "policy", Line: lineAt(data, off), Msg: fmt.Sprintf(format, a...)}
 	}
 	if err := json.Unmarshal(data, new(any)); err != nil {
