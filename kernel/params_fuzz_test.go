@@ -16,8 +16,8 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
-	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"

@@ -155,6 +155,11 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 	if err := s.apply(ctx, txID); err != nil {
 		return nil, err
 	}
+	if _, err := s.embedVersions(ctx, []string{element.VersionID(txID)}); err != nil {
+		// The version is committed; it is embedded by the next ingest
+		// or accept that finds it without vectors.
+		s.log.Warn("memory/accept: embedding failed; the version is searchable by keyword", "version_id", element.VersionID(txID), "err", err)
+	}
 	return &protocol.AcceptResult{ProposalID: row.ProposalID, VersionID: element.VersionID(txID), DecisionID: element.DecisionID(txID), TransactionID: txID}, nil
 }
 

@@ -140,6 +140,14 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams, progress
 			return nil, err
 		}
 	}
+	// Unchanged versions are offered too, so that vectors missed by an
+	// earlier ingest (the embedder was down) are made now.
+	n, err := s.embedVersions(ctx, publish)
+	out.Embedded = n
+	if err != nil {
+		s.log.Warn("memory/ingest: embedding failed; the evidence is searchable by keyword", "err", err)
+		out.EmbedError = err.Error()
+	}
 	progress(protocol.ProgressValue{Kind: "end", Message: itoa(out.Created) + " created, " + itoa(out.NewVersions) + " new versions, " + itoa(out.Unchanged) + " unchanged"})
 	return out, nil
 }

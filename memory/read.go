@@ -67,14 +67,40 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "no-terms"}, "query %q has no searchable words", p.Query)
 		}
 		if bid != 0 {
-			hits, err := db.MemSearch(ctx, scope, bid, match, k, titleWeight)
+			depth := k
+			if s.cfg.Embedder != nil {
+				depth = max(k, corpus.DefaultTuning.Depth)
+			}
+			hits, err := db.MemSearch(ctx, scope, bid, match, depth, titleWeight)
 			if err != nil {
 				return nil, err
 			}
+			byKeyword := map[int64]bool{}
 			for _, h := range hits {
+				byKeyword[h.VID] = true
+			}
+			if s.cfg.Embedder != nil {
+				fused, err := s.hybrid(ctx, db, scope, bid, p.Query, hits, k)
+				if err != nil {
+					return nil, err
+				}
+				if fused != nil {
+					hits, out.Mode = fused, protocol.SearchHybrid
+				} else {
+					out.Note = "the embedder is unavailable: keyword ranking only"
+				}
+			}
+			for _, h := range hits[:min(k, len(hits))] {
+				// Seed 002's why_included: keyword_match for a keyword
+				// hit (fused or not); semantic_match for one only the
+				// vectors found.
+				why := protocol.WhyKeyword
+				if !byKeyword[h.VID] {
+					why = protocol.WhySemantic
+				}
 				score := h.Score
 				ex := &protocol.MemoryExcerpt{ChunkKey: h.ChunkKey, Start: h.Start, End: h.End}
-				out.Items = append(out.Items, item(&h.MemVersion, excerpt(h.Body, h.Start, h.End), ex, protocol.WhyKeyword, &score))
+				out.Items = append(out.Items, item(&h.MemVersion, excerpt(h.Body, h.Start, h.End), ex, why, &score))
 				vids = append(vids, h.VID)
 			}
 		}

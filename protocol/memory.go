@@ -162,6 +162,8 @@ type ReadContextResult struct {
 	// Mode is keyword or hybrid (keyword fused with the configured
 	// embedder's vectors).
 	Mode string `json:"mode,omitempty"`
+	// Note says why a hybrid search fell back to keywords.
+	Note string `json:"note,omitempty"`
 }
 
 // IngestParams are the params of memory/ingest: Path is a workspace
@@ -196,6 +198,11 @@ type IngestResult struct {
 	// changed); TransactionID is its promote transaction.
 	BaselineID    string `json:"baseline_id,omitempty"`
 	TransactionID string `json:"transaction_id,omitempty"`
+	// Embedded counts the chunks given vectors (an embedder configured);
+	// EmbedError says why some were not: they stay keyword-only until the
+	// next ingest.
+	Embedded      int    `json:"embedded"`
+	EmbedError    string `json:"embed_error,omitempty"`
 	WorkDoneToken any    `json:"workDoneToken,omitempty"`
 }
 

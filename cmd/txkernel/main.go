@@ -219,7 +219,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	defer cs.Close()
-	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: ws, Policy: mpol, Logger: log})
+	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
 	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
 	err = kernel.Serve(ctx, kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,

@@ -490,3 +490,50 @@ func TestMemoryAcceptCrash(t *testing.T) {
 }
 
 func itoaTest(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestMemoryHybrid: with an embedder configured (a local server speaking
+// /v1/embeddings), ingest embeds every chunk, read_context fuses keyword
+// and vector rankings inside the scope and baseline, finds a version by a
+// word no keyword matches only through its vectors, and falls back to
+// keywords while the embedder is down.
+func TestMemoryHybrid(t *testing.T) {
+	es := newEmbedServer(t, 64)
+	ws := t.TempDir()
+	smallBacklog(t, ws)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
+	if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startKernel(t, nil, "serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error",
+		"--embed-url", es.URL+"/v1", "--embed-model", "hash-64", "--embed-dims", "64")
+	p.initialize()
+	defer p.stop()
+	ing := p.mustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if num(ing["embedded"]) < 4 || ing["embed_error"] != nil {
+		t.Fatalf("ingest with an embedder: %v", summarize(ing))
+	}
+	p.mustResult("memory/ingest", memReq(scopeR2, curator, "path", "."))
+	rc := p.mustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
+	its := items(t, rc)
+	if rc["mode"] != "hybrid" || len(its) == 0 || its[0]["element_id"] != "backlog/001-auth.md" || its[0]["why_included"] != "keyword_match" {
+		t.Fatalf("hybrid read: %v", jsonText(rc))
+	}
+	for _, it := range its {
+		if it["repository_id"] != "r1" {
+			t.Fatalf("a hybrid hit from outside the scope: %v", it)
+		}
+	}
+	// "are" is a stopword, so the keyword query is only "zzzunmatched",
+	// which matches nothing; the embedder sees "are", which only the
+	// deploy note contains: only the vectors find it.
+	sem := items(t, p.mustResult("memory/read_context", memReq(scopeR1, agent7, "query", "are zzzunmatched", "k", 3)))
+	if len(sem) == 0 || sem[0]["element_id"] != "backlog/sub/003-deploy.md" || sem[0]["why_included"] != "semantic_match" || sem[0]["repository_id"] != "r1" {
+		t.Fatalf("semantic side: %v", sem)
+	}
+	es.down.Store(true)
+	down := p.mustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
+	if down["mode"] != "keyword" || down["note"] == nil || len(items(t, down)) == 0 {
+		t.Fatalf("with the embedder down: %v", jsonText(down))
+	}
+}

@@ -1,0 +1,94 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+)
+
+// embedBatch is how many chunks one embedder call carries.
+const embedBatch = 64
+
+// embedVersions gives the chunks of versions that have no vector yet one
+// from the configured embedder (seed 002 §1.3: keyword first, vectors when
+// an embedder is there). It is best effort: a change is durable before it
+// is embedded, and a failure leaves those chunks to keyword search and to
+// the next call. It returns how many chunks it embedded.
+func (s *Service) embedVersions(ctx context.Context, versions []string) (int, error) {
+	emb := s.cfg.Embedder
+	if emb == nil || len(versions) == 0 {
+		return 0, nil
+	}
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return 0, err
+	}
+	chunks, err := db.MemChunksToEmbed(ctx, versions, emb.Info().Dims)
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	for start := 0; start < len(chunks); start += embedBatch {
+		part := chunks[start:min(start+embedBatch, len(chunks))]
+		texts := make([]string, len(part))
+		for i, c := range part {
+			texts[i] = c.Text
+		}
+		vecs, err := emb.Embed(ctx, texts, embed.Document)
+		if err != nil {
+			return done, err
+		}
+		if err := db.MemPutVectors(ctx, part, vecs); err != nil {
+			return done, err
+		}
+		done += len(part)
+	}
+	return done, nil
+}
+
+// hybrid ranks baseline bid's versions for query by fusing the keyword
+// ranking kw with the embedder's nearest chunks (corpus.DefaultTuning's
+// convex fusion of normalised scores), at most k. Both rankings are
+// trimmed inside their queries. It returns nil hits when the embedder
+// fails, so the caller keeps the keyword ranking.
+func (s *Service) hybrid(ctx context.Context, db *store.DB, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, error) {
+	vecs, err := s.cfg.Embedder.Embed(ctx, []string{query}, embed.Query)
+	if err != nil {
+		s.log.Warn("memory: embedder failed; keyword ranking only", "err", err)
+		return nil, nil
+	}
+	sem, nearest, err := db.MemSearchVector(ctx, scope, bid, vecs[0], corpus.DefaultTuning.Depth)
+	if err != nil {
+		return nil, err
+	}
+	kwScored := make([]store.Scored, len(kw))
+	byVID := map[int64]store.MemHit{}
+	for i, h := range kw {
+		kwScored[i] = store.Scored{ID: h.VID, Score: h.Score}
+		byVID[h.VID] = h
+	}
+	fused := corpus.Fuse(kwScored, sem, corpus.DefaultTuning, k)
+	var missing []int64
+	for _, f := range fused {
+		if _, ok := byVID[f.ID]; !ok {
+			missing = append(missing, nearest[f.ID])
+		}
+	}
+	more, err := db.MemHitsByChunk(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range more {
+		byVID[h.VID] = h
+	}
+	out := make([]store.MemHit, 0, len(fused))
+	for _, f := range fused {
+		h := byVID[f.ID]
+		h.Score = f.Score
+		out = append(out, h)
+	}
+	return out, nil
+}
