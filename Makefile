@@ -23,7 +23,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build test test-short vet lint demo demo-docs eval bench fuzz crash clean
+.PHONY: all build test test-short vet lint demo demo-docs demo-memory eval bench fuzz crash clean
 
 all: build
 
@@ -61,6 +61,15 @@ demo: build
 ## a stale revision refused
 demo-docs: build
 	$(GO) run ./examples/host -kernel $(BIN) -checklist testdata/demo-checklist
+
+## demo-memory: build, then run seed 002's smoke on the real RFC backlog
+## (copied into a temporary git repository as backlog/): ingest, read with
+## citations, propose, accept, promote; then an agent outside its scope,
+## a stale proposal rebased, and an invented citation flagged
+RFCS ?= $(SHARED)/corpora/rust-rfcs/text
+demo-memory: build
+	@test -d "$(RFCS)" || { echo "$(RFCS) is absent: demo-memory needs the shared RFC backlog"; exit 1; }
+	$(GO) run ./examples/host -kernel $(BIN) -memory $(RFCS)
 
 ## eval: retrieval quality on SciFact's train split (the only split tuned
 ## on): index the corpus with the built-in embedder, run the 809 train

@@ -133,6 +133,11 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 		}
 		return nil, errs.New(errs.Closed, data, "proposal %s is %s and cannot be accepted", row.ProposalID, row.Status)
 	}
+	if row.TargetVersionID != row.CurrentVersionID {
+		// Refused before a transaction is made; the engine's base check
+		// is the guard for a move between here and the commit.
+		return nil, element.StaleAccept(row.ProposalID, row.ElementID, row.TargetVersionID, row.CurrentVersionID)
+	}
 	txID := ""
 	if row.AcceptTxID != "" {
 		// An accept of this proposal was proposed before and cut off:

@@ -20,10 +20,12 @@
 //
 //	go run ./examples/host -kernel bin/txkernel -commit DIR [-decision approve|deny] [-keep]
 //	go run ./examples/host -kernel bin/txkernel -checklist testdata/demo-checklist
+//	go run ./examples/host -kernel bin/txkernel -memory ../shared/corpora/rust-rfcs/text
 //
 // DIR holds base/ (the workspace before), patch.diff and expected/. With
 // -checklist it walks seed 000's flow on a closing checklist instead
-// (checklist.go, `make demo-docs`).
+// (checklist.go, `make demo-docs`); with -memory, seed 002's smoke on a
+// markdown backlog (memory.go, `make demo-memory`).
 package main
 
 import (
@@ -47,11 +49,15 @@ func main() {
 	decision := flag.String("decision", "approve", "the person's decision: approve, approve_for_session or deny")
 	keep := flag.Bool("keep", false, "keep the workspace and data dir afterwards")
 	checklist := flag.String("checklist", "", "instead of a commit: a directory with checklist.json and envelope.json (seed 000's example)")
+	backlog := flag.String("memory", "", "instead of a commit: a directory of markdown to ingest as a backlog (seed 002's smoke)")
 	flag.Parse()
 	var err error
-	if *checklist != "" {
+	switch {
+	case *backlog != "":
+		err = runMemory(*kernel, *backlog, *keep)
+	case *checklist != "":
 		err = runChecklist(*kernel, *checklist, *keep)
-	} else {
+	default:
 		err = run(*kernel, *commit, *decision, *keep)
 	}
 	if err != nil {

@@ -240,10 +240,17 @@ func (t *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) err
 		return err
 	}
 	if head.VersionID != r.TargetVersionID {
-		return errs.New(errs.Stale, StaleData{ProposalID: r.ProposalID, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID, CurrentVersionID: head.VersionID, Rebase: protocol.MethodMemoryRebase},
-			"proposal %s targets version %s of %s, but the current version is %s: call memory/rebase, then accept the new proposal", r.ProposalID, r.TargetVersionID, r.ElementID, head.VersionID)
+		return StaleAccept(r.ProposalID, r.ElementID, r.TargetVersionID, head.VersionID)
 	}
 	return nil
+}
+
+// StaleAccept is the errs.Stale error of an accept whose proposal targets
+// version target of element while current is the element's newest
+// version; its data names memory/rebase.
+func StaleAccept(proposalID, element, target, current string) error {
+	return errs.New(errs.Stale, StaleData{ProposalID: proposalID, ElementID: element, TargetVersionID: target, CurrentVersionID: current, Rebase: protocol.MethodMemoryRebase},
+		"proposal %s targets version %s of %s, but the current version is %s: call memory/rebase, then accept the new proposal", proposalID, target, element, current)
 }
 
 // commitRecord is the memory target's apply/commit record: the ids the
