@@ -91,7 +91,8 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if err := json.Unmarshal(data, new(any)); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return fail(se.Offset, "not JSON: %v", se)
+			// Offset is just past the offending byte: its line as is.
+			return nil, &PolicyError{Path: "policy", Line: lineAt(data, max(0, se.Offset-1)), Msg: fmt.Sprintf("not JSON: %v", se)}
 		}
 		return fail(int64(len(data)), "not JSON: %v", err)
 	}
