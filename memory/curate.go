@@ -169,10 +169,11 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 }
 
 // apply applies memory transaction txID. A transaction whose base went
-// stale is closed, so it never lingers, and the stale error returned.
+// stale, or whose proposal was decided meanwhile, is closed, so it never
+// lingers, and the error returned.
 func (s *Service) apply(ctx context.Context, txID string) error {
 	ar, err := s.cfg.Engine.Apply(ctx, txID)
-	if errs.KindIs(err, errs.Stale) {
+	if errs.KindIs(err, errs.Stale) || errs.KindIs(err, errs.Closed) {
 		if _, cerr := s.cfg.Engine.CloseTx(context.WithoutCancel(ctx), txID); cerr != nil && !errs.KindIs(cerr, errs.Closed) {
 			s.log.Warn("close stale memory transaction", "transactionId", txID, "err", cerr)
 		}
@@ -208,6 +209,10 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 		return nil, err
 	}
 	dec := newID("dec_")
+	// Serialised with accepts: an accept whose base was checked must not
+	// find its proposal rejected when it commits.
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	if err := db.MemReject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
 		return nil, err
 	}

@@ -281,15 +281,6 @@ func addedID(end []Step, text string, listed []ReviewItem) string {
 	return ""
 }
 
-func indexOfStep(ss []Step, id string) int {
-	for i, s := range ss {
-		if s.ID == id {
-			return i
-		}
-	}
-	return -1
-}
-
 func indexOfIng(gs []Ingredient, id string) int {
 	for i, g := range gs {
 		if g.ID == id {

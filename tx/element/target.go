@@ -210,7 +210,8 @@ type StaleData struct {
 	CurrentBaseline  string `json:"current_baseline_id,omitempty"`
 }
 
-// CheckBase implements tx.Target. An accept is stale (errs.Stale with
+// CheckBase implements tx.Target. An accept of a proposal that is no
+// longer open is errs.Closed. An accept is stale (errs.Stale with
 // StaleData naming memory/rebase) when its target_version_id is no longer
 // the element's newest version: an accepted version not yet published
 // counts, so an accept never overwrites newer truth. A promote is stale
@@ -234,6 +235,13 @@ func (t *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) err
 				"the published pointer moved to %s since this promote was planned on %s: promote again", cur, orNone(r.ParentBaselineID))
 		}
 		return nil
+	}
+	prop, err := db.MemProposal(ctx, r.Scope, r.ProposalID)
+	if err != nil {
+		return err
+	}
+	if prop.Status != protocol.ProposalOpen {
+		return errs.New(errs.Closed, map[string]any{"proposal_id": r.ProposalID, "status": prop.Status}, "proposal %s is %s, not open", r.ProposalID, prop.Status)
 	}
 	head, err := db.MemHead(ctx, r.Scope, r.ElementID)
 	if err != nil {

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+func memTestFile(id, text string) MemIngestFile {
+	return MemIngestFile{ElementID: id, Version: MemNewVersion{VersionID: "ver_" + id + "_" + HashBody(text)[:8], Title: id, Body: text, BodyHash: HashBody(text),
+		SourceKind: protocol.SourceIngestedEvidence, Chunks: []MemChunk{{Key: "_preamble", Title: id, Text: text, Start: 0, End: len(text)}}}}
+}
+
+// TestMemSearchTrimsInsideTheQuery: another repository holds many better
+// matches, yet a search of r1 returns exactly k versions, all of r1 and of
+// its published baseline; a version not in the baseline is never ranked.
+func TestMemSearchTrimsInsideTheQuery(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r1 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r1"}
+	r2 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
+	var r1Files, r2Files []MemIngestFile
+	for i := range 5 {
+		r1Files = append(r1Files, memTestFile(fmt.Sprintf("a%d.md", i), "a note about lanterns and other things"))
+	}
+	for i := range 30 {
+		r2Files = append(r2Files, memTestFile(fmt.Sprintf("b%d.md", i), "lanterns lanterns lanterns"))
+	}
+	publish := func(sc protocol.MemoryScope, files []MemIngestFile, tx string) int64 {
+		out, err := db.MemIngest(ctx, sc, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs []string
+		for _, o := range out {
+			vs = append(vs, o.VersionID)
+		}
+		if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
+			t.Fatal(err)
+		}
+		_, bid, err := db.MemPointer(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bid
+	}
+	bid1 := publish(r1, r1Files, "tx1")
+	publish(r2, r2Files, "tx2")
+	// A new version of a0.md that is not published: never ranked.
+	if _, err := db.MemIngest(ctx, r1, []MemIngestFile{memTestFile("a0.md", "lanterns lanterns lanterns lanterns")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 3, 5, 10} {
+		hits, err := db.MemSearch(ctx, r1, bid1, `"lanterns"`, k, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(k, 5); len(hits) != want {
+			t.Fatalf("k=%d: %d hits, want %d", k, len(hits), want)
+		}
+		for _, h := range hits {
+			if h.RepositoryID != "r1" || h.Body != "a note about lanterns and other things" {
+				t.Fatalf("k=%d: hit %s@%s of %s outside the scope or the baseline", k, h.ElementID, h.VersionID, h.RepositoryID)
+			}
+		}
+	}
+	// The same baseline read from another scope finds nothing.
+	if hits, err := db.MemSearch(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
+		t.Fatalf("r1's baseline through r2's scope: %v %v", hits, err)
+	}
+}
+
+// TestMemPromotableNeverMovesBack: an explicit promote leaves out a
+// version older than (or equal to) what the baseline holds.
+func TestMemPromotableNeverMovesBack(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	v1, err := db.MemIngest(ctx, sc, []MemIngestFile{memTestFile("a.md", "one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := db.MemIngest(ctx, sc, []MemIngestFile{memTestFile("a.md", "two")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v2[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+		t.Fatal(err)
+	}
+	// Idempotent: committing the same transaction again changes nothing.
+	if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v1[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+		t.Fatal(err)
+	}
+	_, bid, _ := db.MemPointer(ctx, sc)
+	got, err := db.MemPromotable(ctx, sc, bid, []string{v1[0].VersionID, v2[0].VersionID})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("MemPromotable = %v, %v; want nothing", got, err)
+	}
+	v, err := db.MemFetch(ctx, sc, bid, "a.md")
+	if err != nil || v.Body != "two" {
+		t.Fatalf("baseline holds %v, %v", v, err)
+	}
+}
