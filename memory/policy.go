@@ -48,6 +48,7 @@ type PolicyError struct {
 	Msg  string
 }
 
+// Error reports "FILE:LINE: message", as compilers do.
 func (e *PolicyError) Error() string {
 	return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
 }
