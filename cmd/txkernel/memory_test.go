@@ -537,3 +537,38 @@ func TestMemoryHybrid(t *testing.T) {
 		t.Fatalf("with the embedder down: %v", jsonText(down))
 	}
 }
+
+// TestMemoryIngestPublishCrash kills the kernel during the promote that
+// publishes an ingest: after a restart the baseline is either whole and
+// published (the commit record was durable) or absent, and a second
+// ingest publishes what the first could not, so published retrieval
+// finds every ingested file exactly once.
+func TestMemoryIngestPublishCrash(t *testing.T) {
+	for _, fp := range []string{"apply.before-commit-record", "memory.before-sql-commit", "apply.after-commit-record"} {
+		t.Run(fp, func(t *testing.T) {
+			ws := t.TempDir()
+			smallBacklog(t, ws)
+			dataDir := filepath.Join(t.TempDir(), "data")
+			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"})
+			c.nextID++
+			c.send(`{"jsonrpc":"2.0","id":` + itoaTest(c.nextID) + `,"method":"memory/ingest","params":` + jsonText(memReq(scopeR1, curator, "path", ".")) + `}`)
+			<-c.done
+
+			r := startMemoryKernel(t, ws, dataDir, nil)
+			defer r.stop()
+			bl := r.mustResult("memory/baselines", memReq(scopeR1, curator))
+			committed := fp != "apply.before-commit-record"
+			if (bl["published"] != nil) != committed || len(bl["baselines"].([]any)) != map[bool]int{true: 1, false: 0}[committed] {
+				t.Fatalf("after a crash at %s: %v", fp, jsonText(bl))
+			}
+			again := r.mustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+			if num(again["unchanged"]) != 3 || (again["baseline_id"] != nil) == committed {
+				t.Fatalf("second ingest after a crash at %s: %v", fp, summarize(again))
+			}
+			got := items(t, r.mustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens cache deploys", "k", 10)))
+			if len(got) != 3 {
+				t.Fatalf("published retrieval finds %d of 3 ingested files", len(got))
+			}
+		})
+	}
+}
