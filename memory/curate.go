@@ -106,14 +106,7 @@ func (s *Service) newProposal(scope protocol.MemoryScope, pr protocol.MemoryPrin
 // accepted proposal returns the first result; a transaction a crash cut
 // off is finished, not repeated.
 func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*protocol.AcceptResult, error) {
-	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionCurate)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkID("proposal_id", p.ProposalID); err != nil {
-		return nil, err
-	}
-	db, err := s.cfg.DB(ctx)
+	scope, pr, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionCurate, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}
@@ -224,14 +217,7 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 // rebased_to and closed, and a decision artefact. A proposal that is not
 // stale is refused (errs.Conflict): accept it instead.
 func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*protocol.RebaseResult, error) {
-	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionPropose)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkID("proposal_id", p.ProposalID); err != nil {
-		return nil, err
-	}
-	db, err := s.cfg.DB(ctx)
+	scope, pr, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionPropose, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}

@@ -228,14 +228,7 @@ func proposalInfo(r *store.MemProposalRow) protocol.ProposalInfo {
 // pinned version, the proposed body, a unified diff from the one to the
 // other, and its ledger events.
 func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*protocol.ProposalResult, error) {
-	scope, _, err := s.authorize(p.MemoryRequest, protocol.ActionRead)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkID("proposal_id", p.ProposalID); err != nil {
-		return nil, err
-	}
-	db, err := s.cfg.DB(ctx)
+	scope, _, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionRead, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}

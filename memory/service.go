@@ -171,3 +171,17 @@ func checkText(field, v string, limit int) error {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// onProposal is the start of every method on one proposal: the grant of
+// action, a well-formed proposal id, and kernel.db.
+func (s *Service) onProposal(ctx context.Context, req protocol.MemoryRequest, action, proposalID string) (protocol.MemoryScope, protocol.MemoryPrincipal, *store.DB, error) {
+	scope, pr, err := s.authorize(req, action)
+	if err != nil {
+		return scope, pr, nil, err
+	}
+	if err := checkID("proposal_id", proposalID); err != nil {
+		return scope, pr, nil, err
+	}
+	db, err := s.cfg.DB(ctx)
+	return scope, pr, db, err
+}
