@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -186,7 +187,7 @@ func (s *Service) cleanDir(p string) (string, error) {
 // absolute one or one with a ".." element (errs.Sandbox), and a malformed
 // one (errs.Invalid).
 func checkGlob(g string) error {
-	if strings.HasPrefix(g, "/") || strings.HasPrefix(g, `\`) || filepath.IsAbs(g) || slicesContains(strings.Split(g, "/"), "..") {
+	if strings.HasPrefix(g, "/") || strings.HasPrefix(g, `\`) || filepath.IsAbs(g) || slices.Contains(strings.Split(g, "/"), "..") {
 		return errs.New(errs.Sandbox, map[string]any{"field": "glob", "glob": g, "reason": "escape"},
 			"glob %q escapes the ingest path: use a relative pattern without \"..\"", g)
 	}
@@ -195,8 +196,6 @@ func checkGlob(g string) error {
 	}
 	return nil
 }
-
-func slicesContains(xs []string, x string) bool { return contains(xs, x) }
 
 // sandboxError gives a sandbox.PathError the kind errs.Sandbox and the
 // data {field, path, reason, sandbox}; other errors pass through.

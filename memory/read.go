@@ -49,9 +49,8 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 		if err := checkID("element_id", p.ElementID); err != nil {
 			return nil, err
 		}
-		if bid == 0 {
-			return nil, errs.New(errs.NotFound, map[string]any{"element_id": p.ElementID}, "element %s not found in this scope", p.ElementID)
-		}
+		// With nothing published (bid 0) no element is in the baseline:
+		// the same not-found as for any other.
 		v, err := db.MemFetch(ctx, scope, bid, p.ElementID)
 		if err != nil {
 			return nil, err

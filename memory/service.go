@@ -18,6 +18,7 @@ package memory
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,7 +128,7 @@ func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol
 	}
 	known := s.cfg.Policy.Roles()
 	for i, r := range pr.Roles {
-		if !contains(known, r) {
+		if !slices.Contains(known, r) {
 			return none, nobody, errs.New(errs.Invalid, map[string]any{"field": "principal.roles", "index": i, "role": r, "reason": "unknown-role", "known_roles": known},
 				"unknown role %q: the policy knows %s", r, strings.Join(known, ", "))
 		}
@@ -137,15 +138,6 @@ func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol
 			"principal %s may not %s in %s/%s/%s", pr.PrincipalID, action, sc.TenantID, sc.OrganizationID, sc.RepositoryID)
 	}
 	return sc, pr, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // checkID refuses an empty, overlong or unprintable id.
