@@ -123,7 +123,7 @@ func (t *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 			return nil, err
 		}
 		if p.Status != protocol.ProposalOpen {
-			return nil, errs.New(errs.Closed, map[string]any{"proposal_id": p.ProposalID, "status": p.Status}, "proposal %s is %s, not open", p.ProposalID, p.Status)
+			return nil, notOpen(p.ProposalID, p.Status)
 		}
 		target, err := db.MemVersionByID(ctx, m.Scope, p.TargetVersionID)
 		if err != nil {
@@ -241,7 +241,7 @@ func (t *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) err
 		return err
 	}
 	if prop.Status != protocol.ProposalOpen {
-		return errs.New(errs.Closed, map[string]any{"proposal_id": r.ProposalID, "status": prop.Status}, "proposal %s is %s, not open", r.ProposalID, prop.Status)
+		return notOpen(r.ProposalID, prop.Status)
 	}
 	head, err := db.MemHead(ctx, r.Scope, r.ElementID)
 	if err != nil {
@@ -251,6 +251,11 @@ func (t *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) err
 		return StaleAccept(r.ProposalID, r.ElementID, r.TargetVersionID, head.VersionID)
 	}
 	return nil
+}
+
+// notOpen is the errs.Closed error of an accept of a decided proposal.
+func notOpen(proposalID, status string) error {
+	return errs.New(errs.Closed, map[string]any{"proposal_id": proposalID, "status": status}, "proposal %s is %s, not open", proposalID, status)
 }
 
 // StaleAccept is the errs.Stale error of an accept whose proposal targets
