@@ -23,15 +23,8 @@ var corpusMethods = map[string]methodInfo{
 		return c.Sync(ctx, p.CorpusID)
 	}),
 	protocol.MethodCorpusRebuild: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusRebuildParams) (any, error) {
-		token := p.WorkDoneToken
-		if token == nil {
-			token = fmt.Sprintf("corpus/rebuild/%d", progressSeq.Add(1))
-		}
-		res, err := c.Rebuild(ctx, p.CorpusID, func(v protocol.ProgressValue) {
-			if err := s.stream.WriteNotification(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
-				s.log.Debug("progress not sent", "err", err)
-			}
-		})
+		token, progress := s.progress(p.WorkDoneToken, protocol.MethodCorpusRebuild)
+		res, err := c.Rebuild(ctx, p.CorpusID, progress)
 		if res != nil {
 			res.WorkDoneToken = token
 		}
@@ -56,6 +49,20 @@ var corpusMethods = map[string]methodInfo{
 
 // progressSeq numbers the $/progress tokens the kernel makes itself.
 var progressSeq atomic.Int64
+
+// progress returns the token of a long job's $/progress notifications (the
+// host's workDoneToken, or one the kernel makes from method) and a
+// function that sends one.
+func (s *Server) progress(token any, method string) (any, func(protocol.ProgressValue)) {
+	if token == nil {
+		token = fmt.Sprintf("%s/%d", method, progressSeq.Add(1))
+	}
+	return token, func(v protocol.ProgressValue) {
+		if err := s.stream.WriteNotification(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
+			s.log.Debug("progress not sent", "err", err)
+		}
+	}
+}
 
 // corpusMethod adapts a corpus handler: typed params, and -32601 when the
 // kernel was started without a corpus service.

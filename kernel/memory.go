@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
@@ -16,15 +15,8 @@ var memoryMethods = map[string]methodInfo{
 		return m.ReadContext(ctx, p)
 	}),
 	protocol.MethodMemoryIngest: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.IngestParams) (any, error) {
-		token := p.WorkDoneToken
-		if token == nil {
-			token = fmt.Sprintf("memory/ingest/%d", progressSeq.Add(1))
-		}
-		res, err := m.Ingest(ctx, p, func(v protocol.ProgressValue) {
-			if err := s.stream.WriteNotification(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
-				s.log.Debug("progress not sent", "err", err)
-			}
-		})
+		token, progress := s.progress(p.WorkDoneToken, protocol.MethodMemoryIngest)
+		res, err := m.Ingest(ctx, p, progress)
 		if res != nil {
 			res.WorkDoneToken = token
 		}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -36,24 +34,12 @@ func runChecklist(kernelBin, dir string, keep bool) error {
 		defer os.RemoveAll(ws)
 		defer os.RemoveAll(data)
 	}
-	cmd := exec.Command(kernelBin, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	k, err := startKernel(kernelBin, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "warn")
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	c := &client{in: stdin, out: sc}
+	defer k.stop()
+	c := k.c
 
 	if _, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "demo-host"}}); err != nil {
 		return err

@@ -67,6 +67,40 @@ func main() {
 }
 
 // client is a JSON-RPC 2.0 client over a child's pipes.
+// kernelProc is a started kernel and a client on its pipes.
+type kernelProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	c     *client
+}
+
+// startKernel starts kernelBin with args, its stderr on ours, and returns
+// a client speaking to it over its stdin and stdout.
+func startKernel(kernelBin string, args ...string) (*kernelProc, error) {
+	cmd := exec.Command(kernelBin, args...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	return &kernelProc{cmd: cmd, stdin: stdin, c: &client{in: stdin, out: sc}}, nil
+}
+
+// stop closes the kernel's input and waits for it to exit.
+func (k *kernelProc) stop() {
+	k.stdin.Close()
+	k.cmd.Wait()
+}
+
 type client struct {
 	in     io.Writer
 	out    *bufio.Scanner
@@ -155,16 +189,11 @@ func run(kernelBin, commit, decision string, keep bool) error {
 	}
 	fmt.Printf("workspace: %s (a copy of %s/base)\ndata dir:  %s\n", ws, commit, data)
 
-	cmd := exec.Command(kernelBin, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	k, err := startKernel(kernelBin, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "warn")
+	if err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	c := &client{in: stdin, out: sc}
+	cmd, stdin, c := k.cmd, k.stdin, k.c
 
 	res, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "txkernel-demo-host"}})
 	if err != nil {

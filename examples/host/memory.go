@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -51,24 +50,12 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	if err := os.WriteFile(policy, []byte(demoPolicy), 0o600); err != nil {
 		return err
 	}
-	cmd := exec.Command(kernelBin, "serve", "--workspace", ws, "--data-dir", filepath.Join(data, "kernel"), "--memory-policy", policy, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	k, err := startKernel(kernelBin, "serve", "--workspace", ws, "--data-dir", filepath.Join(data, "kernel"), "--memory-policy", policy, "--log-level", "warn")
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	c := &client{in: stdin, out: sc}
+	defer k.stop()
+	c := k.c
 	if _, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "demo-memory"}}); err != nil {
 		return err
 	}
