@@ -20,6 +20,7 @@ type Recipe struct {
 	Ingredients  []Ingredient  `json:"ingredients"`
 	Notes        []string      `json:"notes,omitempty"`
 	UserDefaults *UserDefaults `json:"userDefaults,omitempty"`
+	Overrides    *Overrides    `json:"overrides,omitempty"`
 }
 
 // Step is one step; Status is todo or done.
@@ -40,6 +41,14 @@ type Ingredient struct {
 type UserDefaults struct {
 	HardAvoids []string `json:"hardAvoids,omitempty"`
 	Portions   int      `json:"portions,omitempty"`
+}
+
+// Overrides are the user's exceptions for this recipe only (seed 003:
+// "unless the user explicitly overrides it for this recipe"): a hard avoid
+// named in HardAvoids is let through for this recipe. They are the user's,
+// changed through patch/* on /overrides, never by a PatchSet.
+type Overrides struct {
+	HardAvoids []string `json:"hardAvoids,omitempty"`
 }
 
 // PatchSet is seed 003's PatchSet: one atomic batch of proposed changes.

@@ -3,7 +3,6 @@ package recipe
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/txkernel/txkernel/errs"
 )
@@ -15,7 +14,7 @@ const (
 	RuleUnknownID         = "unknown-id"                    // a step or ingredient id that does not exist
 	RuleRemovedReferenced = "removed-ingredient-referenced" // a removed ingredient a future step still uses
 	RuleInternalConflict  = "internal-conflict"             // two patches change the same item
-	RuleHardAvoid         = "hard-avoid"                    // a hard-avoided item (or a plural of it) is introduced
+	RuleHardAvoid         = "hard-avoid"                    // a hard-avoided item (or an obvious derivative) is introduced
 	RuleEmptyText         = "empty-text"                    // a text argument is blank
 	RulePending           = "pending-patchset"              // another PatchSet is pending on the recipe
 	RuleStaleVersion      = "stale-recipe-version"          // the PatchSet targets an older recipeVersion
@@ -47,10 +46,15 @@ type ValidationData struct {
 //   - removed-ingredient-referenced: a removed ingredient still named by a
 //     todo step (done steps are past) or an added step, unless every such
 //     step is updated not to name it, or an added note names it;
-//   - hard-avoid: add/update of a step or ingredient introducing a
-//     userDefaults.hardAvoids item, matched on whole words with plurals
-//     ("walnut" matches "Walnuts" and "walnut-crusted", not "walnutty";
-//     notes are not checked: "no walnuts" is fine there);
+//   - hard-avoid: a step, ingredient or note text that introduces a
+//     userDefaults.hardAvoids item or an obvious derivative of it, matched
+//     as whole words by their Snowball stems ("walnut" matches "Walnuts",
+//     "walnut oil", "toasted walnuts" and "walnut-crusted", not
+//     "walnutty"). An update whose old text already named the item does
+//     not introduce it. A note may name the item when the PatchSet removes
+//     it (see removes). A mention inside one of the recipe's
+//     overrides.hardAvoids is let through: the user overrode it for this
+//     recipe;
 //   - empty-text: a blank text.
 func Validate(r *Recipe, ps *PatchSet) error {
 	var vs []Violation
@@ -68,9 +72,12 @@ func Validate(r *Recipe, ps *PatchSet) error {
 	updatedStep := map[string]int{}
 	updatedIng := map[string]int{}
 	removedIng := map[string]int{}
-	var avoids []string
+	var avoids, overrides []string
 	if r.UserDefaults != nil {
 		avoids = r.UserDefaults.HardAvoids
+	}
+	if r.Overrides != nil {
+		overrides = r.Overrides.HardAvoids
 	}
 	for i, p := range ps.Patches {
 		if opArgs[p.Op] != nil && contains(opArgs[p.Op], "text") && strings.TrimSpace(p.Text) == "" {
@@ -114,11 +121,17 @@ func Validate(r *Recipe, ps *PatchSet) error {
 				updatedIng[p.ID] = i
 			}
 		}
-		if p.Op != "add_note" && p.Op != "remove_ingredient" {
-			for _, a := range avoids {
-				if mentions(p.Text, a) && !mentions(old, a) {
-					bad(RuleHardAvoid, i, p, "", "%q introduces %q, which the user hard-avoids", p.Text, a)
-				}
+		if p.Op == "remove_ingredient" {
+			continue
+		}
+		for _, a := range avoids {
+			if !avoided(p.Text, a, overrides) || avoided(old, a, overrides) {
+				continue
+			}
+			if p.Op != "add_note" {
+				bad(RuleHardAvoid, i, p, "", "%q introduces %q, which the user hard-avoids: ask the user, or they may override it for this recipe (overrides.hardAvoids)", p.Text, a)
+			} else if !removes(r, ps, a, overrides) {
+				bad(RuleHardAvoid, i, p, "", "note %q names %q, which the user hard-avoids: a note may name it only alongside a patch that removes it", p.Text, a)
 			}
 		}
 	}
@@ -170,85 +183,32 @@ func sortViolations(vs []Violation) {
 	}
 }
 
-// words splits text on anything but letters and singularises each word,
-// lower case.
-func words(text string) []string {
-	f := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) })
-	for i, w := range f {
-		f[i] = singular(w)
-	}
-	return f
-}
-
-// singular is a simple English singular: berries → berry, leaves → leaf,
-// tomatoes → tomato, eggs → egg; words ending in ss stay.
-func singular(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
-	case len(w) > 4 && strings.HasSuffix(w, "ves"):
-		return w[:len(w)-3] + "f"
-	case len(w) > 4 && (strings.HasSuffix(w, "oes") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "xes")):
-		return w[:len(w)-2]
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-// mentions reports whether text contains phrase as whole words, plurals
-// folded ("peanut butter" in "Two peanuts butters" does not; in "spread
-// peanut butter" it does).
-func mentions(text, phrase string) bool {
-	t, p := words(text), words(phrase)
-	if len(p) == 0 {
-		return false
-	}
-	for i := 0; i+len(p) <= len(t); i++ {
-		match := true
-		for j := range p {
-			if t[i+j] != p[j] {
-				match = false
-				break
+// removes reports whether ps takes the hard-avoided item avoid out of the
+// recipe: it removes an ingredient that names it, or updates a step or an
+// ingredient that named it into a text that does not. A note about avoid
+// then accompanies its removal (seed 003: "Accompanied by a note
+// explaining the adjustment").
+func removes(r *Recipe, ps *PatchSet, avoid string, overrides []string) bool {
+	for _, p := range ps.Patches {
+		old, found := "", false
+		switch p.Op {
+		case "remove_ingredient", "update_ingredient":
+			for _, g := range r.Ingredients {
+				if g.ID == p.ID {
+					old, found = g.Text, true
+				}
+			}
+		case "update_step":
+			for _, s := range r.Steps {
+				if s.ID == p.StepID {
+					old, found = s.Text, true
+				}
 			}
 		}
-		if match {
-			return true
+		if !found || !avoided(old, avoid, overrides) {
+			continue
 		}
-	}
-	return false
-}
-
-// stopwords are words of an ingredient line that do not name it.
-var stopwords = map[string]bool{
-	"g": true, "kg": true, "mg": true, "ml": true, "l": true, "cl": true, "dl": true, "oz": true, "lb": true,
-	"cup": true, "tbsp": true, "tsp": true, "tablespoon": true, "teaspoon": true, "pinch": true, "handful": true,
-	"clove": true, "slice": true, "piece": true, "can": true, "jar": true, "bunch": true,
-	"of": true, "a": true, "an": true, "the": true, "and": true, "or": true, "to": true, "for": true, "with": true,
-	"fresh": true, "chopped": true, "large": true, "small": true, "medium": true, "ripe": true, "taste": true,
-}
-
-// keyWords are the words that name an ingredient ("200 g blueberries" →
-// "blueberry").
-func keyWords(ingredient string) []string {
-	var out []string
-	for _, w := range words(ingredient) {
-		if !stopwords[w] {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// referencesIngredient reports whether text names the ingredient: one of
-// its key words appears as a word of text.
-func referencesIngredient(text, ingredient string) bool {
-	tw := map[string]bool{}
-	for _, w := range words(text) {
-		tw[w] = true
-	}
-	for _, k := range keyWords(ingredient) {
-		if tw[k] {
+		if p.Op == "remove_ingredient" || !avoided(p.Text, avoid, overrides) {
 			return true
 		}
 	}
