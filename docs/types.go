@@ -28,6 +28,11 @@ type DocType struct {
 	Name        string
 	Description string
 	Schema      json.RawMessage
+	// JSONPatchMembers, when not nil, are the only top-level members a
+	// json_patch (patch/validate, patch/apply, turn/start) may touch: the
+	// rest of the document is state that changes only through the type's
+	// own proposals (a recipe's PatchSets). See CheckJSONPatch.
+	JSONPatchMembers []string
 }
 
 //go:embed schemas/*.json
@@ -36,7 +41,8 @@ var schemaFiles embed.FS
 var types = []DocType{
 	{Name: TypeJSON, Description: "any JSON value; no schema"},
 	{Name: TypeClosingChecklist, Description: "a deal's closing checklist (seed 000): issues_by_id with status and citations, entries_by_id"},
-	{Name: TypeRecipe, Description: "a recipe (seed 003): title, steps with todo/done status, ingredients, notes, userDefaults; patched by PatchSets"},
+	{Name: TypeRecipe, Description: "a recipe (seed 003): title, steps with todo/done status, ingredients, notes, userDefaults, overrides; its state changes only by PatchSets, patch/* changes only userDefaults and overrides",
+		JSONPatchMembers: []string{"userDefaults", "overrides"}},
 }
 
 var (

@@ -49,6 +49,12 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 		if err != nil {
 			return nil, err
 		}
+		// The type's own rule, on every json_patch whatever sent it
+		// (patch/*, turn/start) and again at apply: a recipe's state
+		// changes only through a PatchSet (seed 003).
+		if err := docs.CheckJSONPatch(doc.Type, env.Operations); err != nil {
+			return nil, err
+		}
 		res.env, res.ops = env, env.Operations
 	case protocol.KindRecipePatchSet:
 		if doc.Type != docs.TypeRecipe {
