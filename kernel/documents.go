@@ -46,6 +46,9 @@ var documentMethods = map[string]methodInfo{
 	protocol.MethodPatchSetContext: docMethod(func(ctx context.Context, d *document.Service, p *protocol.DocParams) (any, error) {
 		return d.PatchSetContext(ctx, p.DocID)
 	}),
+	protocol.MethodPatchSetContextAck: docMethod(func(ctx context.Context, d *document.Service, p *protocol.PatchSetContextAckParams) (any, error) {
+		return d.AckPatchSetContext(ctx, p)
+	}),
 }
 
 // docMethod adapts a document handler: typed params, and -32601 when the

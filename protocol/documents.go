@@ -18,6 +18,10 @@ const (
 	MethodPatchSetReview  = "patchset/review"
 	MethodPatchSetDecide  = "patchset/decide"
 	MethodPatchSetContext = "patchset/context"
+	// MethodPatchSetContextAck clears a recipe's lastPatchDecision once
+	// the host's LLM call that carried it succeeded (seed 003: "cleared
+	// after the next successful LLM response").
+	MethodPatchSetContextAck = "patchset/context_ack"
 )
 
 // Proposal kinds of the document target.
@@ -247,12 +251,35 @@ type PatchSetDecideResult struct {
 }
 
 // PatchSetContextResult is the result of patchset/context: seed 003's
-// context.llm, whose lastPatchDecision is returned once and then cleared.
+// context.llm for the next LLM request. LastPatchDecision stays until
+// patchset/context_ack acknowledges it; PatchSetID is the PatchSet it
+// belongs to (the one to acknowledge), absent with it.
 type PatchSetContextResult struct {
-	DocID   string `json:"docId"`
-	Context struct {
-		LLM struct {
-			LastPatchDecision json.RawMessage `json:"lastPatchDecision,omitempty"`
-		} `json:"llm"`
-	} `json:"context"`
+	DocID      string     `json:"docId"`
+	PatchSetID string     `json:"patchSetId,omitempty"`
+	Context    LLMContext `json:"context"`
+}
+
+// LLMContext is seed 003's context: {llm: {lastPatchDecision?}}.
+type LLMContext struct {
+	LLM struct {
+		LastPatchDecision json.RawMessage `json:"lastPatchDecision,omitempty"`
+	} `json:"llm"`
+}
+
+// PatchSetContextAckParams are the params of patchset/context_ack: the
+// recipe and the PatchSet whose decision the host's LLM call carried.
+type PatchSetContextAckParams struct {
+	DocID      string `json:"docId"`
+	PatchSetID string `json:"patchSetId"`
+}
+
+// PatchSetContextAckResult is the result of patchset/context_ack:
+// PatchSetID is the PatchSet acknowledged, and Context what is left for
+// the next LLM request: nothing, or a newer decision the acknowledgement
+// did not clear.
+type PatchSetContextAckResult struct {
+	DocID      string     `json:"docId"`
+	PatchSetID string     `json:"patchSetId"`
+	Context    LLMContext `json:"context"`
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"sync"
@@ -92,9 +93,10 @@ func TestConcurrentCommits(t *testing.T) {
 	}
 }
 
-// TestLastDecisionTakenOnce: the decision context is returned once, and
-// the clearing survives a reopen; one PatchSet pending per recipe.
-func TestLastDecisionTakenOnce(t *testing.T) {
+// TestLastDecisionAck: the decision context stays until acknowledged;
+// the acknowledgement survives a reopen, is idempotent, and never clears a
+// newer decision; one PatchSet pending per recipe.
+func TestLastDecisionAck(t *testing.T) {
 	ctx := context.Background()
 	db, path := open(t)
 	db.CreateDocument(ctx, "r", "recipe", []byte(`{}`))
@@ -107,13 +109,36 @@ func TestLastDecisionTakenOnce(t *testing.T) {
 	if err := db.DecidePatchSet(ctx, "ps1", "accepted"); err != nil {
 		t.Fatal(err)
 	}
-	if last, _ := db.TakeLastDecision(ctx, "r"); last == nil {
-		t.Fatal("no decision")
+	for range 2 {
+		if last, _ := db.LastDecision(ctx, "r"); !bytes.Contains(last, []byte(`"ps1"`)) {
+			t.Fatalf("read %s, want ps1's decision, twice", last)
+		}
+	}
+	db.Close()
+	db, _ = Open(ctx, path)
+	if last, _ := db.LastDecision(ctx, "r"); last == nil {
+		t.Fatal("the decision did not survive a reopen")
+	}
+	// A newer decision replaces an unacknowledged one; acknowledging the
+	// older one leaves it.
+	if err := db.PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps2", DocID: "r", TxID: "t2", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DecidePatchSet(ctx, "ps2", "rejected"); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := db.AckLastDecision(ctx, "r", "ps1"); err != nil || !bytes.Contains(left, []byte(`"ps2"`)) {
+		t.Fatalf("ack of the older decision: %s, %v", left, err)
+	}
+	for range 2 {
+		if left, err := db.AckLastDecision(ctx, "r", "ps2"); err != nil || left != nil {
+			t.Fatalf("ack: %s, %v", left, err)
+		}
 	}
 	db.Close()
 	db2, _ := Open(ctx, path)
 	defer db2.Close()
-	if last, _ := db2.TakeLastDecision(ctx, "r"); last != nil {
-		t.Fatalf("taken twice: %s", last)
+	if last, _ := db2.LastDecision(ctx, "r"); last != nil {
+		t.Fatalf("acknowledged, yet read after a reopen: %s", last)
 	}
 }

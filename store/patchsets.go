@@ -136,12 +136,30 @@ func (s *DB) ExpirePatchSet(ctx context.Context, id string) error {
 	return nil
 }
 
-// TakeLastDecision returns docID's lastPatchDecision (JSON) and clears it,
-// in one SQL transaction, so that it is returned once even across a
-// restart. nil when there is none.
-func (s *DB) TakeLastDecision(ctx context.Context, docID string) ([]byte, error) {
+// LastDecision returns docID's lastPatchDecision (JSON), or nil when there
+// is none. Reading it does not clear it: AckLastDecision does, once the
+// host's LLM call that carried it succeeded (seed 003).
+func (s *DB) LastDecision(ctx context.Context, docID string) ([]byte, error) {
 	var last []byte
+	err := s.db.QueryRowContext(ctx, `SELECT last_decision FROM patch_context WHERE doc_id = ?`, docID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, internal(err, "read last decision")
+	}
+	return last, nil
+}
+
+// AckLastDecision clears docID's lastPatchDecision if it is the decision
+// of patchSetID, and returns what is left: nil, or a newer decision (of
+// another PatchSet), which an acknowledgement of an older one never
+// clears. One SQL transaction, so the clearing is durable when it returns
+// and acknowledging again changes nothing.
+func (s *DB) AckLastDecision(ctx context.Context, docID, patchSetID string) ([]byte, error) {
+	var left []byte
 	err := s.tx(ctx, func(t *sql.Tx) error {
+		var last []byte
 		err := t.QueryRowContext(ctx, `SELECT last_decision FROM patch_context WHERE doc_id = ?`, docID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -149,11 +167,19 @@ func (s *DB) TakeLastDecision(ctx context.Context, docID string) ([]byte, error)
 		if err != nil {
 			return err
 		}
+		var d lastDecision
+		if err := json.Unmarshal(last, &d); err != nil {
+			return err
+		}
+		if d.PatchSetID != patchSetID {
+			left = last
+			return nil
+		}
 		_, err = t.ExecContext(ctx, `DELETE FROM patch_context WHERE doc_id = ?`, docID)
 		return err
 	})
 	if err != nil {
-		return nil, internal(err, "take last decision")
+		return nil, internal(err, "acknowledge last decision")
 	}
-	return last, nil
+	return left, nil
 }

@@ -3,6 +3,7 @@ package document
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/txkernel/txkernel/docs/recipe"
 	"github.com/txkernel/txkernel/errs"
@@ -300,8 +301,12 @@ func (s *Service) decided(ctx context.Context, row *store.PatchSetRow) (*protoco
 		TransactionID: row.TxID, Revision: doc.Revision, Summary: row.Summary}, nil
 }
 
-// PatchSetContext returns the recipe's lastPatchDecision once and clears
-// it, durably (patchset/context, seed 003 "Patch Decision Context").
+// PatchSetContext returns the recipe's lastPatchDecision and the PatchSet
+// it belongs to (patchset/context, seed 003 "Patch Decision Context"),
+// without clearing it: only the host knows when the LLM response that
+// carried it succeeded, and says so with patchset/context_ack. A PatchSet
+// a crash left pending after its apply is settled first, so its decision
+// is not missed.
 func (s *Service) PatchSetContext(ctx context.Context, docID string) (*protocol.PatchSetContextResult, error) {
 	db, err := s.t.store(ctx)
 	if err != nil {
@@ -313,11 +318,79 @@ func (s *Service) PatchSetContext(ctx context.Context, docID string) (*protocol.
 	if _, err := db.Document(ctx, docID); err != nil {
 		return nil, err
 	}
-	last, err := db.TakeLastDecision(ctx, docID)
+	if _, err := s.pendingPatchSet(ctx, docID); err != nil {
+		return nil, err
+	}
+	last, err := db.LastDecision(ctx, docID)
 	if err != nil {
 		return nil, err
 	}
-	out := &protocol.PatchSetContextResult{DocID: docID}
+	out := &protocol.PatchSetContextResult{DocID: docID, PatchSetID: decisionOf(last)}
 	out.Context.LLM.LastPatchDecision = last
+	return out, nil
+}
+
+// decisionOf is the patchSetId of a stored lastPatchDecision ("" for none).
+func decisionOf(last []byte) string {
+	var d struct {
+		PatchSetID string `json:"patchSetId"`
+	}
+	if last == nil || json.Unmarshal(last, &d) != nil {
+		return ""
+	}
+	return d.PatchSetID
+}
+
+// AckData is the data of an errs.NotFound error of patchset/context_ack:
+// no decision of that PatchSet on that recipe. State is the PatchSet's
+// when it exists but was never decided (pending or expired).
+type AckData struct {
+	DocID      string `json:"docId"`
+	PatchSetID string `json:"patchSetId"`
+	State      string `json:"state,omitempty"`
+}
+
+// AckPatchSetContext clears the recipe's lastPatchDecision once the LLM
+// response that carried it succeeded (patchset/context_ack, seed 003: "must
+// only be included once (cleared after the next successful LLM
+// response)"). It clears only the decision of p.PatchSetID: a newer
+// decision, which replaced an unacknowledged one, stays and is returned
+// as what is left. Acknowledging again changes nothing and returns the
+// same. The PatchSet must be a decided PatchSet of the recipe
+// (errs.NotFound otherwise).
+func (s *Service) AckPatchSetContext(ctx context.Context, p *protocol.PatchSetContextAckParams) (*protocol.PatchSetContextAckResult, error) {
+	db, err := s.t.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDocID(p.DocID); err != nil {
+		return nil, err
+	}
+	if p.PatchSetID == "" {
+		return nil, errs.InvalidField("patchSetId", "patchSetId is required: the lastPatchDecision's patchSetId (patchset/context)")
+	}
+	if _, err := db.Document(ctx, p.DocID); err != nil {
+		return nil, err
+	}
+	row, err := db.PatchSet(ctx, p.PatchSetID)
+	if err != nil {
+		return nil, err
+	}
+	if row == nil || row.DocID != p.DocID {
+		return nil, errs.New(errs.NotFound, AckData{DocID: p.DocID, PatchSetID: p.PatchSetID}, "recipe %s has no PatchSet %s", p.DocID, p.PatchSetID)
+	}
+	if err := s.settle(ctx, row); err != nil {
+		return nil, err
+	}
+	if row.State != stAccepted && row.State != stRejected {
+		return nil, errs.New(errs.NotFound, AckData{DocID: p.DocID, PatchSetID: p.PatchSetID, State: row.State},
+			"PatchSet %s is %s: it has no decision to acknowledge", p.PatchSetID, row.State)
+	}
+	left, err := db.AckLastDecision(ctx, p.DocID, p.PatchSetID)
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.PatchSetContextAckResult{DocID: p.DocID, PatchSetID: p.PatchSetID}
+	out.Context.LLM.LastPatchDecision = left
 	return out, nil
 }
