@@ -64,11 +64,23 @@ func CheckJSONPatch(docType string, ops []Operation) error {
 			if len(p) > 0 {
 				at = "/" + EscapeToken(p[0])
 			}
+			desc := op.Op + " " + shown(op.Path)
+			if len(check) == 2 {
+				desc += " from " + shown(op.From)
+			}
 			return errs.New(errs.Validation, StateOnlyData{OpIndex: i, Op: op.Op, Path: op.Path, From: op.From, Field: field,
 				Reason: ReasonStateOnlyByPatchSet, Allowed: allowed},
-				"operation %d (%s %s) touches %s at its %s: a %s's state changes only through a PatchSet the user reviews (patchset/propose, then patchset/decide); patch/* may change only %s",
-				i, op.Op, op.Path, at, field, docType, strings.Join(allowed, " and "))
+				"operation %d (%s) touches %s: a %s's state changes only through a PatchSet the user reviews (patchset/propose, then patchset/decide); patch/* may change only %s",
+				i, desc, at, docType, strings.Join(allowed, " and "))
 		}
 	}
 	return nil
+}
+
+// shown is a pointer as a message shows it: the root as "".
+func shown(ptr string) string {
+	if ptr == "" {
+		return `""`
+	}
+	return ptr
 }
