@@ -152,6 +152,10 @@ var malformedByMethod = map[string][]string{
 		`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":[7]}}`,
 		`{"proposal":{"kind":"remove_todo_multi","needle":"NOT THERE","targetFiles":["a.txt"]}}`,
 	},
+	"patchset/context_ack": {
+		`{"docId":"d"}`, `{"patchSetId":"ps"}`, `{"docId":"d","patchSetId":7}`, `{"docId":"d","patchSetId":""}`,
+		`{"docId":"","patchSetId":"ps"}`, `{"docId":"d#x","patchSetId":"ps"}`, `{"docId":"d","patchSetId":"ps"}`,
+	},
 	"tx/events": {
 		`{"transactionId":"tx-0000000000000000","afterSeq":"x"}`, `{"transactionId":"tx-0000000000000000","afterSeq":-1}`,
 		`{"transactionId":"tx-0000000000000000","afterSeq":1e30}`, `{"transactionId":"tx-0000000000000000","afterSeq":1.5}`,
