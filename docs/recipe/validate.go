@@ -79,6 +79,15 @@ func Validate(r *Recipe, ps *PatchSet) error {
 	if r.Overrides != nil {
 		overrides = r.Overrides.HardAvoids
 	}
+	removal := map[string]bool{} // removes, once per avoid
+	removedAvoid := func(a string) bool {
+		gone, ok := removal[a]
+		if !ok {
+			gone = removes(r, ps, a, overrides)
+			removal[a] = gone
+		}
+		return gone
+	}
 	for i, p := range ps.Patches {
 		if opArgs[p.Op] != nil && contains(opArgs[p.Op], "text") && strings.TrimSpace(p.Text) == "" {
 			bad(RuleEmptyText, i, p, "", "%s needs a non-empty text", p.Op)
@@ -130,7 +139,7 @@ func Validate(r *Recipe, ps *PatchSet) error {
 			}
 			if p.Op != "add_note" {
 				bad(RuleHardAvoid, i, p, "", "%q introduces %q, which the user hard-avoids: ask the user, or they may override it for this recipe (overrides.hardAvoids)", p.Text, a)
-			} else if !removes(r, ps, a, overrides) {
+			} else if !removedAvoid(a) {
 				bad(RuleHardAvoid, i, p, "", "note %q names %q, which the user hard-avoids: a note may name it only alongside a patch that removes it", p.Text, a)
 			}
 		}
