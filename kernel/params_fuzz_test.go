@@ -18,6 +18,7 @@ import (
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"
@@ -57,7 +58,7 @@ func newTestServer(tb testing.TB) *Server {
 	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: w, Policy: pol, Logger: log})
 	s := &Server{
 		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
-		log: log, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
+		log: log, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
 	}
 	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
 	return s

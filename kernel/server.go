@@ -53,6 +53,7 @@ import (
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/document"
 )
@@ -76,7 +77,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	stream  *Stream
-	scanner *sandbox.Scanner // redacts secrets in error messages
+	scanner *secrets.Scanner // redacts secrets in error messages
 
 	mu          sync.Mutex
 	initialized bool
@@ -295,7 +296,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	if cfg.Framing == "" {
 		cfg.Framing = FramingAuto
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, scanner: sandbox.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
 	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, Logger: cfg.Logger})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

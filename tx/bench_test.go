@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/secrets"
 )
 
 // BenchmarkProposeKV measures the engine's share of turn/start (ids, the
@@ -27,6 +27,6 @@ func BenchmarkProposeKV(b *testing.B) {
 // BenchmarkNewScanner measures the start-up cost of the secret rules.
 func BenchmarkNewScanner(b *testing.B) {
 	for b.Loop() {
-		sandbox.NewScanner()
+		secrets.NewScanner()
 	}
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 )
@@ -59,14 +59,14 @@ type Target struct {
 	ttl     time.Duration
 	now     func() time.Time
 	fp      *failpoint.Set
-	scanner *sandbox.Scanner
+	scanner *secrets.Scanner
 }
 
 var _ tx.Target = (*Target)(nil)
 
 // New returns the document target over opts.DB.
 func New(opts Options) *Target {
-	t := &Target{dbPath: opts.DBPath, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: sandbox.NewScanner()}
+	t := &Target{dbPath: opts.DBPath, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: secrets.NewScanner()}
 	if t.lim == (docs.Limits{}) {
 		t.lim = docs.DefaultLimits()
 	}

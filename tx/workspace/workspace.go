@@ -16,6 +16,7 @@ import (
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/tx"
 )
 
@@ -29,7 +30,7 @@ const (
 // safe for concurrent use.
 type Target struct {
 	ws      *sandbox.Workspace
-	scanner *sandbox.Scanner
+	scanner *secrets.Scanner
 	fp      *failpoint.Set
 	log     *slog.Logger
 }
@@ -42,7 +43,7 @@ func New(ws *sandbox.Workspace, fp *failpoint.Set, log *slog.Logger) *Target {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Target{ws: ws, scanner: sandbox.NewScanner(), fp: fp, log: log}
+	return &Target{ws: ws, scanner: secrets.NewScanner(), fp: fp, log: log}
 }
 
 // Name implements tx.Target: "workspace".

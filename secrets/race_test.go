@@ -1,6 +1,6 @@
 //go:build race
 
-package sandbox
+package secrets
 
 // raceEnabled is true when the tests run under the race detector, which
 // slows the single-goroutine corpus scans about tenfold without checking

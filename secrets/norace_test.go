@@ -1,5 +1,5 @@
 //go:build !race
 
-package sandbox
+package secrets
 
 const raceEnabled = false

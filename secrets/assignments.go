@@ -1,0 +1,109 @@
+package secrets
+
+import (
+	"strings"
+)
+
+// genericMatches returns [start, end) of each accepted generic value in
+// line. After a rejected candidate the search resumes inside its value, so
+// "token=foo_key=<secret>" is still found.
+func (s *Scanner) genericMatches(line string) [][2]int {
+	var out [][2]int
+	for off := 0; off < len(line); {
+		m := s.generic.FindStringSubmatchIndex(line[off:])
+		if m == nil {
+			break
+		}
+		ident := line[off+m[2] : off+m[3]]
+		vs, ve := off+m[4], off+m[5]
+		if identHasKeyword(ident) && likelySecret(line[vs:ve]) && !notCredential(ident, line[vs:ve]) {
+			out = append(out, [2]int{vs, ve})
+			off = ve
+			continue
+		}
+		off = vs
+	}
+	return out
+}
+
+// keywords are the secret-sounding words (gitleaks' generic rule), and
+// companions the words that commonly join them in one lowercase identifier
+// ("apikey", "accesskeyid", "clientsecret").
+var (
+	keywords = map[string]bool{
+		"key": true, "api": true, "token": true, "secret": true, "client": true,
+		"passwd": true, "password": true, "auth": true, "access": true,
+		// Not in gitleaks' list, but its substring test would match it.
+		"authorization": true,
+	}
+	companions = map[string]bool{
+		"id": true, "private": true, "app": true, "oauth": true, "bearer": true,
+		"session": true, "refresh": true, "master": true, "signing": true,
+		"aws": true, "github": true, "gh": true, "user": true, "service": true,
+		"consumer": true, "pass": true, "credential": true,
+		"credentials": true, "my": true, "db": true,
+	}
+)
+
+// identHasKeyword reports whether one word of the identifier is a keyword,
+// splitting on "_", "-", "." and camelCase humps. Unlike a substring test
+// this rejects "monkey", "capital", "author" and "keyboard", which fill
+// ordinary code (keybinding code above all).
+func identHasKeyword(ident string) bool {
+	for _, w := range identWords(ident) {
+		w = strings.ToLower(w)
+		if keywords[w] || keywords[strings.TrimSuffix(w, "s")] || compound(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxWordLen is the length of the longest keyword or companion; it bounds
+// compound's work to linear in len(w).
+const maxWordLen = len("authorization")
+
+// compound reports whether w is a concatenation of keywords and companions
+// containing at least one keyword, e.g. "apikey" or "secretaccesskey".
+func compound(w string) bool {
+	// ok[i][k]: w[:i] segments fully; k=1 if a keyword was used.
+	ok := make([][2]bool, len(w)+1)
+	ok[0][0] = true
+	for i := 0; i < len(w); i++ {
+		for k := 0; k < 2; k++ {
+			if !ok[i][k] {
+				continue
+			}
+			for j := i + 1; j <= min(len(w), i+maxWordLen); j++ {
+				p := w[i:j]
+				if keywords[p] {
+					ok[j][1] = true
+				} else if companions[p] {
+					ok[j][k] = true
+				}
+			}
+		}
+	}
+	return ok[len(w)][1]
+}
+
+func identWords(ident string) []string {
+	var words []string
+	for _, part := range strings.FieldsFunc(ident, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		start := 0
+		for i := 1; i < len(part); i++ {
+			prev, c := part[i-1], part[i]
+			nextLower := i+1 < len(part) && isLower(part[i+1])
+			if isUpper(c) && (isLower(prev) || isDigit(prev) || isUpper(prev) && nextLower) {
+				words = append(words, part[start:i])
+				start = i
+			}
+		}
+		words = append(words, part[start:])
+	}
+	return words
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
