@@ -47,6 +47,7 @@ func TestAuthorize(t *testing.T) {
 		{"purpose granted", roles, pr("agent-9", "triage"), protocol.ActionRead, "", "", ""},
 		{"asserted: anyone may claim curator", asserted, pr("agent-7", "", "curator"), protocol.ActionCurate, "", "", ""},
 		{"asserted: no grant", asserted, pr("x", ""), protocol.ActionRead, errs.PermissionDenied, protocol.DeniedNoGrant, ""},
+		{"unprintable purpose", roles, pr("agent-9", "tri\x00age"), protocol.ActionRead, errs.Invalid, "unprintable", ""},
 		{"self-curation policy still checks membership", self, pr("cur-2", "", "curator"), protocol.ActionCurate, errs.PermissionDenied, protocol.DeniedRoleNotHeld, "curator"},
 	} {
 		s := New(Config{Policy: tc.policy})
@@ -66,6 +67,10 @@ func TestAuthorize(t *testing.T) {
 		case ScopeData:
 			if d.Reason != tc.reason || d.Role != tc.role || d.PrincipalID != tc.pr.PrincipalID || d.Action != tc.action || d.Scope != r1 {
 				t.Errorf("%s: data %+v, want reason %q role %q", tc.name, d, tc.reason, tc.role)
+			}
+		case errs.InvalidData:
+			if d.Reason != tc.reason {
+				t.Errorf("%s: data %+v, want reason %q", tc.name, d, tc.reason)
 			}
 		case map[string]any:
 			if d["reason"] != tc.reason {

@@ -143,6 +143,12 @@ func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol
 	if err := checkID("principal.principal_id", pr.PrincipalID); err != nil {
 		return none, nobody, err
 	}
+	if pr.Purpose != "" {
+		// A grant's purposes match it, and refusals echo it: an id's limits.
+		if err := checkID("principal.purpose", pr.Purpose); err != nil {
+			return none, nobody, err
+		}
+	}
 	pol := s.cfg.Policy
 	known := pol.Roles()
 	for i, r := range pr.Roles {
