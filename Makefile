@@ -64,8 +64,9 @@ demo-docs: build
 
 ## demo-memory: build, then run seed 002's smoke on the real RFC backlog
 ## (copied into a temporary git repository as backlog/): ingest, read with
-## citations, propose, accept, promote; then an agent outside its scope,
-## a stale proposal rebased, and an invented citation flagged
+## citations, propose, an agent posing as a curator refused, accept,
+## promote; then an agent outside its scope, a stale proposal rebased, and
+## an invented citation flagged
 RFCS ?= $(SHARED)/corpora/rust-rfcs/text
 demo-memory: build
 	@test -d "$(RFCS)" || { echo "$(RFCS) is absent: demo-memory needs the shared RFC backlog"; exit 1; }

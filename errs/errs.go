@@ -74,7 +74,9 @@ const (
 	// (-32017).
 	Exists Kind = "exists"
 	// PermissionDenied: the principal holds no grant for the action in the
-	// scope (seed 002, §1.2), or memory runs without a policy (-32018).
+	// scope (seed 002, §1.2), claims a role the policy does not give it,
+	// decides its own proposal, or memory runs without a policy (-32018).
+	// Data names the reason.
 	PermissionDenied Kind = "permission_denied"
 )
 

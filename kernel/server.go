@@ -263,6 +263,10 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 	if p.ClientInfo != nil {
 		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", p.ProtocolVersion)
 	}
+	var mem *protocol.MemoryCapabilities
+	if s.cfg.Memory != nil {
+		mem = s.cfg.Memory.Capabilities()
+	}
 	return &protocol.InitializeResult{
 		ProtocolVersion: protocol.Version,
 		ServerInfo:      protocol.Implementation{Name: "txkernel", Version: s.cfg.Version},
@@ -277,6 +281,7 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 			ProposalKinds:   s.cfg.Engine.Kinds(),
 			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
 			Caller:          caller,
+			Memory:          mem,
 		},
 	}
 }

@@ -100,7 +100,8 @@ func (s *Service) newProposal(scope protocol.MemoryScope, pr protocol.MemoryPrin
 // Accept answers memory/accept (seed 002 §3.2): a transaction of the
 // engine on the memory target makes the proposal's body the target
 // element's next version, with accepted_as, a decision artefact and a
-// ledger event, atomically. A stale proposal (its target is not the
+// ledger event, atomically. Its proposer may not accept it unless the
+// policy allows self-curation (errs.PermissionDenied, own-proposal). A stale proposal (its target is not the
 // element's current version, an accepted but unpublished version
 // included) is refused with errs.Stale naming memory/rebase. Accepting an
 // accepted proposal returns the first result; a transaction a crash cut
@@ -114,6 +115,9 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 	defer s.writeMu.Unlock()
 	row, err := db.MemProposal(ctx, scope, p.ProposalID)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkCurator(scope, pr, "accept", row); err != nil {
 		return nil, err
 	}
 	switch row.Status {
@@ -182,7 +186,9 @@ func (s *Service) apply(ctx context.Context, txID string) error {
 }
 
 // Reject answers memory/reject: a decision artefact holding the rationale,
-// linked by rejected_because, and the proposal closed.
+// linked by rejected_because, and the proposal closed. Its proposer may
+// not reject it unless the policy allows self-curation
+// (errs.PermissionDenied, own-proposal).
 func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protocol.RejectResult, error) {
 	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionCurate)
 	if err != nil {
@@ -201,6 +207,15 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 	if err != nil {
 		return nil, err
 	}
+	// Who proposed it never changes, so it is checked outside the SQL
+	// transaction that rejects it.
+	row, err := db.MemProposal(ctx, scope, p.ProposalID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkCurator(scope, pr, "reject", row); err != nil {
+		return nil, err
+	}
 	dec := newID("dec_")
 	// Serialised with accepts: an accept whose base was checked must not
 	// find its proposal rejected when it commits.
@@ -214,8 +229,11 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 
 // Rebase answers memory/rebase (seed 002 §2.3): a new proposal with the
 // same body on the element's current version, the old one linked to it by
-// rebased_to and closed, and a decision artefact. A proposal that is not
-// stale is refused (errs.Conflict): accept it instead.
+// rebased_to and closed, and a decision artefact. The new proposal keeps
+// the old one's proposer, so the curator who rebases an agent's proposal
+// may still accept it, and a proposer cannot launder its own proposal
+// through a rebase. A proposal that is not stale is refused
+// (errs.Conflict): accept it instead.
 func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*protocol.RebaseResult, error) {
 	scope, pr, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionPropose, p.ProposalID)
 	if err != nil {
@@ -230,6 +248,7 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	var prov protocol.ProposalProvenance
 	_ = json.Unmarshal(old.Provenance, &prov)
 	next := s.newProposal(scope, pr, old.ElementID, old.CurrentVersionID, old.Summary, old.Body, prov)
+	next.ProposedBy = old.PrincipalID
 	dec := newID("dec_")
 	if err := db.MemRebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
 		return nil, err

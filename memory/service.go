@@ -88,23 +88,40 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg, log: log}
 }
 
-// ScopeData is the data of a permission error.
+// ScopeData is the data of a permission refusal (-32018): Reason says
+// which rule refused (protocol.DeniedNoGrant, DeniedRoleNotHeld,
+// DeniedOwnProposal), with the principal, the action and the scope, and
+// the role or the proposal at fault.
 type ScopeData struct {
+	Reason      string               `json:"reason"`
 	Action      string               `json:"action"`
 	Scope       protocol.MemoryScope `json:"scope"`
 	PrincipalID string               `json:"principal_id"`
+	Purpose     string               `json:"purpose,omitempty"`
+	Role        string               `json:"role,omitempty"`
+	ProposalID  string               `json:"proposal_id,omitempty"`
+}
+
+// Capabilities is capabilities.memory for initialize: how roles are
+// established and whether self-curation is allowed; nil without a policy.
+func (s *Service) Capabilities() *protocol.MemoryCapabilities {
+	if s.cfg.Policy == nil {
+		return nil
+	}
+	return &protocol.MemoryCapabilities{Roles: s.cfg.Policy.Mode(), AllowSelfCuration: s.cfg.Policy.AllowSelfCuration()}
 }
 
 // authorize checks req's scope and principal and that the principal holds
 // action in the scope. Errors: errs.PermissionDenied naming the flag when
 // there is no policy; errs.Invalid for a missing scope level or principal
 // id, or a role the policy does not know; errs.PermissionDenied with
-// ScopeData when no grant allows the action.
+// ScopeData for a claimed role the policy does not give the principal
+// (role-not-held) and when no grant allows the action (no-grant).
 func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol.MemoryScope, protocol.MemoryPrincipal, error) {
 	var none protocol.MemoryScope
 	var nobody protocol.MemoryPrincipal
 	if s.cfg.Policy == nil {
-		return none, nobody, errs.New(errs.PermissionDenied, map[string]any{"flag": PolicyFlag, "reason": "no-policy"},
+		return none, nobody, errs.New(errs.PermissionDenied, map[string]any{"flag": PolicyFlag, "reason": protocol.DeniedNoPolicy},
 			"memory is disabled: start txkernel with %s FILE (a JSON file of grants) to use memory methods", PolicyFlag)
 	}
 	if req.Scope == nil {
@@ -126,18 +143,46 @@ func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol
 	if err := checkID("principal.principal_id", pr.PrincipalID); err != nil {
 		return none, nobody, err
 	}
-	known := s.cfg.Policy.Roles()
+	if pr.Purpose != "" {
+		// A grant's purposes match it, and refusals echo it: an id's limits.
+		if err := checkID("principal.purpose", pr.Purpose); err != nil {
+			return none, nobody, err
+		}
+	}
+	pol := s.cfg.Policy
+	known := pol.Roles()
 	for i, r := range pr.Roles {
 		if !slices.Contains(known, r) {
 			return none, nobody, errs.New(errs.Invalid, map[string]any{"field": "principal.roles", "index": i, "role": r, "reason": "unknown-role", "known_roles": known},
 				"unknown role %q: the policy knows %s", r, strings.Join(known, ", "))
 		}
 	}
-	if !s.cfg.Policy.Allows(pr, sc, action) {
-		return none, nobody, errs.New(errs.PermissionDenied, ScopeData{Action: action, Scope: sc, PrincipalID: pr.PrincipalID},
+	denied := ScopeData{Action: action, Scope: sc, PrincipalID: pr.PrincipalID, Purpose: pr.Purpose}
+	for _, r := range pr.Roles {
+		if !pol.Holds(pr.PrincipalID, r) {
+			denied.Reason, denied.Role = protocol.DeniedRoleNotHeld, r
+			return none, nobody, errs.New(errs.PermissionDenied, denied,
+				"principal %s claims role %s, which the memory policy does not give it", pr.PrincipalID, r)
+		}
+	}
+	if !pol.Allows(pr, sc, action) {
+		denied.Reason = protocol.DeniedNoGrant
+		return none, nobody, errs.New(errs.PermissionDenied, denied,
 			"principal %s may not %s in %s/%s/%s", pr.PrincipalID, action, sc.TenantID, sc.OrganizationID, sc.RepositoryID)
 	}
 	return sc, pr, nil
+}
+
+// checkCurator refuses a principal deciding (accept, reject) its own
+// proposal unless the policy allows self-curation: an execution agent
+// proposes, someone else publishes (seed 002, separation of duties).
+// verb ("accept", "reject") is for the message; data.action is curate.
+func (s *Service) checkCurator(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, verb string, row *store.MemProposalRow) error {
+	if row.PrincipalID != pr.PrincipalID || s.cfg.Policy.AllowSelfCuration() {
+		return nil
+	}
+	return errs.New(errs.PermissionDenied, ScopeData{Reason: protocol.DeniedOwnProposal, Action: protocol.ActionCurate, Scope: scope, PrincipalID: pr.PrincipalID, Purpose: pr.Purpose, ProposalID: row.ProposalID},
+		"principal %s proposed %s and may not %s it: another curator decides (the memory policy does not allow self-curation)", pr.PrincipalID, row.ProposalID, verb)
 }
 
 // checkID refuses an empty, overlong or unprintable id.

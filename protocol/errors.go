@@ -70,8 +70,11 @@ const (
 	// CodeExists: doc/create of a docId that exists. data: {"docId"}.
 	CodeExists int64 = -32017
 	// CodePermissionDenied: the principal holds no grant of --memory-policy
-	// for this action in this scope, or the kernel runs without a policy.
-	// data: {"action", "scope", "principal_id"} or {"flag"}.
+	// for this action in this scope (reason no-grant), claims a role the
+	// policy does not give it (role-not-held), accepts or rejects its own
+	// proposal (own-proposal), or the kernel runs without a policy
+	// (no-policy). data: {"reason", "action", "scope", "principal_id",
+	// "purpose"?, "role"?, "proposal_id"?} or {"flag", "reason"}.
 	CodePermissionDenied int64 = -32018
 )
 

@@ -422,3 +422,38 @@ const (
 	SelectorPublished  = "published"
 	SelectorBaselineID = "baseline_id"
 )
+
+// How roles are established (capabilities.memory.roles of initialize).
+const (
+	// MemoryRolesPolicy: the policy's "roles" lists who holds each role; a
+	// claimed role the principal does not hold is refused (role-not-held).
+	MemoryRolesPolicy = "policy"
+	// MemoryRolesAsserted: the policy has no "roles"; the roles a request
+	// claims are taken as the host asserts them.
+	MemoryRolesAsserted = "asserted"
+)
+
+// Reasons of a -32018 permission refusal (data.reason).
+const (
+	// DeniedNoPolicy: the kernel runs without --memory-policy.
+	DeniedNoPolicy = "no-policy"
+	// DeniedNoGrant: no grant of the principal allows the action in the
+	// scope for its purpose.
+	DeniedNoGrant = "no-grant"
+	// DeniedRoleNotHeld: the principal claims a role the policy does not
+	// list it in.
+	DeniedRoleNotHeld = "role-not-held"
+	// DeniedOwnProposal: a principal accepting or rejecting its own
+	// proposal, which the policy does not allow (allow_self_curation).
+	DeniedOwnProposal = "own-proposal"
+)
+
+// MemoryCapabilities is capabilities.memory of initialize, present when the
+// kernel serves memory under a --memory-policy.
+type MemoryCapabilities struct {
+	// Roles is MemoryRolesPolicy or MemoryRolesAsserted.
+	Roles string `json:"roles"`
+	// AllowSelfCuration reports whether a principal may accept or reject
+	// its own proposals.
+	AllowSelfCuration bool `json:"allowSelfCuration"`
+}

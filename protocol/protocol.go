@@ -88,6 +88,9 @@ type Capabilities struct {
 	ProposalKinds   []string `json:"proposalKinds"`   // accepted proposal.kind values
 	Decisions       []string `json:"decisions"`       // accepted approval decisions
 	Caller          string   `json:"caller"`          // external | resident, as declared
+	// Memory is present when the kernel serves memory under a
+	// --memory-policy: how roles are established, and self-curation.
+	Memory *MemoryCapabilities `json:"memory,omitempty"`
 }
 
 // CancelParams are the params of $/cancelRequest: the id of the request to

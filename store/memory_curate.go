@@ -17,10 +17,13 @@ import (
 // MemNewProposal is a proposal to record: an ameide:curation.proposal
 // element ProposalID whose version is the proposed body, and its
 // targets_version relationship to TargetElementID pinned to
-// TargetVersionID.
+// TargetVersionID. Principal is who records it (the ledger event names
+// it); ProposedBy, when set, is the proposer to record instead of
+// Principal: a rebase keeps the original proposer.
 type MemNewProposal struct {
 	Scope           protocol.MemoryScope
 	Principal       protocol.MemoryPrincipal
+	ProposedBy      string
 	ProposalID      string
 	TargetElementID string
 	TargetVersionID string
@@ -80,11 +83,15 @@ func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *mem
 		map[string]any{"target_version_id": p.TargetVersionID}, ts); err != nil {
 		return err
 	}
+	proposer := p.ProposedBy
+	if proposer == "" {
+		proposer = p.Principal.PrincipalID
+	}
 	if _, err := t.ExecContext(ctx, `INSERT INTO mem_proposals (proposal_id, eid, vid, target_eid, target_vid, summary, principal_id, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ProposalID, eid, vid, target.eid, tvid, p.Summary, p.Principal.PrincipalID, protocol.ProposalOpen, ts); err != nil {
+		p.ProposalID, eid, vid, target.eid, tvid, p.Summary, proposer, protocol.ProposalOpen, ts); err != nil {
 		return internal(err, "insert proposal")
 	}
-	data, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary})
+	data, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary, "proposed_by": proposer})
 	return ledger(ctx, t, p.Scope, MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, data)
 }
 

@@ -90,7 +90,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	docMaxBytes := fs.Int64("doc-max-bytes", docs.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
 	docMaxDepth := fs.Int("doc-max-depth", docs.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
 	validationTTL := fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
-	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants (seed 002): {\"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\"}]}; without it every memory method is refused")
+	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants (seed 002): {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused")
 	var ef embedFlags
 	ef.register(fs)
 	if err := fs.Parse(args); err != nil {

@@ -11,9 +11,10 @@ import (
 )
 
 // memPolicy is the grants the memory tests run under: agent-7 reads and
-// proposes in t1/o1/r1 only; curators do everything in tenant t1; a
-// reader of r2 reads r2 only.
-const memPolicy = `{"grants": [
+// proposes in t1/o1/r1 only; curators (cora alone holds the role) do
+// everything in tenant t1; a reader of r2 reads r2 only.
+const memPolicy = `{"roles": {"curator": ["cora"]},
+ "grants": [
   {"principal_id": "agent-7", "actions": ["read", "propose"],
    "scope": {"tenant_id": "t1", "organization_id": "o1", "repository_id": "r1"}},
   {"role": "curator", "actions": ["read", "propose", "curate", "publish", "ingest"],
@@ -180,9 +181,13 @@ func TestMemorySmoke(t *testing.T) {
 		t.Fatalf("memory/proposal: %v", show["diff"])
 	}
 
-	// Execution agents cannot accept.
+	// Execution agents cannot accept, nor make themselves curators.
 	r, _ := p.call("memory/accept", memReq(scopeR1, agent7, "proposal_id", p1))
 	wantCode(t, "agent accepts", r, -32018)
+	r, _ = p.call("memory/accept", memReq(scopeR1, map[string]any{"principal_id": "agent-7", "roles": []string{"curator"}}, "proposal_id", p1))
+	if d := wantCode(t, "agent claims curator", r, -32018); d["reason"] != "role-not-held" {
+		t.Fatalf("agent claims curator: %v", d)
+	}
 
 	// 4. The curator accepts: a new version exists, published is unchanged.
 	acc := p.mustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", p1))

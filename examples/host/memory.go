@@ -10,8 +10,10 @@ import (
 )
 
 // demoPolicy is the demo's --memory-policy: agent-7 reads and proposes in
-// acme/platform/rfcs; curators do everything in tenant acme.
-const demoPolicy = `{"grants": [
+// acme/platform/rfcs; curators do everything in tenant acme, and the
+// policy says who they are (cora), so an agent cannot claim the role.
+const demoPolicy = `{"roles": {"curator": ["cora"]},
+ "grants": [
   {"principal_id": "agent-7", "actions": ["read", "propose"],
    "scope": {"tenant_id": "acme", "organization_id": "platform", "repository_id": "rfcs"}},
   {"role": "curator", "actions": ["read", "propose", "curate", "publish", "ingest"],
@@ -22,9 +24,10 @@ const demoPolicy = `{"grants": [
 // runMemory walks seed 002's smoke on a real backlog (`make
 // demo-memory`): the markdown under backlog is copied into a temporary git
 // repository as backlog/, ingested, read with citations, changed by an
-// agent's proposal, accepted and promoted by a curator; then the negative
-// checks: an agent outside its scope, a stale proposal that must be
-// rebased, and an invented citation that verify_citations flags.
+// agent's proposal, accepted and promoted by a curator (the agent cannot
+// make itself one); then the negative checks: an agent outside its scope,
+// a stale proposal that must be rebased, and an invented citation that
+// verify_citations flags.
 func runMemory(kernelBin, backlog string, keep bool) error {
 	ws, err := os.MkdirTemp("", "txkernel-demo-memory-ws-")
 	if err != nil {
@@ -56,9 +59,17 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	}
 	defer k.stop()
 	c := k.c
-	if _, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "demo-memory"}}); err != nil {
+	init, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "demo-memory"}})
+	if err != nil {
 		return err
 	}
+	var caps struct {
+		Capabilities struct {
+			Memory json.RawMessage `json:"memory"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(init, &caps)
+	fmt.Printf("== memory policy in force: %s\n\n", caps.Capabilities.Memory)
 	scope := map[string]any{"tenant_id": "acme", "organization_id": "platform", "repository_id": "rfcs"}
 	other := map[string]any{"tenant_id": "acme", "organization_id": "platform", "repository_id": "payments"}
 	agent := map[string]any{"principal_id": "agent-7", "roles": []string{}, "purpose": "implement RFCs"}
@@ -138,6 +149,12 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	}
 	diff := out["diff"].(string)
 	fmt.Printf("  the curator sees the diff against the pinned version:\n%s", indent(lastLines(diff, 6)))
+
+	fmt.Println("\n== negative: agent-7 claims the curator role to accept its own proposal")
+	posing := req(scope, map[string]any{"principal_id": "agent-7", "roles": []string{"curator"}, "purpose": "implement RFCs"}, "proposal_id", p1)
+	if err := refused("agent-7 as a curator", "memory/accept", posing, -32018); err != nil {
+		return err
+	}
 
 	fmt.Println("\n== 4. the curator accepts: a new version exists (published is unchanged)")
 	if err := call("memory/accept", req(scope, curator, "proposal_id", p1)); err != nil {
