@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -105,9 +104,12 @@ func LookupType(name string) (DocType, error) {
 }
 
 // Violation is one way a document breaks its type: where (an RFC 6901
-// pointer into the document) and what.
+// pointer into the document), which JSON Schema keyword failed
+// ("required", "type", …; KeywordUniqueIDs for the kernel's own id check)
+// and why, as a sentence ("missing required property `text`").
 type Violation struct {
 	Path    string `json:"path"`
+	Keyword string `json:"keyword"`
 	Message string `json:"message"`
 }
 
@@ -120,7 +122,7 @@ type SchemaData struct {
 
 // ValidateDoc checks v against docType's schema, and for recipes that step
 // and ingredient ids are unique. It reports every violation at once
-// (errs.Validation with SchemaData).
+// (errs.Validation with SchemaData, listed by SchemaViolations).
 func ValidateDoc(docType string, v any) error {
 	if _, err := LookupType(docType); err != nil {
 		return err
@@ -138,7 +140,7 @@ func ValidateDoc(docType string, v any) error {
 		if !errors.As(err, &ve) {
 			return errs.Wrap(errs.Internal, err, nil, "validate %s", docType)
 		}
-		vs = append(vs, leaves(ve.BasicOutput())...)
+		vs = append(vs, SchemaViolations(ve)...)
 	}
 	if docType == TypeRecipe {
 		vs = append(vs, duplicateIDs(v, "steps")...)
@@ -147,31 +149,9 @@ func ValidateDoc(docType string, v any) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return vs[i].Path < vs[j].Path })
+	sortViolations(vs)
 	return errs.New(errs.Validation, SchemaData{DocType: docType, Violations: vs},
-		"the result is not a valid %s: %s at %q (%d violation(s))", docType, vs[0].Message, vs[0].Path, len(vs))
-}
-
-// leaves are the output units that carry an error of their own, without
-// the summary units above them.
-func leaves(u *jsonschema.OutputUnit) []Violation {
-	var out []Violation
-	seen := map[Violation]bool{}
-	var walk func(u *jsonschema.OutputUnit)
-	walk = func(u *jsonschema.OutputUnit) {
-		if u.Error != nil && len(u.Errors) == 0 {
-			v := Violation{Path: u.InstanceLocation, Message: u.Error.String()}
-			if !seen[v] {
-				seen[v] = true
-				out = append(out, v)
-			}
-		}
-		for i := range u.Errors {
-			walk(&u.Errors[i])
-		}
-	}
-	walk(u)
-	return out
+		"the document would not be a valid %s: %s at %q (%d violation(s), all in data.violations)", docType, vs[0].Message, vs[0].Path, len(vs))
 }
 
 // duplicateIDs reports ids used twice in the array v[field].
@@ -187,7 +167,7 @@ func duplicateIDs(v any, field string) []Violation {
 			continue
 		}
 		if j, dup := first[id]; dup {
-			out = append(out, Violation{Path: fmt.Sprintf("/%s/%d/id", field, i), Message: fmt.Sprintf("id %q is already used by /%s/%d", id, field, j)})
+			out = append(out, Violation{Path: fmt.Sprintf("/%s/%d/id", field, i), Keyword: KeywordUniqueIDs, Message: fmt.Sprintf("id %q is already used by /%s/%d", id, field, j)})
 			continue
 		}
 		first[id] = i
