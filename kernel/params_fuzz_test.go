@@ -81,6 +81,8 @@ func FuzzMethodParams(f *testing.F) {
 	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"files","files":[{"path":"../x","content":"y"}]}}`))
 	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
 	f.Add(uint8(slices.Index(names, "approval/respond")), []byte(`{"transactionId":"tx-1","approvalRequestId":"apr-1","decision":"deny"}`))
+	f.Add(uint8(slices.Index(names, "patch/apply")), []byte(`{"validation_id":"tx-1","validationId":"tx-2","patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`))
+	f.Add(uint8(slices.Index(names, "patch/apply")), []byte(`{"validation_id":7,"patch":{}}`))
 	s := newTestServer(f)
 	f.Fuzz(func(t *testing.T, sel uint8, params []byte) {
 		name := names[int(sel)%len(names)]
@@ -156,6 +158,12 @@ var malformedByMethod = map[string][]string{
 	"patchset/context_ack": {
 		`{"docId":"d"}`, `{"patchSetId":"ps"}`, `{"docId":"d","patchSetId":7}`, `{"docId":"d","patchSetId":""}`,
 		`{"docId":"","patchSetId":"ps"}`, `{"docId":"d#x","patchSetId":"ps"}`, `{"docId":"d","patchSetId":"ps"}`,
+	},
+	"patch/apply": {
+		`{"validationId":"tx-0000000000000000","validation_id":"tx-0000000000000001","patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`,
+		`{"validation_id":7,"patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`,
+		`{"validation_id":"","patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`,
+		`{"validation_id":"tx-0000000000000000"}`,
 	},
 	"tx/events": {
 		`{"transactionId":"tx-0000000000000000","afterSeq":"x"}`, `{"transactionId":"tx-0000000000000000","afterSeq":-1}`,

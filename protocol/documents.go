@@ -139,10 +139,13 @@ type PatchValidateResult struct {
 }
 
 // PatchApplyParams are the params of patch/apply: the validationId of
-// patch/validate and the same envelope.
+// patch/validate and the same envelope. ValidationIDSeed is the same id
+// under seed 000's name, validation_id, so that a host written against the
+// seed is understood; giving both with different values is refused.
 type PatchApplyParams struct {
-	ValidationID string          `json:"validationId"`
-	Patch        json.RawMessage `json:"patch"`
+	ValidationID     string          `json:"validationId"`
+	ValidationIDSeed string          `json:"validation_id,omitempty"`
+	Patch            json.RawMessage `json:"patch"`
 }
 
 // PatchApplyResult is the result of patch/apply. OK false means approvals

@@ -15,10 +15,24 @@ type ExpiredData struct {
 	ExpiresAt    string `json:"expiresAt"`
 }
 
-// ValidationIDData is the data of an errs.UnknownValidation error.
+// ValidationIDData is the data of an errs.UnknownValidation error. A
+// missing id also names the field and its alias (seed 000's
+// validation_id).
 type ValidationIDData struct {
 	ValidationID string `json:"validationId"`
-	Reason       string `json:"reason"` // unknown | not-a-document-patch
+	Reason       string `json:"reason"` // missing | unknown | not-a-document-patch
+	Field        string `json:"field,omitempty"`
+	Alias        string `json:"alias,omitempty"`
+}
+
+// AliasData is the data of the errs.Invalid error of a patch/apply that
+// gives validationId and seed 000's validation_id with different values:
+// both fields, and both values.
+type AliasData struct {
+	Field  string   `json:"field"`
+	Fields []string `json:"fields"`
+	Values []string `json:"values"`
+	Reason string   `json:"reason"` // conflicting-alias
 }
 
 // HashData is the data of an errs.HashMismatch error: the hash validated

@@ -238,10 +238,11 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 	if err != nil {
 		return nil, err
 	}
-	if p.ValidationID == "" {
-		return nil, errs.New(errs.UnknownValidation, ValidationIDData{Reason: "missing"},
-			"validationId is required: call patch/validate first and pass its validationId")
+	id, err := validationID(p)
+	if err != nil {
+		return nil, err
 	}
+	p = &protocol.PatchApplyParams{ValidationID: id, Patch: p.Patch}
 	if len(p.Patch) == 0 {
 		return nil, errs.InvalidField("patch", "patch is required: the same envelope that was validated")
 	}
@@ -324,6 +325,32 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 		return out, nil
 	}
 	return s.applied(ctx, out, p.ValidationID, ar.AlreadyApplied)
+}
+
+// Names of patch/apply's validation id: the wire's and seed 000's.
+const (
+	fieldValidationID     = "validationId"
+	fieldValidationIDSeed = "validation_id"
+)
+
+// validationID is patch/apply's validation id, given as validationId or
+// under seed 000's name validation_id (an empty string counts as not
+// given). Both with different values is errs.Invalid naming both fields;
+// neither is errs.UnknownValidation with reason "missing".
+func validationID(p *protocol.PatchApplyParams) (string, error) {
+	id, seed := p.ValidationID, p.ValidationIDSeed
+	switch {
+	case id != "" && seed != "" && id != seed:
+		return "", errs.New(errs.Invalid, AliasData{Field: fieldValidationIDSeed, Fields: []string{fieldValidationID, fieldValidationIDSeed},
+			Values: []string{id, seed}, Reason: "conflicting-alias"},
+			"validationId %q and validation_id %q differ: they are one field (validation_id is seed 000's name for it); give one, or the same id in both", id, seed)
+	case id != "":
+		return id, nil
+	case seed != "":
+		return seed, nil
+	}
+	return "", errs.New(errs.UnknownValidation, ValidationIDData{Reason: "missing", Field: fieldValidationID, Alias: fieldValidationIDSeed},
+		"validationId is required (seed 000's validation_id is accepted too): call patch/validate first and pass its validationId")
 }
 
 // applied completes out from the patch-log entry of transaction txID.
