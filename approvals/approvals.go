@@ -49,13 +49,25 @@ type Requirement struct {
 // "patchset:{patch_id}" (seed 001) or "secrets_override:{patch_id}".
 func Fingerprint(kind, patchID string) string { return kind + ":" + patchID }
 
-// Required lists the approvals a patch needs: always its patchset approval,
-// and a secrets_override when secrets appear in its added lines.
+// WorkspaceReason is the reason of a workspace patch's patchset approval.
+const WorkspaceReason = "apply this patch to the workspace"
+
+// Required lists the approvals a workspace patch needs: always its
+// patchset approval, and a secrets_override when secrets appear in its
+// added lines.
 func Required(patchID string, containsSecrets bool) []Requirement {
+	return RequiredFor(patchID, WorkspaceReason, containsSecrets)
+}
+
+// RequiredFor is Required for any target: reason is the patchset
+// approval's reason, which names what the patch changes ("patch document
+// \"d\" at revision 3 (2 operations)"), so a person asked to approve
+// reads what they approve.
+func RequiredFor(patchID, reason string, containsSecrets bool) []Requirement {
 	reqs := []Requirement{{
 		Kind:        protocol.ApprovalPatchset,
 		Fingerprint: Fingerprint(protocol.ApprovalPatchset, patchID),
-		Reason:      "apply this patch to the workspace",
+		Reason:      reason,
 	}}
 	if containsSecrets {
 		reqs = append(reqs, Requirement{

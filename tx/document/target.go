@@ -170,11 +170,35 @@ func (d *Target) checkExpiry(r *planRecord) error {
 	return nil
 }
 
-// Approvals implements tx.Target: the patchset approval, and a
+// Approvals implements tx.Target: the patchset approval, whose reason
+// names the document and its revision (see approvalReason), and a
 // secrets_override when the new values hold secrets. Whether a person must
 // give the first is the engine's per-kind policy.
 func (d *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
-	return approvals.Required(p.PatchID, p.ContainsSecretIntroductions)
+	return approvals.RequiredFor(p.PatchID, approvalReason(p), p.ContainsSecretIntroductions)
+}
+
+// approvalReason says what approving p does: `patch document "d" at
+// revision 3 (2 operations)`, or `apply PatchSet "ps" to recipe "r" at
+// revision 3 (2 operations)`.
+func approvalReason(p *protocol.ProposalPointer) string {
+	r, err := record(p)
+	if err != nil {
+		return "patch a document"
+	}
+	ops := plural(len(r.Targets), "operation")
+	if r.PatchSetID != "" {
+		return fmt.Sprintf("apply PatchSet %q to recipe %q at revision %d (%s)", r.PatchSetID, r.DocID, r.ExpectedRevision, ops)
+	}
+	return fmt.Sprintf("patch document %q at revision %d (%s)", r.DocID, r.ExpectedRevision, ops)
+}
+
+// plural is "1 operation" or "2 operations".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // LockKeys implements tx.Target: the document id.

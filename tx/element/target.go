@@ -179,10 +179,29 @@ func elementPath(s protocol.MemoryScope, id string) string {
 // approvals; the grants were checked by the memory service.
 func (t *Target) Admit(*protocol.ProposalPointer) error { return nil }
 
-// Approvals implements tx.Target: the patchset approval. The memory kinds
-// run under approval policy never: the curator's call is the decision.
+// Approvals implements tx.Target: the patchset approval, whose reason
+// names the element and version (or the baseline) it changes. The memory
+// kinds run under approval policy never: the curator's call is the
+// decision.
 func (t *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
-	return approvals.Required(p.PatchID, false)
+	return approvals.RequiredFor(p.PatchID, approvalReason(p), false)
+}
+
+// approvalReason says what approving p does: "accept proposal p as the
+// next version of element e (after version v)", or "promote 3 version(s)
+// of t/o/r onto baseline b".
+func approvalReason(p *protocol.ProposalPointer) string {
+	r, err := ReadRecord(p)
+	if err != nil {
+		return "change a memory element"
+	}
+	if r.ProposalID != "" {
+		return fmt.Sprintf("accept proposal %s as the next version of element %s (after version %s)", r.ProposalID, r.ElementID, r.TargetVersionID)
+	}
+	if r.ParentBaselineID == "" {
+		return fmt.Sprintf("promote %d version(s) of %s as its first baseline", len(r.Versions), scopePath(r.Scope))
+	}
+	return fmt.Sprintf("promote %d version(s) of %s onto baseline %s", len(r.Versions), scopePath(r.Scope), r.ParentBaselineID)
 }
 
 // LockKeys implements tx.Target: the element for an accept, the
