@@ -1,0 +1,41 @@
+package document
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// TestApprovalReason checks that a document's patchset approval names the
+// document, the revision and the operation count (Issue 17 §5), and that
+// the secrets override keeps its own reason.
+func TestApprovalReason(t *testing.T) {
+	cases := []struct {
+		rec  planRecord
+		want string
+	}{
+		{planRecord{DocID: "deal-1", ExpectedRevision: 12, PatchID: "p", Targets: make([]protocol.ResolvedTarget, 2)},
+			`patch document "deal-1" at revision 12 (2 operations)`},
+		{planRecord{DocID: "d", PatchID: "p", Targets: make([]protocol.ResolvedTarget, 1)},
+			`patch document "d" at revision 0 (1 operation)`},
+		{planRecord{DocID: "pancakes", ExpectedRevision: 3, PatchSetID: "ps1", Targets: make([]protocol.ResolvedTarget, 4)},
+			`apply PatchSet "ps1" to recipe "pancakes" at revision 3 (4 operations)`},
+	}
+	d := New(Options{})
+	for _, c := range cases {
+		plan, _ := json.Marshal(c.rec)
+		p := &protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan, ContainsSecretIntroductions: true}
+		reqs := d.Approvals(p)
+		if len(reqs) != 2 || reqs[0].Kind != protocol.ApprovalPatchset || reqs[0].Reason != c.want {
+			t.Errorf("Approvals(%+v) = %+v, want a patchset approval with reason %q", c.rec, reqs, c.want)
+			continue
+		}
+		if reqs[1].Kind != protocol.ApprovalSecretsOverride || reqs[1].Reason == "" {
+			t.Errorf("secrets override = %+v", reqs[1])
+		}
+	}
+	if got := approvalReason(&protocol.ProposalPointer{TargetPlan: json.RawMessage(`[`)}); got != "patch a document" {
+		t.Errorf("unreadable plan: reason %q", got)
+	}
+}
