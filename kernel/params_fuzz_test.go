@@ -80,6 +80,9 @@ func FuzzMethodParams(f *testing.F) {
 	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"unified_diff","diff":"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+x\n"}}`))
 	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"files","files":[{"path":"../x","content":"y"}]}}`))
 	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
+	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"plan":"remove the TODOs","proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
+	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"plan":["find",{"step":"edit","status":"in_progress"}],"proposal":{"kind":"files","files":[{"path":"a.txt","content":"z\n"}]}}`))
+	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"plan":[{"step":"x","status":"nope"}],"proposal":{"kind":"files","files":[{"path":"a.txt","content":"z\n"}]}}`))
 	f.Add(uint8(slices.Index(names, "approval/respond")), []byte(`{"transactionId":"tx-1","approvalRequestId":"apr-1","decision":"deny"}`))
 	f.Add(uint8(slices.Index(names, "patch/apply")), []byte(`{"validation_id":"tx-1","validationId":"tx-2","patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`))
 	f.Add(uint8(slices.Index(names, "patch/apply")), []byte(`{"validation_id":7,"patch":{}}`))
@@ -154,6 +157,13 @@ var malformedByMethod = map[string][]string{
 		`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":"a.txt"}}`,
 		`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":[7]}}`,
 		`{"proposal":{"kind":"remove_todo_multi","needle":"NOT THERE","targetFiles":["a.txt"]}}`,
+		`{"plan":7,"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`,
+		`{"plan":{},"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`,
+		`{"plan":"","proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`,
+		`{"plan":[],"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`,
+		`{"plan":[{"step":"a","status":"later"}],"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`,
+		`{"plan":[{"step":"a","why":"b"}],"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`,
+		`{"plan":"ok","proposal":null}`,
 	},
 	"patchset/context_ack": {
 		`{"docId":"d"}`, `{"patchSetId":"ps"}`, `{"docId":"d","patchSetId":7}`, `{"docId":"d","patchSetId":""}`,

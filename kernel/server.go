@@ -173,7 +173,13 @@ var txMethods = map[string]methodInfo{
 		if p.Proposal == nil {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal"}, "proposal is required")
 		}
-		return s.cfg.Engine.Propose(ctx, p.Proposal)
+		plan, err := decodePlan(p.Plan)
+		if err != nil {
+			return nil, err
+		}
+		in := *p.Proposal
+		in.Plan = redactPlan(s.scanner, plan)
+		return s.cfg.Engine.Propose(ctx, &in)
 	})},
 	protocol.MethodTxStatus: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {

@@ -43,6 +43,7 @@ type Event struct {
 
 // Item types carried by turn/item (seed 001).
 const (
+	ItemPlan       = "plan" // turn/start's optional plan, before the fileChange item
 	ItemFileChange = "fileChange"
 	ItemTurnDiff   = "turnDiff"
 )
@@ -54,6 +55,8 @@ type Item struct {
 	Type     string       `json:"type"`
 	Changes  []FileChange `json:"changes,omitempty"` // fileChange
 	Diff     string       `json:"diff,omitempty"`    // turnDiff: the redacted canonical diff
+	Text     string       `json:"text,omitempty"`    // plan given as text (redacted)
+	Steps    []PlanStep   `json:"steps,omitempty"`   // plan given as steps (redacted)
 	Metadata ItemMetadata `json:"metadata"`
 }
 

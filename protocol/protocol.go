@@ -106,10 +106,35 @@ const (
 	KindRemoveTodoMulti = "remove_todo_multi"
 )
 
-// TurnStartParams are the params of turn/start: {"proposal": {...}}.
+// TurnStartParams are the params of turn/start: {"proposal": {...},
+// "plan"?: ...}. Plan stays raw: it is a string or an array of steps, and
+// the kernel decodes it strictly (TurnPlan).
 type TurnStartParams struct {
-	Proposal *ProposalInput `json:"proposal"`
+	Proposal *ProposalInput  `json:"proposal"`
+	Plan     json.RawMessage `json:"plan,omitempty"`
 }
+
+// TurnPlan is turn/start's optional plan, recorded as a plan turn item
+// before the fileChange item (seed 001 lists plan items in a turn): Text
+// when it was given as a string, Steps when it was given as a list.
+type TurnPlan struct {
+	Text  string
+	Steps []PlanStep
+}
+
+// PlanStep is one step of a plan, in the shape of Codex's plan tool
+// (UpdatePlanArgs' PlanItemArg): the step's text and its status.
+type PlanStep struct {
+	Step   string `json:"step"`
+	Status string `json:"status"` // pending | in_progress | completed
+}
+
+// Plan step statuses (Codex's StepStatus names).
+const (
+	StepPending    = "pending"
+	StepInProgress = "in_progress"
+	StepCompleted  = "completed"
+)
 
 // ProposalInput is one proposed change. Kind selects which fields apply:
 //   - unified_diff: Diff (UTF-8 text) or DiffBase64 (any bytes), a git-style
@@ -134,6 +159,10 @@ type ProposalInput struct {
 	Patch         json.RawMessage `json:"patch,omitempty"`
 	RecipeVersion *int64          `json:"recipeVersion,omitempty"`
 	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
+	// Plan is turn/start's plan (TurnStartParams.Plan, decoded and
+	// redacted by the kernel); the engine records it as a plan item
+	// before the fileChange item. It is not a member of proposal.
+	Plan *TurnPlan `json:"-"`
 	// Memory is a memory transaction's input (seed 002). Only the memory
 	// service sets it: it is never decoded from the wire, so turn/start
 	// cannot change memory around the grants of --memory-policy.

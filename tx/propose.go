@@ -77,6 +77,19 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1), target: tg}
 	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes}
 	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(plan.Redacted)}
+	// The turn's events: turn/start, the plan item when turn/start has a
+	// plan (seed 001 lists plan items before fileChange), the fileChange
+	// and turnDiff items, and the proposed status.
+	turn := []protocol.Event{{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: &ptr}}
+	if in.Plan != nil {
+		turn = append(turn, protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID,
+			Item: &protocol.Item{ID: newID("item"), Type: protocol.ItemPlan, Text: in.Plan.Text, Steps: in.Plan.Steps}})
+	}
+	turn = append(turn,
+		protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
+		protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
+		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
+	)
 	var evs []protocol.Event
 	// The ledger, transaction.json, proposal.patch, the blobs, their
 	// directory and the active/ marker are independent: write and fsync
@@ -86,12 +99,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 		t.led, err = createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
 		return err
 	}, func() (err error) {
-		evs, err = t.led.append(
-			protocol.Event{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: &ptr},
-			protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
-			protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
-			protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
-		)
+		evs, err = t.led.append(turn...)
 		if err != nil {
 			return err
 		}
