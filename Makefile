@@ -36,11 +36,14 @@ build:
 test: vet
 	$(GO) test -tags "$(TAGS)" -race -count=1 -timeout 30m ./...
 
+## test-short: vet, then the tests with -short, no -race
 test-short: vet
-	$(GO) test -tags "$(TAGS)" -count=1 ./...
+	$(GO) test -tags "$(TAGS)" -short -count=1 ./...
 
+## vet: gofmt, go.mod and go.sum tidy, go vet
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet -tags "$(TAGS)" ./...
 
 ## lint: staticcheck (installed from the Go module proxy on first use)
