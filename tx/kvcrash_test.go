@@ -110,6 +110,9 @@ func TestKVCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a process per failpoint")
 	}
+	if !failpoint.Enabled {
+		t.Fatal("failpoints are compiled out: run with -tags failpoints (the Makefile's TEST_TAGS)")
+	}
 	for _, fp := range kvFailpoints() {
 		t.Run(fp, func(t *testing.T) {
 			dir := t.TempDir()

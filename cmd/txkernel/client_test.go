@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,18 +21,24 @@ import (
 // kernelBin is the real txkernel binary, built once by TestMain.
 var kernelBin string
 
-// buildTags are this test binary's own build tags (the Makefile's TAGS),
-// passed to every build of the kernel so that the cgo build of SQLite is
-// shared, not redone.
+// buildTags are this test binary's own build tags (the Makefile's
+// TEST_TAGS), passed to every build of the kernel so that the cgo build of
+// SQLite is shared, not redone, plus failpoints if they lack it: the
+// end-to-end tests crash the kernel with TXKERNEL_FAILPOINTS, which only a
+// build with that tag reads (internal/failpoint).
 var buildTags = func() string {
+	var tags []string
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
-			if s.Key == "-tags" {
-				return s.Value
+			if s.Key == "-tags" && s.Value != "" {
+				tags = strings.Split(s.Value, ",")
 			}
 		}
 	}
-	return ""
+	if !slices.Contains(tags, "failpoints") {
+		tags = append(tags, "failpoints")
+	}
+	return strings.Join(tags, ",")
 }()
 
 func TestMain(m *testing.M) {
@@ -45,10 +52,7 @@ func TestMain(m *testing.M) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	if buildTags != "" {
-		args = append(args, "-tags", buildTags)
-	}
-	args = append(args, ".")
+	args = append(args, "-tags", buildTags, ".")
 	cmd := exec.Command("go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
