@@ -47,10 +47,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
-	"github.com/txkernel/txkernel/internal/parallel"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -382,6 +383,13 @@ func (e *Engine) writeMeta(t *transaction) error {
 	return replaceMeta(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), metaJSON(t.meta))
 }
 
+// maxInFlight bounds the engine's concurrent I/O calls, mostly fsyncs.
+// Independent fsyncs issued together let the file system commit them in
+// one journal transaction instead of one each: on ext4 here that is
+// several times faster, with the same durability, because every call
+// still returns only after its own fsync.
+const maxInFlight = 16
+
 // appendWithMeta appends events that change the state and rewrites
 // transaction.json to match, with the ledger fsync and the metadata
 // replace running side by side. They are independent: if the append fails
@@ -395,12 +403,10 @@ func (e *Engine) appendWithMeta(t *transaction, evs ...protocol.Event) error {
 	next := t.meta
 	next.State, next.UpdatedAt = deriveState(append(slices.Clone(t.led.events), evs...))
 	path := filepath.Join(t.dir, MetaFile)
-	return parallel.Do(2, func(i int) error {
-		if i == 0 {
-			return e.appendEvents(t, evs...)
-		}
-		return replaceMeta(e.opts.Failpoints, path, metaJSON(next))
-	})
+	var g errgroup.Group
+	g.Go(func() error { return e.appendEvents(t, evs...) })
+	g.Go(func() error { return replaceMeta(e.opts.Failpoints, path, metaJSON(next)) })
+	return g.Wait()
 }
 
 // metaJSON renders transaction.json, indented for people who read it.

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/errs"
-	"github.com/txkernel/txkernel/internal/parallel"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -93,7 +94,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	var evs []protocol.Event
 	// The ledger, transaction.json, proposal.patch, the blobs, their
 	// directory and the active/ marker are independent: write and fsync
-	// them together (see parallel). The marker is durable before the
+	// them together (see maxInFlight). The marker is durable before the
 	// rename, so a transaction that exists is never missing from the index.
 	err := e.writeProposalDir(tmp, plan, func() (err error) {
 		t.led, err = createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
@@ -189,5 +190,10 @@ func (e *Engine) writeProposalDir(dir string, plan *Plan, create func() error, m
 	if len(plan.Blobs) > 0 {
 		jobs = append(jobs, func() error { return writeFileSync(filepath.Join(dir, BlobFile), encodeBlobs(plan.Blobs), 0o600) })
 	}
-	return parallel.Do(len(jobs), func(i int) error { return jobs[i]() })
+	var g errgroup.Group
+	g.SetLimit(maxInFlight)
+	for _, job := range jobs {
+		g.Go(job)
+	}
+	return g.Wait()
 }

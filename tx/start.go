@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/txkernel/txkernel/internal/parallel"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -39,16 +40,21 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	loaded := make([]*transaction, len(ids))
-	_ = parallel.Do(len(ids), func(i int) error {
-		if _, err := os.Stat(filepath.Join(e.txRoot, ids[i])); errors.Is(err, fs.ErrNotExist) {
-			// The marker of a proposal that never reached its rename (the
-			// .tmp- directory is swept above): nothing to load.
-			_ = os.Remove(filepath.Join(e.activeDir, ids[i]))
+	var load errgroup.Group
+	load.SetLimit(maxInFlight)
+	for i := range ids {
+		load.Go(func() error {
+			if _, err := os.Stat(filepath.Join(e.txRoot, ids[i])); errors.Is(err, fs.ErrNotExist) {
+				// The marker of a proposal that never reached its rename (the
+				// .tmp- directory is swept above): nothing to load.
+				_ = os.Remove(filepath.Join(e.activeDir, ids[i]))
+				return nil
+			}
+			loaded[i] = e.loadTx(ids[i])
 			return nil
-		}
-		loaded[i] = e.loadTx(ids[i])
-		return nil
-	})
+		})
+	}
+	_ = load.Wait()
 	var live []*transaction
 	for _, t := range loaded {
 		if t == nil {
@@ -68,19 +74,24 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	// Recovery is mostly fsyncs, which are faster issued together; the
 	// lock keys keep apart two transactions that change the same thing.
-	return parallel.Do(len(live), func(i int) error {
-		t := live[i]
-		unlock, err := e.keys.lock(ctx, e.lockKeys(t))
-		if err == nil {
-			err = e.recover(ctx, t)
-			unlock()
-		}
-		if err != nil {
-			e.log.Error("recovery failed", "transactionId", t.id, "err", err)
-			t.loadErr = err
-		}
-		return nil
-	})
+	var rec errgroup.Group
+	rec.SetLimit(maxInFlight)
+	for i := range live {
+		rec.Go(func() error {
+			t := live[i]
+			unlock, err := e.keys.lock(ctx, e.lockKeys(t))
+			if err == nil {
+				err = e.recover(ctx, t)
+				unlock()
+			}
+			if err != nil {
+				e.log.Error("recovery failed", "transactionId", t.id, "err", err)
+				t.loadErr = err
+			}
+			return nil
+		})
+	}
+	return rec.Wait()
 }
 
 // sweepTmp removes the .tmp- directories of proposals that crashed before
@@ -137,18 +148,23 @@ func (e *Engine) buildIndex(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = parallel.Do(len(ids), func(i int) error {
-		t := e.loadTx(ids[i])
-		if t.loadErr != nil || !protocol.Terminal(t.meta.State) {
-			// Not terminal, or unreadable: load it at every start, where
-			// recovery or tx/list can deal with it.
-			return touch(filepath.Join(tmp, t.id))
-		}
-		if err := e.recordDenials(t); err != nil {
-			return err
-		}
-		return e.dropBlobs(t, true)
-	})
+	var g errgroup.Group
+	g.SetLimit(maxInFlight)
+	for i := range ids {
+		g.Go(func() error {
+			t := e.loadTx(ids[i])
+			if t.loadErr != nil || !protocol.Terminal(t.meta.State) {
+				// Not terminal, or unreadable: load it at every start, where
+				// recovery or tx/list can deal with it.
+				return touch(filepath.Join(tmp, t.id))
+			}
+			if err := e.recordDenials(t); err != nil {
+				return err
+			}
+			return e.dropBlobs(t, true)
+		})
+	}
+	err = g.Wait()
 	if err == nil {
 		err = syncDir(tmp)
 	}

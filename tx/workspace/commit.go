@@ -8,8 +8,9 @@ import (
 	"path"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/txkernel/txkernel/errs"
-	"github.com/txkernel/txkernel/internal/parallel"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
@@ -66,26 +67,31 @@ func (w *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) err
 func (w *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
 	changes := c.Proposal.Changes
 	ops := make([]protocol.CommitOp, len(changes))
-	err := parallel.Do(len(changes), func(i int) error {
-		ch := changes[i]
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if ch.Kind == protocol.ChangeDelete {
-			ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpDelete}
+	var g errgroup.Group
+	g.SetLimit(maxInFlight)
+	for i := range changes {
+		g.Go(func() error {
+			ch := changes[i]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if ch.Kind == protocol.ChangeDelete {
+				ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpDelete}
+				return nil
+			}
+			data, err := c.Blob(ch.NewSHA256)
+			if err != nil {
+				return err
+			}
+			staged := sandbox.StagedName(ch.Path, c.TxID)
+			if err := w.ws.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode)); err != nil {
+				return err
+			}
+			ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
 			return nil
-		}
-		data, err := c.Blob(ch.NewSHA256)
-		if err != nil {
-			return err
-		}
-		staged := sandbox.StagedName(ch.Path, c.TxID)
-		if err := w.ws.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode)); err != nil {
-			return err
-		}
-		ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
-		return nil
-	})
+		})
+	}
+	err := g.Wait()
 	if err != nil {
 		return nil, w.classify(err)
 	}
@@ -106,6 +112,11 @@ func (w *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRec
 	return &protocol.CommitRecord{Ops: ops}, nil
 }
 
+// maxInFlight bounds the concurrent stagings and fsyncs of a commit, as
+// the engine bounds its own (tx's maxInFlight: fsyncs issued together
+// share a journal transaction).
+const maxInFlight = 16
+
 // syncDirs fsyncs, concurrently, the parent directory of every path and,
 // with ancestors, all of their ancestors up to the workspace root.
 func (w *Target) syncDirs(paths []string, ancestors bool) error {
@@ -119,12 +130,17 @@ func (w *Target) syncDirs(paths []string, ancestors bool) error {
 		}
 	}
 	sorted := slices.Sorted(maps.Keys(dirs))
-	return parallel.Do(len(sorted), func(i int) error {
-		if err := w.ws.SyncDir(sorted[i]); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
-		}
-		return nil
-	})
+	var g errgroup.Group
+	g.SetLimit(maxInFlight)
+	for i := range sorted {
+		g.Go(func() error {
+			if err := w.ws.SyncDir(sorted[i]); err != nil {
+				return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // Abort implements tx.Target: it removes the staged files of an apply
