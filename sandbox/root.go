@@ -384,10 +384,10 @@ func (w *Workspace) mapErr(rel string, err error) error {
 // rel or any parent inside the workspace is a symlink — whether it points
 // outside or inside — or when the file was replaced between the check and
 // the open; ErrNotRegular for a directory, device, FIFO or socket;
-// ErrHardlink when the file's link count (fstat st_nlink, or NumberOfLinks
-// on Windows) is above 1, before any byte is read; ErrEscape if os.Root
-// detects an escape; and CleanPath's errors for a malformed rel. mode is the
-// file's fs.FileMode (permission and setuid/setgid/sticky bits).
+// ErrHardlink when the file's link count (fstat st_nlink) is above 1,
+// before any byte is read; ErrEscape if os.Root detects an escape; and
+// CleanPath's errors for a malformed rel. mode is the file's fs.FileMode
+// (permission and setuid/setgid/sticky bits).
 //
 // Hard links are refused because os.Root confines names, not inodes: a
 // link planted in the workspace to a file outside it would let a proposal
