@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,40 +68,65 @@ func newTestServer(tb testing.TB) *Server {
 
 // FuzzMethodParams feeds arbitrary params to every method of the method
 // table, against a real engine: no handler may panic, and every error must
-// map to a non-zero wire code.
+// map to a non-zero wire code. The method is named by the input, not
+// picked by its index in the table, so a committed seed keeps fuzzing the
+// method it was written for as methods are added; a name the table does
+// not have is skipped.
 func FuzzMethodParams(f *testing.F) {
-	names := make([]string, 0, len(methods))
-	for name := range methods {
-		names = append(names, name)
+	for _, name := range slices.Sorted(maps.Keys(methods)) {
+		f.Add(name, []byte(`{}`))
+		f.Add(name, []byte(`{"transactionId":"tx-0000000000000000","afterSeq":-1}`))
 	}
-	slices.Sort(names)
-	for i := range names {
-		f.Add(uint8(i), []byte(`{}`))
-		f.Add(uint8(i), []byte(`{"transactionId":"tx-0000000000000000","afterSeq":-1}`))
-	}
-	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"unified_diff","diff":"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+x\n"}}`))
-	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"files","files":[{"path":"../x","content":"y"}]}}`))
-	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
-	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"plan":"remove the TODOs","proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
-	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"plan":["find",{"step":"edit","status":"in_progress"}],"proposal":{"kind":"files","files":[{"path":"a.txt","content":"z\n"}]}}`))
-	f.Add(uint8(slices.Index(names, "turn/start")), []byte(`{"plan":[{"step":"x","status":"nope"}],"proposal":{"kind":"files","files":[{"path":"a.txt","content":"z\n"}]}}`))
-	f.Add(uint8(slices.Index(names, "approval/respond")), []byte(`{"transactionId":"tx-1","approvalRequestId":"apr-1","decision":"deny"}`))
-	f.Add(uint8(slices.Index(names, "patch/apply")), []byte(`{"validation_id":"tx-1","validationId":"tx-2","patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`))
-	f.Add(uint8(slices.Index(names, "patch/apply")), []byte(`{"validation_id":7,"patch":{}}`))
+	f.Add("turn/start", []byte(`{"proposal":{"kind":"unified_diff","diff":"diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+x\n"}}`))
+	f.Add("turn/start", []byte(`{"proposal":{"kind":"files","files":[{"path":"../x","content":"y"}]}}`))
+	f.Add("turn/start", []byte(`{"proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
+	f.Add("turn/start", []byte(`{"plan":"remove the TODOs","proposal":{"kind":"remove_todo_multi","needle":"TODO","targetFiles":["a.txt"]}}`))
+	f.Add("turn/start", []byte(`{"plan":["find",{"step":"edit","status":"in_progress"}],"proposal":{"kind":"files","files":[{"path":"a.txt","content":"z\n"}]}}`))
+	f.Add("turn/start", []byte(`{"plan":[{"step":"x","status":"nope"}],"proposal":{"kind":"files","files":[{"path":"a.txt","content":"z\n"}]}}`))
+	f.Add("approval/respond", []byte(`{"transactionId":"tx-1","approvalRequestId":"apr-1","decision":"deny"}`))
+	f.Add("patch/apply", []byte(`{"validation_id":"tx-1","validationId":"tx-2","patch":{"patch_id":"p","expected_revision":0,"operations":[]}}`))
+	f.Add("patch/apply", []byte(`{"validation_id":7,"patch":{}}`))
 	s := newTestServer(f)
-	f.Fuzz(func(t *testing.T, sel uint8, params []byte) {
-		name := names[int(sel)%len(names)]
-		if name == "exit" || name == "shutdown" {
-			return // they end the session by design
+	f.Fuzz(func(t *testing.T, name string, params []byte) {
+		m, ok := methods[name]
+		if !ok || name == "exit" || name == "shutdown" {
+			return // not a method; or one that ends the session by design
 		}
 		raw := json.RawMessage(params)
-		_, err := methods[name].handle(context.Background(), s, &raw)
+		_, err := m.handle(context.Background(), s, &raw)
 		if err != nil {
 			if code := s.toWire(err).Code; code == 0 {
 				t.Fatalf("%s(%s): error with code 0: %v", name, params, err)
 			}
 		}
 	})
+}
+
+// TestFuzzMethodParamsCorpus checks that every committed seed of
+// FuzzMethodParams names a method the table has: the fuzz target skips
+// any other name, so a renamed method would otherwise leave its seeds
+// testing nothing.
+func TestFuzzMethodParamsCorpus(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzMethodParams", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no seeds: %v", err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		var name string
+		if len(lines) > 2 && lines[0] == "go test fuzz v1" {
+			if q, ok := strings.CutPrefix(lines[1], "string("); ok {
+				name, _ = strconv.Unquote(strings.TrimSuffix(q, ")"))
+			}
+		}
+		if _, ok := methods[name]; !ok || name == "exit" || name == "shutdown" {
+			t.Errorf("%s: line 2 is %q, want string(\"<method>\") naming a method of the table other than exit and shutdown", file, lines[min(1, len(lines)-1)])
+		}
+	}
 }
 
 // TestMalformedParamsEveryMethod is the table version: for every request
