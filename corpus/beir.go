@@ -14,6 +14,7 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
 )
 
@@ -175,7 +176,7 @@ type EvalResult struct {
 // Evaluate runs every query of qrels against the corpus in mode, writes a
 // TREC run (qid Q0 docid rank score tag) to run when it is not nil, and
 // returns the mean nDCG@10 and recall@100.
-func (s *Service) Evaluate(ctx context.Context, corpusID, mode string, queries map[string]string, qrels Qrels, t Tuning, run io.Writer) (*EvalResult, error) {
+func (s *Service) Evaluate(ctx context.Context, corpusID, mode string, queries map[string]string, qrels Qrels, t search.Tuning, run io.Writer) (*EvalResult, error) {
 	qids := make([]string, 0, len(qrels))
 	for q := range qrels {
 		if _, ok := queries[q]; ok {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txkernel/txkernel/corpus/markdown"
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
+	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
@@ -54,7 +54,7 @@ var searchCorpus struct {
 	id    string
 	err   error
 	vecs  [][]float32 // the stored vectors, for the brute-force floor
-	model embed.Embedder
+	model embedding.Embedder
 }
 
 // bigDocs makes n documents from the RFC corpus's heading chunks, split
@@ -103,7 +103,7 @@ func setupSearch(b *testing.B) {
 			return
 		}
 		b.Logf("indexed %d chunks in %v", searchN, time.Since(start))
-		blobs, err := db.VectorBlobs(ctx, id, embed.DefaultBuiltinDims)
+		blobs, err := db.VectorBlobs(ctx, id, embedding.DefaultBuiltinDims)
 		if err != nil {
 			searchCorpus.err = err
 			return
@@ -154,7 +154,7 @@ func BenchmarkSearch(b *testing.B) {
 	// The KNN alone, through vec0, for a like-for-like comparison with the
 	// floor (Search adds the query's embedding and the row fetch).
 	b.Run("mode=vec0-knn", func(b *testing.B) {
-		qv, _ := searchCorpus.model.Embed(ctx, benchQueries, embed.Query)
+		qv, _ := searchCorpus.model.Embed(ctx, benchQueries, embedding.Query)
 		for i := range b.N {
 			if _, err := searchCorpus.db.SearchVector(ctx, searchCorpus.id, qv[i%len(qv)], store.Filter{}, 10); err != nil {
 				b.Fatal(err)
@@ -162,7 +162,7 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	})
 	b.Run("mode=bruteforce-floor", func(b *testing.B) {
-		qv, _ := searchCorpus.model.Embed(ctx, benchQueries, embed.Query)
+		qv, _ := searchCorpus.model.Embed(ctx, benchQueries, embedding.Query)
 		for i := range b.N {
 			bruteForce(searchCorpus.vecs, qv[i%len(qv)], 10)
 		}

@@ -3,7 +3,7 @@ package corpus
 import (
 	"context"
 
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/store"
 )
@@ -17,7 +17,7 @@ const embedBatch = 256
 // this sync) and the model's bytes go into the same SQL transaction as the
 // rows; otherwise the stored model folds in the new bodies, so existing
 // vectors stay comparable.
-func (s *Service) embedderForSync(ctx context.Context, db *store.DB, c *store.Corpus, st *state, bodies []string, rebuild bool) (embed.Embedder, store.Model, error) {
+func (s *Service) embedderForSync(ctx context.Context, db *store.DB, c *store.Corpus, st *state, bodies []string, rebuild bool) (embedding.Embedder, store.Model, error) {
 	if s.cfg.Embedder != nil {
 		info := s.cfg.Embedder.Info()
 		return s.cfg.Embedder, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil
@@ -30,7 +30,7 @@ func (s *Service) embedderForSync(ctx context.Context, db *store.DB, c *store.Co
 		info := b.Info()
 		return b, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil
 	}
-	b, err = embed.TrainBuiltin(ctx, bodies, s.cfg.Builtin)
+	b, err = embedding.TrainBuiltin(ctx, bodies, s.cfg.Builtin)
 	if err != nil {
 		return nil, store.Model{}, err
 	}
@@ -45,7 +45,7 @@ func (s *Service) embedderForSync(ctx context.Context, db *store.DB, c *store.Co
 
 // loadBuiltin returns the corpus's trained built-in model, from memory or
 // kernel.db; nil when it has none yet.
-func (s *Service) loadBuiltin(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (*embed.Builtin, error) {
+func (s *Service) loadBuiltin(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (*embedding.Builtin, error) {
 	if st.builtin != nil {
 		return st.builtin, nil
 	}
@@ -53,7 +53,7 @@ func (s *Service) loadBuiltin(ctx context.Context, db *store.DB, c *store.Corpus
 	if err != nil || blob == nil {
 		return nil, err
 	}
-	b, err := embed.LoadBuiltin(blob)
+	b, err := embedding.LoadBuiltin(blob)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, nil, "corpus %s: stored model", c.ID)
 	}
@@ -63,7 +63,7 @@ func (s *Service) loadBuiltin(ctx context.Context, db *store.DB, c *store.Corpus
 
 // queryEmbedder returns the embedder that made the corpus's vectors, for a
 // query. errs.Invalid (reason "no-vectors") when there is none yet.
-func (s *Service) queryEmbedder(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (embed.Embedder, error) {
+func (s *Service) queryEmbedder(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (embedding.Embedder, error) {
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder, nil
 	}
@@ -81,7 +81,7 @@ func (s *Service) queryEmbedder(ctx context.Context, db *store.DB, c *store.Corp
 
 // embedderInfo describes the embedder of a corpus for status and stale
 // counts; an untrained built-in has an empty ModelVersion.
-func (s *Service) embedderInfo(ctx context.Context, db *store.DB, c *store.Corpus, st *state) embed.Info {
+func (s *Service) embedderInfo(ctx context.Context, db *store.DB, c *store.Corpus, st *state) embedding.Info {
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder.Info()
 	}
@@ -89,16 +89,16 @@ func (s *Service) embedderInfo(ctx context.Context, db *store.DB, c *store.Corpu
 		return st.builtin.Info()
 	}
 	if _, blob, err := db.CorpusModel(ctx, c.ID); err == nil && blob != nil {
-		if b, err := embed.LoadBuiltin(blob); err == nil {
+		if b, err := embedding.LoadBuiltin(blob); err == nil {
 			return b.Info()
 		}
 	}
-	return embed.Info{Model: "txkernel-lsa", Method: "not trained yet: trained on the corpus at its first sync"}
+	return embedding.Info{Model: "txkernel-lsa", Method: "not trained yet: trained on the corpus at its first sync"}
 }
 
 // embedSome embeds the bodies of the chunks that need it, in batches. It
 // returns one vector per chunk (nil where not needed) and how many it made.
-func embedSome(ctx context.Context, e embed.Embedder, chunks []store.Chunk, need []bool) ([][]float32, int, error) {
+func embedSome(ctx context.Context, e embedding.Embedder, chunks []store.Chunk, need []bool) ([][]float32, int, error) {
 	var idx []int
 	var texts []string
 	for i := range chunks {
@@ -110,7 +110,7 @@ func embedSome(ctx context.Context, e embed.Embedder, chunks []store.Chunk, need
 	out := make([][]float32, len(chunks))
 	for start := 0; start < len(texts); start += embedBatch {
 		end := min(start+embedBatch, len(texts))
-		vs, err := e.Embed(ctx, texts[start:end], embed.Document)
+		vs, err := e.Embed(ctx, texts[start:end], embedding.Document)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -125,7 +125,7 @@ func embedSome(ctx context.Context, e embed.Embedder, chunks []store.Chunk, need
 // in batches, each batch one SQL transaction. It stops at the first
 // embedder error, leaving the rest stale for later.
 func (s *Service) reembedStale(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (int, error) {
-	var e embed.Embedder
+	var e embedding.Embedder
 	var m store.Model
 	if s.cfg.Embedder != nil {
 		e = s.cfg.Embedder
@@ -154,7 +154,7 @@ func (s *Service) reembedStale(ctx context.Context, db *store.DB, c *store.Corpu
 		for i, r := range rows {
 			texts[i] = r.Body
 		}
-		vs, err := e.Embed(ctx, texts, embed.Document)
+		vs, err := e.Embed(ctx, texts, embedding.Document)
 		if err != nil {
 			return total, err
 		}

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txkernel/txkernel/corpus/markdown"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
 )
 

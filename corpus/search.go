@@ -1,16 +1,14 @@
 package corpus
 
 import (
-	"cmp"
 	"context"
 	"math"
-	"slices"
 	"strings"
-	"unicode"
 
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
 )
 
@@ -19,56 +17,8 @@ const (
 	DefaultTail = 40   // seed 004, RULE-STORE-001
 	DefaultK    = 10   // seed 004, semantic_search
 	MaxResults  = 1000 // per call, for tail and search
-	// RRFK is reciprocal rank fusion's constant (Cormack et al. 2009).
-	RRFK = 60
-	// fusionDepth is how deep each ranking is read before fusing.
-	fusionDepth = 100
-	// titleWeight is the BM25 weight of a title against a body's 1.
-	titleWeight = 2.0
 	excerptLen  = 280
 )
-
-// Fusion methods of Tuning.Fusion.
-const (
-	// FusionRRF is weighted reciprocal rank fusion: Σ weight/(RRFK+rank).
-	FusionRRF = "rrf"
-	// FusionConvex is a convex combination of min-max normalised scores:
-	// Alpha·bm25' + (1−Alpha)·cosine', each scaled to [0, 1] over the
-	// depth read (a row absent from a ranking scores 0 there).
-	FusionConvex = "convex"
-)
-
-// Tuning holds the search knobs the BEIR evaluator tunes on a training
-// split: the BM25 title weight, how deep each ranking is read, and how
-// the two rankings are fused.
-type Tuning struct {
-	// TitleWeight is the BM25 weight of the title column (body: 1).
-	TitleWeight float64
-	// Fusion is FusionRRF or FusionConvex.
-	Fusion string
-	// KeywordWeight and SemanticWeight weigh the rankings in RRF.
-	KeywordWeight  float64
-	SemanticWeight float64
-	// Alpha is the keyword share of a convex fusion, in [0, 1].
-	Alpha float64
-	// Depth is how many hits of each ranking are fused.
-	Depth int
-	// PRFDocs and PRFWeight are dense pseudo-relevance feedback in hybrid
-	// mode (Rocchio in the vector space): the query vector plus
-	// PRFWeight × the mean vector of the PRFDocs best keyword hits,
-	// renormalised, is what the semantic ranking searches with. 0 docs:
-	// none.
-	PRFDocs   int
-	PRFWeight float64
-}
-
-// DefaultTuning is what corpus/search uses. It was chosen on SciFact's
-// train split only (README, "Retrieval quality"), from 24 settings: RRF
-// with semantic weights 0.2–1 trailed BM25 alone; a convex fusion with
-// the keyword side at 0.6 and dense feedback from the two best keyword
-// hits at weight 3 was best (nDCG@10 0.713 against BM25's 0.707).
-var DefaultTuning = Tuning{TitleWeight: titleWeight, Fusion: FusionConvex, KeywordWeight: 1, SemanticWeight: 1, Alpha: 0.6,
-	Depth: fusionDepth, PRFDocs: 2, PRFWeight: 3}
 
 // Tail answers seed 004's linear_tail (corpus/tail).
 func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams, caller string) (*protocol.CorpusHits, error) {
@@ -133,11 +83,11 @@ func (s *Service) Section(ctx context.Context, p *protocol.CorpusSectionParams) 
 // or hybrid (both, fused by reciprocal rank fusion, never by adding raw
 // scores). Filters are predicates inside each ranking query.
 func (s *Service) Search(ctx context.Context, p *protocol.CorpusSearchParams, caller string) (*protocol.CorpusHits, error) {
-	return s.SearchTuned(ctx, p, caller, DefaultTuning)
+	return s.SearchTuned(ctx, p, caller, search.DefaultTuning)
 }
 
 // SearchTuned is Search with explicit tuning (the BEIR evaluator's).
-func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParams, caller string, t Tuning) (*protocol.CorpusHits, error) {
+func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParams, caller string, t search.Tuning) (*protocol.CorpusHits, error) {
 	db, c, st, err := s.corpus(ctx, p.CorpusID)
 	if err != nil {
 		return nil, err
@@ -164,7 +114,7 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 	depth := max(k, t.Depth)
 	var kw, sem []store.Scored
 	if p.Mode != protocol.SearchSemantic {
-		if m := MatchExpr(p.Query); m != "" {
+		if m := search.MatchExpr(p.Query); m != "" {
 			n := k
 			if p.Mode == protocol.SearchHybrid {
 				n = depth
@@ -180,7 +130,7 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		if err != nil {
 			return nil, err
 		}
-		qv, err := e.Embed(ctx, []string{p.Query}, embed.Query)
+		qv, err := e.Embed(ctx, []string{p.Query}, embedding.Query)
 		if err != nil {
 			return nil, errs.Wrap(errs.Internal, err, map[string]any{"reason": "embedder-failed"}, "embed the query")
 		}
@@ -200,7 +150,7 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 			out.StaleVectors = n
 		}
 	}
-	fused := Fuse(kw, sem, t, k)
+	fused := search.Fuse(kw, sem, t, k)
 	ids := make([]int64, len(fused))
 	for i, h := range fused {
 		ids[i] = h.ID
@@ -256,130 +206,6 @@ func feedback(ctx context.Context, db *store.DB, q []float32, top []store.Scored
 	}
 	return res, nil
 }
-
-// Fused is one hit of Fuse.
-type Fused struct {
-	ID                        int64
-	Score                     float64
-	KeywordRank, SemanticRank int // 1-based; 0 when absent from that ranking
-	Why                       string
-}
-
-// Fuse merges a keyword ranking (best first) and a semantic ranking
-// (nearest first) into at most k hits. With one ranking it keeps its order
-// and scores (BM25, or cosine similarity = 1 - distance); with both it is
-// t.Fusion: weighted reciprocal rank fusion, score = Σ weight / (RRFK +
-// rank), or a convex combination of min-max normalised scores. Raw scores
-// are never added: BM25 and cosine are on different scales.
-func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
-	if len(sem) == 0 || len(kw) == 0 {
-		var out []Fused
-		for i, h := range kw {
-			out = append(out, Fused{ID: h.ID, Score: h.Score, KeywordRank: i + 1, Why: protocol.WhyKeyword})
-		}
-		for i, h := range sem {
-			out = append(out, Fused{ID: h.ID, Score: 1 - h.Score, SemanticRank: i + 1, Why: protocol.WhySemantic})
-		}
-		return out[:min(k, len(out))]
-	}
-	by := map[int64]*Fused{}
-	var order []int64
-	get := func(id int64) *Fused {
-		f := by[id]
-		if f == nil {
-			f = &Fused{ID: id}
-			by[id] = f
-			order = append(order, id)
-		}
-		return f
-	}
-	convex := t.Fusion == FusionConvex
-	kwNorm := minMax(kw, func(x float64) float64 { return x })
-	semNorm := minMax(sem, func(d float64) float64 { return 1 - d })
-	for i, h := range kw {
-		f := get(h.ID)
-		f.KeywordRank = i + 1
-		if convex {
-			f.Score += t.Alpha * kwNorm(h.Score)
-		} else {
-			f.Score += t.KeywordWeight / float64(RRFK+i+1)
-		}
-	}
-	for i, h := range sem {
-		f := get(h.ID)
-		f.SemanticRank = i + 1
-		if convex {
-			f.Score += (1 - t.Alpha) * semNorm(1-h.Score)
-		} else {
-			f.Score += t.SemanticWeight / float64(RRFK+i+1)
-		}
-	}
-	out := make([]Fused, 0, len(order))
-	for _, id := range order {
-		f := by[id]
-		switch {
-		case f.KeywordRank > 0 && f.SemanticRank > 0:
-			f.Why = protocol.WhyHybrid
-		case f.KeywordRank > 0:
-			f.Why = protocol.WhyKeyword
-		default:
-			f.Why = protocol.WhySemantic
-		}
-		out = append(out, *f)
-	}
-	// A stable sort on the score alone: ties keep the order rows were
-	// met in (keyword order, then semantic order), so results are
-	// deterministic.
-	slices.SortStableFunc(out, func(a, b Fused) int { return cmp.Compare(b.Score, a.Score) })
-	return out[:min(k, len(out))]
-}
-
-// minMax returns a function that scales a ranking's scores (after conv)
-// to [0, 1] by the ranking's own minimum and maximum; a ranking whose
-// scores are all equal scales to 1.
-func minMax(r []store.Scored, conv func(float64) float64) func(float64) float64 {
-	if len(r) == 0 {
-		return func(float64) float64 { return 0 }
-	}
-	lo, hi := conv(r[0].Score), conv(r[0].Score)
-	for _, h := range r[1:] {
-		v := conv(h.Score)
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	if hi == lo {
-		return func(float64) float64 { return 1 }
-	}
-	return func(v float64) float64 { return (v - lo) / (hi - lo) }
-}
-
-// MatchExpr turns free text into an FTS5 MATCH expression: every word
-// (letters and digits) that is not a stopword, quoted so that FTS5 syntax
-// in the text is inert, joined by OR so that BM25 ranks partial matches.
-// It returns "" when no word is left.
-func MatchExpr(q string) string {
-	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	seen := map[string]bool{}
-	var terms []string
-	for _, w := range words {
-		if stopwords[w] || seen[w] {
-			continue
-		}
-		seen[w] = true
-		terms = append(terms, `"`+w+`"`)
-	}
-	return strings.Join(terms, " OR ")
-}
-
-// stopwords are English function words left out of keyword queries: with
-// OR semantics they would match nearly every row and only add noise.
-var stopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an and are as at be been but by for from has have in into is it its of on or that the their
-		there these this to was were which with will not no than then so such can do does did`) {
-		m[w] = true
-	}
-	return m
-}()
 
 // count reads an optional positive count with a default and MaxResults.
 func count(field string, v *int, def int) (int, error) {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
@@ -44,9 +44,9 @@ type Config struct {
 	// Embedder is used for every corpus when set (the HTTP client); nil
 	// means the built-in embedder, trained on each corpus at its first sync
 	// and at each rebuild.
-	Embedder embed.Embedder
+	Embedder embedding.Embedder
 	// Builtin configures the built-in embedder.
-	Builtin embed.BuiltinConfig
+	Builtin embedding.BuiltinConfig
 	// Debounce is the watcher's quiet period before a sync (default 50 ms).
 	Debounce time.Duration
 	// RetryStale is how often a watched corpus with stale vectors retries
@@ -74,7 +74,7 @@ type state struct {
 	// mu serialises syncs, rebuilds and re-embeds of the corpus.
 	mu sync.Mutex
 	// builtin is the trained built-in model, loaded from kernel.db.
-	builtin *embed.Builtin
+	builtin *embedding.Builtin
 
 	// The fields below are guarded by Service.mu.
 	watcher   *watcher

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/txkernel/txkernel/corpus/markdown"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )

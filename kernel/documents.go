@@ -3,8 +3,8 @@ package kernel
 import (
 	"context"
 
+	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/tx/document"
 )
 
 // documentMethods are the document methods (seeds 000 and 003, PROTOCOL.md

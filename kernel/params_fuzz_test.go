@@ -18,14 +18,13 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
-	"github.com/txkernel/txkernel/tx/document"
-	"github.com/txkernel/txkernel/tx/element"
-	"github.com/txkernel/txkernel/tx/workspace"
+	"github.com/txkernel/txkernel/workspace"
 )
 
 // newTestServer wires a Server to a real engine on a real workspace.
@@ -44,7 +43,7 @@ func newTestServer(tb testing.TB) *Server {
 	dataDir := tb.TempDir()
 	doct := document.New(document.Options{DBPath: filepath.Join(dataDir, store.FileName)})
 	tb.Cleanup(func() { doct.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, element.New(doct.Store, nil)}, DataDir: dataDir,
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, memory.NewTarget(doct.Store, nil)}, DataDir: dataDir,
 		Policy: approvals.Never, Logger: log})
 	if err != nil {
 		tb.Fatal(err)

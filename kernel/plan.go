@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/txkernel/txkernel/docs"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/jsondoc"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/secrets"
 )
@@ -30,7 +30,7 @@ const (
 // too-long, too-many-steps, unknown-member, duplicate-member,
 // missing-member or unknown-status.
 func decodePlan(raw json.RawMessage) (*protocol.TurnPlan, error) {
-	switch t := docs.JSONType(raw); t {
+	switch t := jsondoc.JSONType(raw); t {
 	case "invalid", "null":
 		return nil, nil
 	case "string":
@@ -60,23 +60,23 @@ func decodePlan(raw json.RawMessage) (*protocol.TurnPlan, error) {
 		}
 		return &protocol.TurnPlan{Steps: steps}, nil
 	default:
-		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "plan", Expected: "string or array", Got: t, Reason: docs.ReasonWrongType},
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "plan", Expected: "string or array", Got: t, Reason: jsondoc.ReasonWrongType},
 			"plan must be a string or an array of steps, not %s", t)
 	}
 }
 
 // planStep decodes one step: a string, or {step, status?} by exact names.
 func planStep(raw json.RawMessage, field string) (protocol.PlanStep, error) {
-	switch t := docs.JSONType(raw); t {
+	switch t := jsondoc.JSONType(raw); t {
 	case "string":
 		text, err := planText(raw, field)
 		return protocol.PlanStep{Step: text, Status: protocol.StepPending}, err
 	case "object":
 	default:
-		return protocol.PlanStep{}, errs.New(errs.Invalid, errs.InvalidData{Field: field, Expected: "string or object", Got: t, Reason: docs.ReasonWrongType},
+		return protocol.PlanStep{}, errs.New(errs.Invalid, errs.InvalidData{Field: field, Expected: "string or object", Got: t, Reason: jsondoc.ReasonWrongType},
 			"%s must be a string or an object {step, status}, not %s", field, t)
 	}
-	members, err := docs.Members(raw, field)
+	members, err := jsondoc.Members(raw, field)
 	if err != nil {
 		return protocol.PlanStep{}, err
 	}
@@ -91,8 +91,8 @@ func planStep(raw json.RawMessage, field string) (protocol.PlanStep, error) {
 			}
 			hasStep = true
 		case "status":
-			if t := docs.JSONType(m.Value); t != "string" {
-				return protocol.PlanStep{}, docs.TypeError(f, "string", t)
+			if t := jsondoc.JSONType(m.Value); t != "string" {
+				return protocol.PlanStep{}, jsondoc.TypeError(f, "string", t)
 			}
 			_ = json.Unmarshal(m.Value, &st.Status)
 			switch st.Status {
@@ -105,7 +105,7 @@ func planStep(raw json.RawMessage, field string) (protocol.PlanStep, error) {
 		}
 	}
 	if !hasStep {
-		return protocol.PlanStep{}, planErr(field+".step", docs.ReasonMissingMember, "%s.step is required", field)
+		return protocol.PlanStep{}, planErr(field+".step", jsondoc.ReasonMissingMember, "%s.step is required", field)
 	}
 	return st, nil
 }
@@ -113,8 +113,8 @@ func planStep(raw json.RawMessage, field string) (protocol.PlanStep, error) {
 // planText decodes a JSON string that must hold some text: not only
 // white space, at most maxPlanText bytes.
 func planText(raw json.RawMessage, field string) (string, error) {
-	if t := docs.JSONType(raw); t != "string" {
-		return "", docs.TypeError(field, "string", t)
+	if t := jsondoc.JSONType(raw); t != "string" {
+		return "", jsondoc.TypeError(field, "string", t)
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {

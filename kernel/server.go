@@ -50,12 +50,12 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/tx"
-	"github.com/txkernel/txkernel/tx/document"
 )
 
 // Config wires a Server to its services.

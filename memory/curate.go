@@ -11,7 +11,6 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/tx/element"
 )
 
 // newID is prefix and 24 random hex digits.
@@ -133,7 +132,7 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 	if row.TargetVersionID != row.CurrentVersionID {
 		// Refused before a transaction is made; the engine's base check
 		// is the guard for a move between here and the commit.
-		return nil, element.StaleAccept(row.ProposalID, row.ElementID, row.TargetVersionID, row.CurrentVersionID)
+		return nil, StaleAccept(row.ProposalID, row.ElementID, row.TargetVersionID, row.CurrentVersionID)
 	}
 	txID := ""
 	if row.AcceptTxID != "" {
@@ -157,12 +156,12 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 	if err := s.apply(ctx, txID); err != nil {
 		return nil, err
 	}
-	if _, err := s.embedVersions(ctx, []string{element.VersionID(txID)}); err != nil {
+	if _, err := s.embedVersions(ctx, []string{VersionID(txID)}); err != nil {
 		// The version is committed; it is embedded by the next ingest
 		// or accept that finds it without vectors.
-		s.log.Warn("memory/accept: embedding failed; the version is searchable by keyword", "version_id", element.VersionID(txID), "err", err)
+		s.log.Warn("memory/accept: embedding failed; the version is searchable by keyword", "version_id", VersionID(txID), "err", err)
 	}
-	return &protocol.AcceptResult{ProposalID: row.ProposalID, VersionID: element.VersionID(txID), DecisionID: element.DecisionID(txID), TransactionID: txID}, nil
+	return &protocol.AcceptResult{ProposalID: row.ProposalID, VersionID: VersionID(txID), DecisionID: DecisionID(txID), TransactionID: txID}, nil
 }
 
 // apply applies memory transaction txID. A transaction whose base went
@@ -297,10 +296,10 @@ func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr pr
 	if err != nil {
 		return nil, err
 	}
-	r, err := element.ReadRecord(st.Pointers.Proposal)
+	r, err := ReadRecord(st.Pointers.Proposal)
 	if err != nil {
 		return nil, err
 	}
-	return &protocol.PromoteResult{BaselineID: element.BaselineID(res.TransactionID), PreviousBaselineID: prev, Published: len(r.Versions),
-		TransactionID: res.TransactionID, DecisionID: element.DecisionID(res.TransactionID)}, nil
+	return &protocol.PromoteResult{BaselineID: BaselineID(res.TransactionID), PreviousBaselineID: prev, Published: len(r.Versions),
+		TransactionID: res.TransactionID, DecisionID: DecisionID(res.TransactionID)}, nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/tx/element"
 )
 
 // DefaultGlob is memory/ingest's default glob (seed 002 §5).
@@ -241,7 +240,7 @@ func (s *Service) readIngest(rel, m string, repo gitRepo) (*store.MemIngestFile,
 	prov, _ := json.Marshal(map[string]any{"source_repo": repo.sourceRepo, "commit_sha": repo.commit, "path": provPath})
 	return &store.MemIngestFile{ElementID: m, Version: store.MemNewVersion{
 		VersionID: newID("ver_"), Title: title, Body: body, BodyHash: store.HashBody(body),
-		SourceKind: protocol.SourceIngestedEvidence, Provenance: prov, Chunks: element.Chunks(title, body),
+		SourceKind: protocol.SourceIngestedEvidence, Provenance: prov, Chunks: Chunks(title, body),
 	}}, nil
 }
 

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/tx/unidiff"
+	"github.com/txkernel/txkernel/unidiff"
 )
 
 // ReadContext answers memory/read_context (seed 002 §1.1): the
@@ -61,14 +61,14 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 		if err := checkText("query", p.Query, MaxSummaryBytes); err != nil {
 			return nil, err
 		}
-		match := corpus.MatchExpr(p.Query)
+		match := search.MatchExpr(p.Query)
 		if match == "" {
 			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "no-terms"}, "query %q has no searchable words", p.Query)
 		}
 		if bid != 0 {
 			depth := k
 			if s.cfg.Embedder != nil {
-				depth = max(k, corpus.DefaultTuning.Depth)
+				depth = max(k, search.DefaultTuning.Depth)
 			}
 			hits, err := db.MemSearch(ctx, scope, bid, match, depth, titleWeight)
 			if err != nil {

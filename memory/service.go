@@ -5,7 +5,7 @@
 // as evidence.
 //
 // Every change that curators make is a transaction of the engine on the
-// memory target (tx/element): an accept is guarded by target_version_id, a
+// memory target (memory/target.go): an accept is guarded by target_version_id, a
 // promote by the pointer's baseline; both are atomic, idempotent,
 // recovered after a crash and listed by tx/list. Proposals, rejections
 // and rebases are one SQL transaction each, with a decision artefact and
@@ -24,7 +24,7 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
@@ -65,7 +65,7 @@ type Config struct {
 	Policy *Policy
 	// Embedder, when set, makes read_context hybrid (keyword fused with
 	// vectors); nil keeps it keyword-only.
-	Embedder embed.Embedder
+	Embedder embedding.Embedder
 	Logger   *slog.Logger
 }
 

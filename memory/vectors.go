@@ -3,9 +3,9 @@ package memory
 import (
 	"context"
 
-	"github.com/txkernel/txkernel/corpus"
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
 )
 
@@ -37,7 +37,7 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 		for i, c := range part {
 			texts[i] = c.Text
 		}
-		vecs, err := emb.Embed(ctx, texts, embed.Document)
+		vecs, err := emb.Embed(ctx, texts, embedding.Document)
 		if err != nil {
 			return done, err
 		}
@@ -50,17 +50,17 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 }
 
 // hybrid ranks baseline bid's versions for query by fusing the keyword
-// ranking kw with the embedder's nearest chunks (corpus.DefaultTuning's
+// ranking kw with the embedder's nearest chunks (search.DefaultTuning's
 // convex fusion of normalised scores), at most k. Both rankings are
 // trimmed inside their queries. It returns nil hits when the embedder
 // fails, so the caller keeps the keyword ranking.
 func (s *Service) hybrid(ctx context.Context, db *store.DB, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, error) {
-	vecs, err := s.cfg.Embedder.Embed(ctx, []string{query}, embed.Query)
+	vecs, err := s.cfg.Embedder.Embed(ctx, []string{query}, embedding.Query)
 	if err != nil {
 		s.log.Warn("memory: embedder failed; keyword ranking only", "err", err)
 		return nil, nil
 	}
-	sem, nearest, err := db.MemSearchVector(ctx, scope, bid, vecs[0], corpus.DefaultTuning.Depth)
+	sem, nearest, err := db.MemSearchVector(ctx, scope, bid, vecs[0], search.DefaultTuning.Depth)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (s *Service) hybrid(ctx context.Context, db *store.DB, scope protocol.Memor
 		kwScored[i] = store.Scored{ID: h.VID, Score: h.Score}
 		byVID[h.VID] = h
 	}
-	fused := corpus.Fuse(kwScored, sem, corpus.DefaultTuning, k)
+	fused := search.Fuse(kwScored, sem, search.DefaultTuning, k)
 	var missing []int64
 	for _, f := range fused {
 		if _, ok := byVID[f.ID]; !ok {

@@ -16,7 +16,7 @@ import (
 // Every chunk row carries the scope columns so that retrieval trims inside
 // its query (memory_read.go).
 
-// MemChunk is one structure-aware chunk of a version's body (corpus/markdown.Split):
+// MemChunk is one structure-aware chunk of a version's body (markdown.Split):
 // Title and Text are what FTS5 indexes; Start and End are byte offsets in
 // the body.
 type MemChunk struct {

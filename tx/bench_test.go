@@ -11,7 +11,7 @@ import (
 // BenchmarkProposeKV measures the engine's share of turn/start (ids, the
 // ledger, transaction.json, proposal.patch, the blob and the active/
 // marker, all durable) with the kv target, whose plan is trivial.
-// tx/workspace's BenchmarkPropose measures a real diff on real files.
+// workspace's BenchmarkPropose measures a real diff on real files.
 func BenchmarkProposeKV(b *testing.B) {
 	e, _ := openKV(b, b.TempDir(), nil)
 	defer e.Close()

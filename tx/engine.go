@@ -8,7 +8,7 @@
 // the kernel answers anything. The engine owns the lifecycle, the ledger,
 // transaction.json, approvals, the lock table, blobs and recovery; what is
 // specific to the thing being changed sits behind the Target interface
-// (target.go). Workspace files are the first target (tx/workspace).
+// (target.go). Workspace files are the first target (workspace).
 //
 // On disk, under the data dir:
 //
@@ -66,7 +66,7 @@ const (
 
 // Failpoint names (internal/failpoint), one at each step of the apply
 // protocol, of the ledger append and of retiring a terminal transaction.
-// The workspace target has its own (tx/workspace).
+// The workspace target has its own (workspace).
 const (
 	fpAfterStaging        = "apply.after-staging"
 	fpBeforeCommitRecord  = "apply.before-commit-record"

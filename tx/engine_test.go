@@ -16,7 +16,7 @@ import (
 
 // The tests in package tx exercise the ledger and the engine's internals
 // with the kv target of kvtarget_test.go; the tests that need workspace
-// files run the engine with its real adapter in tx/workspace
+// files run the engine with its real adapter in workspace
 // (package workspace_test).
 
 // kvFixture is an engine on a kv target under a temporary directory,

@@ -11,7 +11,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
-	"github.com/txkernel/txkernel/tx/workspace"
+	"github.com/txkernel/txkernel/workspace"
 )
 
 // openScale opens the engine on s, as a restarted kernel does.

@@ -8,7 +8,7 @@ import (
 )
 
 // Target is one kind of thing a transaction changes (DESIGN.md §2): the
-// workspace's files today (tx/workspace), a JSON document in SQLite and a
+// workspace's files today (workspace), a JSON document in SQLite and a
 // memory element version next. The Engine owns the lifecycle, the ledger,
 // transaction.json, approvals, the lock table, blob storage and recovery; a
 // Target owns only what is specific to it, and is called in this order:

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/txkernel/txkernel/corpus/markdown"
+	"github.com/txkernel/txkernel/markdown"
 	"hash/fnv"
 	"math"
 	"net/http"

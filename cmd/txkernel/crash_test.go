@@ -27,7 +27,7 @@ var (
 )
 
 // crashFailpoints are every failpoint of the apply protocol, the ledger
-// append and retiring (tx/engine.go, tx/workspace), each crashed with exit (SIGKILL of the kernel
+// append and retiring (tx/engine.go, workspace), each crashed with exit (SIGKILL of the kernel
 // itself). A ledger append, a transaction.json replace and a rename happen
 // several times per session, so those are crashed at each occurrence (@N).
 func crashFailpoints(files int) []string {

@@ -19,7 +19,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
-	wstarget "github.com/txkernel/txkernel/tx/workspace"
+	wstarget "github.com/txkernel/txkernel/workspace"
 )
 
 // The checks shared by the crash harness (kill -9) and the power-loss

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/txkernel/txkernel/embed"
+	"github.com/txkernel/txkernel/embedding"
 )
 
 // embedFlags choose the corpus embedder: the built-in one by default, or
@@ -28,7 +28,7 @@ func (f *embedFlags) register(fs *flag.FlagSet) {
 }
 
 // embedder returns the configured HTTP embedder, or nil for the built-in.
-func (f *embedFlags) embedder() (embed.Embedder, error) {
+func (f *embedFlags) embedder() (embedding.Embedder, error) {
 	if f.url == "" {
 		return nil, nil
 	}
@@ -36,7 +36,7 @@ func (f *embedFlags) embedder() (embed.Embedder, error) {
 	if key == "" {
 		key = os.Getenv("TXKERNEL_EMBED_KEY")
 	}
-	h, err := embed.NewHTTP(embed.HTTPConfig{URL: f.url, Model: f.model, Key: key, ModelVersion: f.version, Dims: f.dims, Timeout: f.timeout})
+	h, err := embedding.NewHTTP(embedding.HTTPConfig{URL: f.url, Model: f.model, Key: key, ModelVersion: f.version, Dims: f.dims, Timeout: f.timeout})
 	if err != nil {
 		return nil, fmt.Errorf("--embed-url: %w", err)
 	}

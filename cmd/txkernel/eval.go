@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
 )
 
@@ -29,7 +30,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	runPath := fs.String("run", "", "TREC run file to write (required; with --mode all, one file per mode: OUT.<mode>)")
 	mode := fs.String("mode", "hybrid", "keyword | semantic | hybrid | all")
 	dataDir := fs.String("data-dir", "", "where kernel.db is built (default: a temporary directory, removed at the end)")
-	t := corpus.DefaultTuning
+	t := search.DefaultTuning
 	fs.StringVar(&t.Fusion, "fusion", t.Fusion, "hybrid fusion: rrf (weighted reciprocal rank fusion) or convex (min-max normalised scores)")
 	fs.Float64Var(&t.SemanticWeight, "semantic-weight", t.SemanticWeight, "RRF weight of the semantic ranking (keyword: --keyword-weight)")
 	fs.Float64Var(&t.KeywordWeight, "keyword-weight", t.KeywordWeight, "RRF weight of the keyword ranking")
@@ -43,7 +44,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if t.Fusion != corpus.FusionRRF && t.Fusion != corpus.FusionConvex || t.Alpha < 0 || t.Alpha > 1 || t.Depth < 1 {
+	if t.Fusion != search.FusionRRF && t.Fusion != search.FusionConvex || t.Alpha < 0 || t.Alpha > 1 || t.Depth < 1 {
 		fmt.Fprintln(stderr, "txkernel eval beir: --fusion must be rrf or convex, --alpha within 0..1, --depth at least 1")
 		return 2
 	}

@@ -33,17 +33,16 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
-	"github.com/txkernel/txkernel/docs"
+	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/jsondoc"
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
-	"github.com/txkernel/txkernel/tx/document"
-	"github.com/txkernel/txkernel/tx/element"
-	wstarget "github.com/txkernel/txkernel/tx/workspace"
+	wstarget "github.com/txkernel/txkernel/workspace"
 )
 
 // version is set with -ldflags "-X main.version=..." by make build.
@@ -87,8 +86,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxMsg := fs.Int64("max-message-bytes", kernel.DefaultMaxMessageBytes, "largest accepted message in bytes")
 	logLevel := fs.String("log-level", "info", "debug | info | warn | error")
 	docPolicy := fs.String("document-approval-policy", string(approvals.Never), "untrusted | never: whether a person approves each document patch (seed 000: optional); recipe PatchSets always wait for patchset/decide")
-	docMaxBytes := fs.Int64("doc-max-bytes", docs.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
-	docMaxDepth := fs.Int("doc-max-depth", docs.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
+	docMaxBytes := fs.Int64("doc-max-bytes", jsondoc.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
+	docMaxDepth := fs.Int("doc-max-depth", jsondoc.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
 	validationTTL := fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
 	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants (seed 002): {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused")
 	var ef embedFlags
@@ -191,11 +190,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// tx.Open holds the data dir's lock.
 	doct := document.New(document.Options{
 		DBPath: filepath.Join(dd, store.FileName), Failpoints: fps, TTL: *validationTTL,
-		Limits: docs.Limits{MaxBytes: *docMaxBytes, MaxDepth: *docMaxDepth},
+		Limits: jsondoc.Limits{MaxBytes: *docMaxBytes, MaxDepth: *docMaxDepth},
 	})
 	defer doct.Close()
 	eng, err := tx.Open(ctx, tx.Options{
-		Targets: []tx.Target{wstarget.New(ws, fps, log), doct, element.New(doct.Store, fps)},
+		Targets: []tx.Target{wstarget.New(ws, fps, log), doct, memory.NewTarget(doct.Store, fps)},
 		DataDir: dd, Policy: pol, Failpoints: fps, Logger: log,
 		KindPolicy: map[string]approvals.Policy{
 			protocol.KindJSONPatch:      dpol,

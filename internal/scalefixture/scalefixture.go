@@ -18,7 +18,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
-	"github.com/txkernel/txkernel/tx/workspace"
+	"github.com/txkernel/txkernel/workspace"
 )
 
 // Sizes are the transaction counts the scale benchmarks compare in one

@@ -36,7 +36,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/txkernel/txkernel/corpus/markdown"
+	"github.com/txkernel/txkernel/markdown"
 )
 
 type truth struct {

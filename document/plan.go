@@ -1,0 +1,299 @@
+package document
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/jsondoc"
+	"github.com/txkernel/txkernel/jsondoc/recipe"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx"
+)
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// dryRunResult is a patch run on a copy of a document (seed 000, "Dry-run
+// operations on an isolated copy").
+type dryRunResult struct {
+	before, after any
+	content       []byte // after, compact JSON
+	ops           []jsondoc.Operation
+	env           *jsondoc.Envelope // json_patch
+	patchSet      *recipe.PatchSet  // recipe_patchset
+	impacted      *recipe.Impacted  // recipe_patchset, counted here
+	recipe        *recipe.Recipe    // recipe_patchset, the current recipe
+	targets       []jsondoc.ResolvedTarget
+	preview       []jsondoc.PathPreview
+}
+
+// dryRun decodes input (an envelope or a PatchSet, by kind), runs it on a
+// copy of doc's content and validates the result against doc's type.
+func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRunResult, error) {
+	before, err := jsondoc.Decode(doc.Content, d.lim)
+	if err != nil {
+		return nil, fmt.Errorf("document %s: stored content: %w", doc.ID, err)
+	}
+	res := &dryRunResult{before: before}
+	switch kind {
+	case protocol.KindJSONPatch:
+		env, err := jsondoc.DecodeEnvelope(input)
+		if err != nil {
+			return nil, err
+		}
+		// The type's own rule, on every json_patch whatever sent it
+		// (patch/*, turn/start) and again at apply: a recipe's state
+		// changes only through a PatchSet (seed 003).
+		if err := jsondoc.CheckJSONPatch(doc.Type, env.Operations); err != nil {
+			return nil, err
+		}
+		res.env, res.ops = env, env.Operations
+	case protocol.KindRecipePatchSet:
+		if doc.Type != jsondoc.TypeRecipe {
+			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "not-a-recipe"},
+				"document %s is a %s, not a recipe", doc.ID, doc.Type)
+		}
+		ps, err := recipe.DecodePatchSet(input)
+		if err != nil {
+			return nil, err
+		}
+		var r recipe.Recipe
+		if err := json.Unmarshal(doc.Content, &r); err != nil {
+			return nil, fmt.Errorf("recipe %s: stored content: %w", doc.ID, err)
+		}
+		if err := recipe.Validate(&r, ps); err != nil {
+			return nil, err
+		}
+		ops, err := recipe.Compile(&r, ps)
+		if err != nil {
+			return nil, err
+		}
+		imp := recipe.CountImpacted(&r, ps)
+		res.patchSet, res.ops, res.impacted, res.recipe = ps, ops, &imp, &r
+	default:
+		return nil, errs.InvalidField("proposal.kind", "the document target does not plan %q", kind)
+	}
+	res.after, err = jsondoc.Apply(before, res.ops, d.lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := jsondoc.ValidateDoc(doc.Type, res.after); err != nil {
+		return nil, err
+	}
+	if res.content, err = jsondoc.Encode(res.after); err != nil {
+		return nil, err
+	}
+	if res.targets, err = jsondoc.Resolve(before, res.ops); err != nil {
+		return nil, err
+	}
+	res.preview = jsondoc.Preview(before, res.after, res.targets, res.ops)
+	return res, nil
+}
+
+// Plan implements tx.Target. A json_patch names DocID and Patch (seed
+// 000's envelope, decoded by exact case); a recipe_patchset names DocID,
+// RecipeVersion and PatchSet (seed 003). The envelope's expected_revision,
+// or RecipeVersion, must be the document's current revision (errs.Stale):
+// a dry run against an older one would validate something else. The patch
+// is then run on a copy and the result validated against the type.
+func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan, error) {
+	if in.DocID == "" {
+		return nil, errs.InvalidField("docId", "docId is required")
+	}
+	var input []byte
+	var expected int64
+	switch in.Kind {
+	case protocol.KindJSONPatch:
+		if len(in.Patch) == 0 {
+			return nil, errs.InvalidField("patch", "patch is required (seed 000's envelope)")
+		}
+		input = in.Patch
+	case protocol.KindRecipePatchSet:
+		if len(in.PatchSet) == 0 {
+			return nil, errs.InvalidField("patchSet", "patchSet is required")
+		}
+		if in.RecipeVersion == nil {
+			return nil, errs.InvalidField("recipeVersion", "recipeVersion is required")
+		}
+		input, expected = in.PatchSet, *in.RecipeVersion
+	}
+	db, err := d.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := db.Document(ctx, in.DocID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.dryRun(in.Kind, doc, input)
+	if err != nil {
+		return nil, err
+	}
+	if res.env != nil {
+		expected = res.env.ExpectedRevision
+	}
+	if expected != doc.Revision {
+		return nil, staleErr(doc.ID, expected, doc.Revision)
+	}
+	canonInput, err := jsondoc.Canonicalize(input)
+	if err != nil {
+		return nil, err
+	}
+	rec := planRecord{
+		DocID: doc.ID, DocType: doc.Type, ExpectedRevision: expected,
+		PatchHash:     "sha256:" + sha256Hex(canonInput),
+		InputSHA256:   sha256Hex(input),
+		ContentSHA256: sha256Hex(res.content),
+		Targets:       wireTargets(res.targets),
+		Preview:       wirePreview(res.preview),
+	}
+	if res.env != nil {
+		rec.PatchID, rec.Mode = res.env.PatchID, res.env.Mode
+		rec.ExpiresAt = d.now().Add(d.ttl).UTC().Format(timeFormat)
+	} else {
+		rec.PatchSetID = res.patchSet.PatchSetID
+		rec.Summary = summaryWithImpacted(res.patchSet, *res.impacted)
+	}
+	plan, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	text, findings := d.render(&rec, res)
+	// The fingerprint covers the target, the document and the exact
+	// input: the same envelope on the same document is the same patch
+	// (a deny of it sticks), on another document it is not.
+	canonical := fmt.Appendf(nil, "%s\x00%s\x00%s\x00", in.Kind, doc.ID, rec.PatchHash)
+	return &tx.Plan{
+		Pointer:   protocol.ProposalPointer{TargetPlan: plan},
+		Changes:   changes(doc.ID, res.preview),
+		Canonical: canonical,
+		Redacted:  text,
+		Findings:  findings,
+		Blobs:     map[string][]byte{rec.InputSHA256: input},
+	}, nil
+}
+
+// timeFormat is RFC 3339 in UTC with nanoseconds, as the ledger's
+// timestamps.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+// changes are the fileChange item's entries: one per path written, named
+// as an RFC 6901 URI fragment of the document id (RFC 6901 §6).
+//
+// The document itself comes first, as modified: every applied patch moves
+// its revision, even one whose operations leave the content as it was
+// (only tests, or an empty patch, as RFC 6902 allows).
+func changes(docID string, preview []jsondoc.PathPreview) []protocol.FileChange {
+	out := []protocol.FileChange{{Path: docID, Kind: protocol.ChangeModify}}
+	seen := map[string]bool{}
+	for _, p := range preview {
+		if p.Op == "test" || seen[p.Path] {
+			continue
+		}
+		seen[p.Path] = true
+		kind := protocol.ChangeModify
+		switch {
+		case !p.Existed && p.Exists:
+			kind = protocol.ChangeAdd
+		case p.Existed && !p.Exists:
+			kind = protocol.ChangeDelete
+		}
+		out = append(out, protocol.FileChange{Path: docID + "#" + p.Path, Kind: kind})
+		if p.Op == "move" && !seen[p.From] {
+			seen[p.From] = true
+			out = append(out, protocol.FileChange{Path: docID + "#" + p.From, Kind: protocol.ChangeDelete})
+		}
+	}
+	return out
+}
+
+// render is the reviewable text of a document change (proposal.patch and
+// the turnDiff item): each operation with its path's value before and
+// after, one JSON value per line, secrets redacted. Secrets in the new
+// values are secret introductions.
+func (d *Target) render(rec *planRecord, res *dryRunResult) ([]byte, []protocol.SecretFinding) {
+	var lines []string
+	var added []bool
+	add := func(plus bool, format string, args ...any) {
+		lines = append(lines, fmt.Sprintf(format, args...))
+		added = append(added, plus)
+	}
+	name := rec.PatchID
+	if rec.PatchSetID != "" {
+		name = "PatchSet " + rec.PatchSetID
+	}
+	add(false, "document %s (%s) at revision %d: %s", rec.DocID, rec.DocType, rec.ExpectedRevision, name)
+	for _, p := range res.preview {
+		head := p.Op + " " + p.Path
+		if p.From != "" {
+			head += " from " + p.From
+		}
+		add(false, "%s", head)
+		if p.Existed {
+			add(false, "- %s", compact(p.Before))
+		}
+		if p.Exists && p.Op != "test" {
+			add(true, "+ %s", compact(p.After))
+		}
+	}
+	red, spans := d.scanner.RedactLines(lines)
+	var findings []protocol.SecretFinding
+	for _, f := range spans {
+		if f.Line >= 1 && f.Line <= len(added) && added[f.Line-1] {
+			findings = append(findings, protocol.SecretFinding{Path: rec.DocID, Rule: f.Rule, Line: f.Line})
+		}
+	}
+	return []byte(strings.Join(red, "\n") + "\n"), findings
+}
+
+// compact is v as one line of JSON.
+func compact(v any) string {
+	b, err := jsondoc.Encode(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func wireTargets(ts []jsondoc.ResolvedTarget) []protocol.ResolvedTarget {
+	out := make([]protocol.ResolvedTarget, len(ts))
+	for i, t := range ts {
+		out[i] = protocol.ResolvedTarget{OpIndex: t.OpIndex, Op: t.Op, Path: t.Path, Kind: t.Kind, Exists: t.Exists}
+	}
+	return out
+}
+
+func wirePreview(ps []jsondoc.PathPreview) []protocol.PathPreview {
+	out := make([]protocol.PathPreview, len(ps))
+	for i, p := range ps {
+		w := protocol.PathPreview{OpIndex: p.OpIndex, Op: p.Op, Path: p.Path, From: p.From, Existed: p.Existed, Exists: p.Exists}
+		if p.Existed {
+			w.Before = json.RawMessage(compact(p.Before))
+		}
+		if p.Exists {
+			w.After = json.RawMessage(compact(p.After))
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// summaryWithImpacted is ps's summary with impacted replaced by the
+// kernel's own count (seed 003: computed, never trusted from the caller).
+func summaryWithImpacted(ps *recipe.PatchSet, imp recipe.Impacted) json.RawMessage {
+	s := recipe.Summary{}
+	if ps.Summary != nil {
+		s = *ps.Summary
+	}
+	s.Impacted = &imp
+	b, _ := json.Marshal(s)
+	return b
+}

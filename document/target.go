@@ -1,0 +1,344 @@
+// Package document is the engine's second target (DESIGN.md §2, seeds 000
+// and 003): a JSON document in kernel.db, changed by seed 000's JSON Patch
+// envelopes (kind json_patch) and by seed 003's recipe PatchSets (kind
+// recipe_patchset, compiled to JSON Patch by docs/recipe). It plans by
+// dry-running the patch on a copy and validating the result against the
+// document's type, checks expected_revision at apply, stages the new
+// content in kernel.db, and commits it as one SQL transaction keyed by the
+// transaction id, so that committing twice has one effect.
+//
+// Service is what the kernel's doc/*, patch/* and patchset/* methods call:
+// it puts the seeds' rules (validation_id expiry, the patch hash,
+// idempotency by patch_id, one pending PatchSet per recipe, the decision
+// context) around the engine.
+package document
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/jsondoc"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/secrets"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx"
+)
+
+// fpBeforeSQLCommit is hit inside Commit, after the commit record is
+// durable and before the SQL transaction that publishes the staged content.
+const fpBeforeSQLCommit = "document.before-sql-commit"
+
+// DefaultTTL is how long a validation_id stays valid (seed 000: "for
+// example 10 minutes").
+const DefaultTTL = 10 * time.Minute
+
+// Options configure the document target.
+type Options struct {
+	// DBPath is kernel.db's path. It is opened on first use, so a
+	// kernel that never touches a document never creates it.
+	DBPath     string
+	Limits     jsondoc.Limits   // zero means jsondoc.DefaultLimits()
+	TTL        time.Duration    // validation_id lifetime; zero means DefaultTTL
+	Now        func() time.Time // nil means time.Now
+	Failpoints *failpoint.Set   // nil in production
+}
+
+// Target is the document target. It implements tx.Target and is safe for
+// concurrent use.
+type Target struct {
+	dbPath  string
+	dbMu    sync.Mutex
+	db      *store.DB // nil until first use
+	lim     jsondoc.Limits
+	ttl     time.Duration
+	now     func() time.Time
+	fp      *failpoint.Set
+	scanner *secrets.Scanner
+}
+
+var _ tx.Target = (*Target)(nil)
+
+// New returns the document target over opts.DB.
+func New(opts Options) *Target {
+	t := &Target{dbPath: opts.DBPath, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: secrets.NewScanner()}
+	if t.lim == (jsondoc.Limits{}) {
+		t.lim = jsondoc.DefaultLimits()
+	}
+	if t.ttl <= 0 {
+		t.ttl = DefaultTTL
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return t
+}
+
+// store returns kernel.db, opening it (and migrating it) on first use.
+// Store returns kernel.db, opening it on first use. Other services of the
+// same kernel (the corpus) share this handle.
+func (d *Target) Store(ctx context.Context) (*store.DB, error) { return d.store(ctx) }
+
+func (d *Target) store(ctx context.Context) (*store.DB, error) {
+	d.dbMu.Lock()
+	defer d.dbMu.Unlock()
+	if d.db == nil {
+		db, err := store.Open(ctx, d.dbPath)
+		if err != nil {
+			return nil, err
+		}
+		d.db = db
+	}
+	return d.db, nil
+}
+
+// Close closes kernel.db if it was opened.
+func (d *Target) Close() error {
+	d.dbMu.Lock()
+	defer d.dbMu.Unlock()
+	if d.db == nil {
+		return nil
+	}
+	err := d.db.Close()
+	d.db = nil
+	return err
+}
+
+// Name implements tx.Target: "document".
+func (d *Target) Name() string { return protocol.TargetDocument }
+
+// Kinds implements tx.Target: json_patch and recipe_patchset.
+func (d *Target) Kinds() []string {
+	return []string{protocol.KindJSONPatch, protocol.KindRecipePatchSet}
+}
+
+// planRecord is the document target's pointers.proposal.target_plan: what
+// the proposal was validated against and what it will do. Stored names
+// follow the seeds (expected_revision, patch_id).
+type planRecord struct {
+	DocID            string                    `json:"doc_id"`
+	DocType          string                    `json:"doc_type"`
+	ExpectedRevision int64                     `json:"expected_revision"`
+	PatchID          string                    `json:"patch_id,omitempty"`     // seed 000's patch_id
+	PatchSetID       string                    `json:"patch_set_id,omitempty"` // seed 003's patchSetId
+	PatchHash        string                    `json:"patch_hash"`             // sha256: of the RFC 8785 input
+	Mode             string                    `json:"mode,omitempty"`
+	ExpiresAt        string                    `json:"expires_at,omitempty"` // RFC 3339; json_patch only
+	InputSHA256      string                    `json:"input_sha256"`         // the blob holding the exact input
+	ContentSHA256    string                    `json:"content_sha256"`       // the new content, compact JSON
+	Targets          []protocol.ResolvedTarget `json:"targets"`
+	Preview          []protocol.PathPreview    `json:"preview,omitempty"`
+	Summary          json.RawMessage           `json:"summary,omitempty"` // a PatchSet's, impacted by the kernel
+}
+
+// record decodes p's target plan.
+func record(p *protocol.ProposalPointer) (*planRecord, error) {
+	var r planRecord
+	if err := json.Unmarshal(p.TargetPlan, &r); err != nil {
+		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "document target plan")
+	}
+	return &r, nil
+}
+
+// Admit implements tx.Target: an expired validation_id is refused before
+// any approval is asked for (errs.Expired); no approval can revive it.
+func (d *Target) Admit(p *protocol.ProposalPointer) error {
+	r, err := record(p)
+	if err != nil {
+		return err
+	}
+	return d.checkExpiry(r)
+}
+
+func (d *Target) checkExpiry(r *planRecord) error {
+	if r.ExpiresAt == "" {
+		return nil
+	}
+	exp, err := time.Parse(time.RFC3339Nano, r.ExpiresAt)
+	if err != nil {
+		return errs.Wrap(errs.LedgerCorrupt, err, nil, "expires_at")
+	}
+	if !d.now().Before(exp) {
+		return errs.New(errs.Expired, ExpiredData{ExpiresAt: r.ExpiresAt},
+			"the validation expired at %s: validate the patch again", r.ExpiresAt)
+	}
+	return nil
+}
+
+// Approvals implements tx.Target: the patchset approval, whose reason
+// names the document and its revision (see approvalReason), and a
+// secrets_override when the new values hold secrets. Whether a person must
+// give the first is the engine's per-kind policy.
+func (d *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
+	return approvals.RequiredFor(p.PatchID, approvalReason(p), p.ContainsSecretIntroductions)
+}
+
+// approvalReason says what approving p does: `patch document "d" at
+// revision 3 (2 operations)`, or `apply PatchSet "ps" to recipe "r" at
+// revision 3 (2 operations)`.
+func approvalReason(p *protocol.ProposalPointer) string {
+	r, err := record(p)
+	if err != nil {
+		return "patch a document"
+	}
+	ops := plural(len(r.Targets), "operation")
+	if r.PatchSetID != "" {
+		return fmt.Sprintf("apply PatchSet %q to recipe %q at revision %d (%s)", r.PatchSetID, r.DocID, r.ExpectedRevision, ops)
+	}
+	return fmt.Sprintf("patch document %q at revision %d (%s)", r.DocID, r.ExpectedRevision, ops)
+}
+
+// plural is "1 operation" or "2 operations".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// LockKeys implements tx.Target: the document id.
+func (d *Target) LockKeys(p *protocol.ProposalPointer) []string {
+	r, err := record(p)
+	if err != nil {
+		return []string{"?"}
+	}
+	return []string{r.DocID}
+}
+
+// CheckBase implements tx.Target: the document's revision must still be
+// expected_revision (seed 000's optimistic concurrency). errs.Stale with
+// StaleData otherwise; errs.NotFound if the document is gone.
+func (d *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
+	r, err := record(p)
+	if err != nil {
+		return err
+	}
+	db, err := d.store(ctx)
+	if err != nil {
+		return err
+	}
+	doc, err := db.Document(ctx, r.DocID)
+	if err != nil {
+		return err
+	}
+	if doc.Revision != r.ExpectedRevision {
+		return staleErr(r.DocID, r.ExpectedRevision, doc.Revision)
+	}
+	return nil
+}
+
+func staleErr(docID string, expected, current int64) error {
+	return errs.New(errs.Stale, StaleData{DocID: docID, ExpectedRevision: expected, CurrentRevision: current},
+		"document %s is at revision %d, not the expected %d: validate again against the current revision", docID, current, expected)
+}
+
+// Prepare implements tx.Target. It re-runs the patch on the current
+// content (the revision was just checked, so it is the validated one) and
+// re-validates the result, so nothing that changed since the dry run (a
+// schema, a limit) slips through; the new content must be the one the dry
+// run produced. It then stages the content in kernel.db, durably and
+// invisibly, where Commit finds it.
+func (d *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+	r, err := record(c.Proposal)
+	if err != nil {
+		return nil, err
+	}
+	input, err := c.Blob(r.InputSHA256)
+	if err != nil {
+		return nil, err
+	}
+	db, err := d.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := db.Document(ctx, r.DocID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.dryRun(c.Proposal.Kind, doc, input)
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256Hex(res.content); sum != r.ContentSHA256 {
+		return nil, errs.New(errs.Conflict, nil, "document %s: the patch no longer gives the validated content (%s, validated %s)", r.DocID, sum, r.ContentSHA256)
+	}
+	result, _ := json.Marshal(appliedResult{PatchHash: r.PatchHash})
+	if err := db.StageCommit(ctx, store.StagedCommit{
+		TxID: c.TxID, DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, Content: res.content,
+		PatchID: logPatchID(r), PatchHash: r.PatchHash, Envelope: input, Result: result,
+	}); err != nil {
+		return nil, err
+	}
+	rec, _ := json.Marshal(commitRecord{DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, ContentSHA256: r.ContentSHA256})
+	return &protocol.CommitRecord{Record: rec}, nil
+}
+
+// appliedResult is what the patch log keeps as the result of an apply.
+type appliedResult struct {
+	PatchHash string `json:"patchHash"`
+}
+
+// logPatchID is the patch log's idempotency key: seed 000's patch_id, or
+// "patchset:" and seed 003's patchSetId.
+func logPatchID(r *planRecord) string {
+	if r.PatchSetID != "" {
+		return "patchset:" + r.PatchSetID
+	}
+	return r.PatchID
+}
+
+// commitRecord is the document target's apply/commit record.
+type commitRecord struct {
+	DocID            string `json:"doc_id"`
+	ExpectedRevision int64  `json:"expected_revision"`
+	ContentSHA256    string `json:"content_sha256"`
+}
+
+// Commit implements tx.Target: one SQL transaction writes the staged
+// content, revision + 1 and the patch-log row keyed by the transaction
+// id. When that row exists already it does nothing, so recovery may call
+// it again.
+func (d *Target) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
+	if err := d.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
+		return err
+	}
+	db, err := d.store(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = db.CommitStaged(ctx, c.TxID)
+	return err
+}
+
+// Abort implements tx.Target: it drops the staged content, if any.
+func (d *Target) Abort(ctx context.Context, c *tx.Change) error {
+	db, err := d.store(ctx)
+	if err != nil {
+		return err
+	}
+	return db.AbortStaged(ctx, c.TxID)
+}
+
+// Summary implements tx.Target: "patch doc deal-1 at revision 12: 2
+// operations".
+func (d *Target) Summary(p *protocol.ProposalPointer) string {
+	r, err := record(p)
+	if err != nil {
+		return "document change"
+	}
+	what := "patch"
+	if r.PatchSetID != "" {
+		what = "PatchSet " + r.PatchSetID + " on"
+	}
+	n := len(r.Targets)
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("%s %s %s at revision %d: %d operation%s", what, r.DocType, r.DocID, r.ExpectedRevision, n, s)
+}

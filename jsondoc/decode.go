@@ -1,0 +1,183 @@
+package jsondoc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/txkernel/txkernel/errs"
+)
+
+// Limits bound a document: MaxBytes its compact JSON size, MaxDepth its
+// nesting (the number of objects and arrays enclosing the deepest value;
+// a scalar document has depth 0).
+type Limits struct {
+	MaxBytes int64
+	MaxDepth int
+}
+
+// DefaultLimits are 16 MiB and 64 levels: far beyond any checklist or
+// recipe, and low enough that a hostile document cannot exhaust the stack
+// or memory of recursive code.
+func DefaultLimits() Limits { return Limits{MaxBytes: 16 << 20, MaxDepth: 64} }
+
+// LimitData is the data of an errs.TooLarge error: which limit ("size" or
+// "depth"), its value and the input's.
+type LimitData struct {
+	Limit  string `json:"limit"`
+	Max    int64  `json:"max"`
+	Actual int64  `json:"actual"`
+}
+
+// MalformedData is the data of errs.Invalid for JSON that does not parse.
+type MalformedData struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"` // malformed-json
+	Offset int64  `json:"offset"` // byte offset of the error
+}
+
+func sizeErr(max, actual int64) error {
+	return errs.New(errs.TooLarge, LimitData{Limit: "size", Max: max, Actual: actual},
+		"the document is %d bytes, over the limit of %d", actual, max)
+}
+
+func depthErr(max, actual int) error {
+	return errs.New(errs.TooLarge, LimitData{Limit: "depth", Max: int64(max), Actual: int64(actual)},
+		"the document nests %d deep, over the limit of %d", actual, max)
+}
+
+// Decode decodes one JSON value from raw (numbers as json.Number) after
+// checking, on the bytes and before building anything, that it is valid
+// JSON (errs.Invalid with MalformedData), that its compact form fits
+// lim.MaxBytes and that it nests at most lim.MaxDepth (errs.TooLarge).
+func Decode(raw []byte, lim Limits) (any, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		var se *json.SyntaxError
+		off := int64(0)
+		if errors.As(err, &se) {
+			off = se.Offset
+		}
+		return nil, errs.New(errs.Invalid, MalformedData{Field: "content", Reason: "malformed-json", Offset: off}, "malformed JSON: %v", err)
+	}
+	c := buf.Bytes()
+	if int64(len(c)) > lim.MaxBytes {
+		return nil, sizeErr(lim.MaxBytes, int64(len(c)))
+	}
+	if d := depthOf(c); d > lim.MaxDepth {
+		return nil, depthErr(lim.MaxDepth, d)
+	}
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, MalformedData{Field: "content", Reason: "malformed-json"}, "malformed JSON")
+	}
+	return v, nil
+}
+
+// depthOf is the deepest nesting of compact JSON c, counted on the bytes.
+func depthOf(c []byte) int {
+	depth, max := 0, 0
+	inString := false
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if inString {
+			switch b {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			max = maxInt(max, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return max
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// valueDepth is the nesting of a decoded value.
+func valueDepth(v any) int {
+	d := 0
+	switch c := v.(type) {
+	case map[string]any:
+		for _, e := range c {
+			d = maxInt(d, valueDepth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range c {
+			d = maxInt(d, valueDepth(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// check refuses v when it is deeper or larger than lim.
+func (lim Limits) check(v any) error {
+	if d := valueDepth(v); d > lim.MaxDepth {
+		return depthErr(lim.MaxDepth, d)
+	}
+	b, err := Encode(v)
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > lim.MaxBytes {
+		return sizeErr(lim.MaxBytes, int64(len(b)))
+	}
+	return nil
+}
+
+// Encode returns v as compact JSON, object members sorted by name (what
+// encoding/json does), without HTML escaping.
+func Encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Canonicalize returns raw in RFC 8785 (JCS) canonical form: members
+// sorted, no insignificant whitespace, numbers and strings in one form.
+func Canonicalize(raw []byte) ([]byte, error) {
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, MalformedData{Field: "patch", Reason: "malformed-json"}, "the patch cannot be canonicalised (RFC 8785)")
+	}
+	return out, nil
+}
+
+// PatchHash is seed 000's patch hash: "sha256:" and the hex sha256 of the
+// envelope in RFC 8785 canonical JSON, so that member order and
+// whitespace do not change it.
+func PatchHash(raw []byte) (string, error) {
+	c, err := Canonicalize(raw)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}

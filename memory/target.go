@@ -1,0 +1,370 @@
+// The engine's memory target (DESIGN.md §2, seed 002):
+// a curator's accept, which makes a proposal's body the next
+// ElementVersion of its target element, and a promote, which builds a new
+// baseline and moves a repository's published pointer. Each is a
+// transaction of the engine, so it is in the ledger, in tx/list, guarded
+// by its base (target_version_id; the pointer's baseline) and recovered
+// after a crash. Commit is one SQL transaction keyed by the transaction
+// id, so committing twice has one effect.
+//
+// Only the memory service proposes these kinds: their input
+// (protocol.ProposalInput.Memory) is never decoded from the wire, so a
+// turn/start cannot change memory around --memory-policy.
+
+package memory
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/markdown"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/unidiff"
+)
+
+// fpBeforeSQLCommit is hit inside Commit, after the commit record is
+// durable and before the SQL transaction that writes the new version or
+// baseline.
+const fpBeforeSQLCommit = "memory.before-sql-commit"
+
+// Target is the memory target. It implements tx.Target and is safe for
+// concurrent use.
+type Target struct {
+	db func(context.Context) (*store.DB, error)
+	fp *failpoint.Set
+}
+
+var _ tx.Target = (*Target)(nil)
+
+// New returns the memory target over kernel.db (db opens it on first use).
+func NewTarget(db func(context.Context) (*store.DB, error), fps *failpoint.Set) *Target {
+	return &Target{db: db, fp: fps}
+}
+
+// Name implements tx.Target: "memory".
+func (t *Target) Name() string { return protocol.TargetMemory }
+
+// Kinds implements tx.Target: memory_accept and memory_promote.
+func (t *Target) Kinds() []string {
+	return []string{protocol.KindMemoryAccept, protocol.KindMemoryPromote}
+}
+
+// Record is the memory target's pointers.proposal.target_plan: what the
+// transaction was planned against (target_version_id, or the baseline the
+// pointer was at) and what it will write. The ids it writes derive from
+// the transaction id, so a repeated Commit writes the same ones.
+type Record struct {
+	Scope     protocol.MemoryScope     `json:"scope"`
+	Principal protocol.MemoryPrincipal `json:"principal"`
+	// accept
+	ProposalID      string `json:"proposal_id,omitempty"`
+	ElementID       string `json:"element_id,omitempty"`
+	TargetVersionID string `json:"target_version_id,omitempty"`
+	BodySHA256      string `json:"body_sha256,omitempty"`
+	// promote
+	ParentBaselineID string   `json:"parent_baseline_id,omitempty"`
+	Versions         []string `json:"versions,omitempty"`
+	Reason           string   `json:"reason,omitempty"`
+}
+
+// ReadRecord decodes p's target plan.
+func ReadRecord(p *protocol.ProposalPointer) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal(p.TargetPlan, &r); err != nil {
+		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "memory target plan")
+	}
+	return &r, nil
+}
+
+// derive makes the id of what transaction txID writes: prefix and 24 hex
+// digits of BLAKE3(txID, what).
+func derive(prefix, txID, what string) string {
+	s := blake3.Sum256([]byte(txID + "\x00" + what))
+	return prefix + hex.EncodeToString(s[:12])
+}
+
+// VersionID is the id of the version accept transaction txID makes.
+func VersionID(txID string) string { return derive("ver_", txID, "version") }
+
+// DecisionID is the id of the decision artefact transaction txID writes.
+func DecisionID(txID string) string { return derive("dec_", txID, "decision") }
+
+// BaselineID is the id of the baseline promote transaction txID makes.
+func BaselineID(txID string) string { return derive("bl_", txID, "baseline") }
+
+// Plan implements tx.Target: for an accept it pins the proposal's
+// target_version_id; for a promote, the baseline the pointer is at and the
+// versions to publish (errs.Validation when there are none).
+func (t *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan, error) {
+	if in.Memory == nil {
+		return nil, errs.InvalidField("proposal.kind", "%s is made by memory/accept and memory/promote, which check the principal's grants; turn/start cannot make it", in.Kind)
+	}
+	db, err := t.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := in.Memory
+	r := Record{Scope: m.Scope, Principal: m.Principal}
+	var changes []protocol.FileChange
+	var text string
+	switch in.Kind {
+	case protocol.KindMemoryAccept:
+		p, err := db.MemProposal(ctx, m.Scope, m.ProposalID)
+		if err != nil {
+			return nil, err
+		}
+		if p.Status != protocol.ProposalOpen {
+			return nil, notOpen(p.ProposalID, p.Status)
+		}
+		target, err := db.MemVersionByID(ctx, m.Scope, p.TargetVersionID)
+		if err != nil {
+			return nil, err
+		}
+		r.ProposalID, r.ElementID, r.TargetVersionID, r.BodySHA256 = p.ProposalID, p.ElementID, p.TargetVersionID, store.HashBody(p.Body)
+		changes = []protocol.FileChange{{Path: elementPath(m.Scope, p.ElementID), Kind: protocol.ChangeModify}}
+		text = string(unidiff.FileDiff(p.ElementID, p.ElementID, []byte(target.Body), []byte(p.Body), true, true, 0o644, 0o644))
+	case protocol.KindMemoryPromote:
+		parent, bid, err := db.MemPointer(ctx, m.Scope)
+		if err != nil {
+			return nil, err
+		}
+		versions, err := db.MemPromotable(ctx, m.Scope, bid, m.Versions)
+		if err != nil {
+			return nil, err
+		}
+		if len(versions) == 0 {
+			return nil, errs.New(errs.Validation, map[string]any{"reason": "nothing-to-promote", "published": parent},
+				"nothing to promote: every accepted version is published already")
+		}
+		r.ParentBaselineID, r.Versions, r.Reason = parent, versions, m.Reason
+		changes = []protocol.FileChange{{Path: "memory://" + scopePath(m.Scope) + "#published", Kind: protocol.ChangeModify}}
+		text = fmt.Sprintf("promote %d version(s) onto %s:\n%s\n", len(versions), orNone(parent), strings.Join(versions, "\n"))
+	default:
+		return nil, errs.InvalidField("proposal.kind", "unknown memory kind %q", in.Kind)
+	}
+	rec, _ := json.Marshal(r)
+	return &tx.Plan{
+		Pointer:   protocol.ProposalPointer{TargetPlan: rec},
+		Changes:   changes,
+		Canonical: rec,
+		Redacted:  []byte(text),
+	}, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no baseline)"
+	}
+	return s
+}
+
+func scopePath(s protocol.MemoryScope) string {
+	return s.TenantID + "/" + s.OrganizationID + "/" + s.RepositoryID
+}
+
+func elementPath(s protocol.MemoryScope, id string) string {
+	return "memory://" + scopePath(s) + "/" + id
+}
+
+// Admit implements tx.Target: nothing refuses a memory change before its
+// approvals; the grants were checked by the memory service.
+func (t *Target) Admit(*protocol.ProposalPointer) error { return nil }
+
+// Approvals implements tx.Target: the patchset approval, whose reason
+// names the element and version (or the baseline) it changes. The memory
+// kinds run under approval policy never: the curator's call is the
+// decision.
+func (t *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
+	return approvals.RequiredFor(p.PatchID, approvalReason(p), false)
+}
+
+// approvalReason says what approving p does: "accept proposal p as the
+// next version of element e (after version v)", or "promote 3 version(s)
+// of t/o/r onto baseline b".
+func approvalReason(p *protocol.ProposalPointer) string {
+	r, err := ReadRecord(p)
+	if err != nil {
+		return "change a memory element"
+	}
+	if r.ProposalID != "" {
+		return fmt.Sprintf("accept proposal %s as the next version of element %s (after version %s)", r.ProposalID, r.ElementID, r.TargetVersionID)
+	}
+	if r.ParentBaselineID == "" {
+		return fmt.Sprintf("promote %d version(s) of %s as its first baseline", len(r.Versions), scopePath(r.Scope))
+	}
+	return fmt.Sprintf("promote %d version(s) of %s onto baseline %s", len(r.Versions), scopePath(r.Scope), r.ParentBaselineID)
+}
+
+// LockKeys implements tx.Target: the element for an accept, the
+// repository's pointer for a promote.
+func (t *Target) LockKeys(p *protocol.ProposalPointer) []string {
+	r, err := ReadRecord(p)
+	if err != nil {
+		return []string{"?"}
+	}
+	if r.ProposalID != "" {
+		return []string{scopePath(r.Scope) + "/" + r.ElementID}
+	}
+	return []string{scopePath(r.Scope) + "#published"}
+}
+
+// StaleData is the data of a stale accept or promote.
+type StaleData struct {
+	ProposalID       string `json:"proposal_id,omitempty"`
+	ElementID        string `json:"element_id,omitempty"`
+	TargetVersionID  string `json:"target_version_id,omitempty"`
+	CurrentVersionID string `json:"current_version_id,omitempty"`
+	Status           string `json:"status,omitempty"`
+	Rebase           string `json:"rebase,omitempty"` // the method that fixes it: memory/rebase
+	ExpectedBaseline string `json:"expected_baseline_id,omitempty"`
+	CurrentBaseline  string `json:"current_baseline_id,omitempty"`
+}
+
+// CheckBase implements tx.Target. An accept of a proposal that is no
+// longer open is errs.Closed. An accept is stale (errs.Stale with
+// StaleData naming memory/rebase) when its target_version_id is no longer
+// the element's newest version: an accepted version not yet published
+// counts, so an accept never overwrites newer truth. A promote is stale
+// when the pointer moved since it was planned.
+func (t *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
+	r, err := ReadRecord(p)
+	if err != nil {
+		return err
+	}
+	db, err := t.db(ctx)
+	if err != nil {
+		return err
+	}
+	if r.ProposalID == "" {
+		cur, _, err := db.MemPointer(ctx, r.Scope)
+		if err != nil {
+			return err
+		}
+		if cur != r.ParentBaselineID {
+			return errs.New(errs.Stale, StaleData{ExpectedBaseline: r.ParentBaselineID, CurrentBaseline: cur},
+				"the published pointer moved to %s since this promote was planned on %s: promote again", cur, orNone(r.ParentBaselineID))
+		}
+		return nil
+	}
+	prop, err := db.MemProposal(ctx, r.Scope, r.ProposalID)
+	if err != nil {
+		return err
+	}
+	if prop.Status != protocol.ProposalOpen {
+		return notOpen(r.ProposalID, prop.Status)
+	}
+	head, err := db.MemHead(ctx, r.Scope, r.ElementID)
+	if err != nil {
+		return err
+	}
+	if head.VersionID != r.TargetVersionID {
+		return StaleAccept(r.ProposalID, r.ElementID, r.TargetVersionID, head.VersionID)
+	}
+	return nil
+}
+
+// notOpen is the errs.Closed error of an accept of a decided proposal.
+func notOpen(proposalID, status string) error {
+	return errs.New(errs.Closed, map[string]any{"proposal_id": proposalID, "status": status}, "proposal %s is %s, not open", proposalID, status)
+}
+
+// StaleAccept is the errs.Stale error of an accept whose proposal targets
+// version target of element while current is the element's newest
+// version; its data names memory/rebase.
+func StaleAccept(proposalID, element, target, current string) error {
+	return errs.New(errs.Stale, StaleData{ProposalID: proposalID, ElementID: element, TargetVersionID: target, CurrentVersionID: current, Rebase: protocol.MethodMemoryRebase},
+		"proposal %s targets version %s of %s, but the current version is %s: call memory/rebase, then accept the new proposal", proposalID, target, element, current)
+}
+
+// commitRecord is the memory target's apply/commit record: the ids the
+// commit writes.
+type commitRecord struct {
+	VersionID  string `json:"version_id,omitempty"`
+	BaselineID string `json:"baseline_id,omitempty"`
+	DecisionID string `json:"decision_id"`
+}
+
+// Prepare implements tx.Target. Nothing needs staging: Commit reads the
+// proposal's immutable body from kernel.db.
+func (t *Target) Prepare(_ context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+	r, err := ReadRecord(c.Proposal)
+	if err != nil {
+		return nil, err
+	}
+	cr := commitRecord{DecisionID: DecisionID(c.TxID)}
+	if r.ProposalID != "" {
+		cr.VersionID = VersionID(c.TxID)
+	} else {
+		cr.BaselineID = BaselineID(c.TxID)
+	}
+	rec, _ := json.Marshal(cr)
+	return &protocol.CommitRecord{Record: rec}, nil
+}
+
+// Commit implements tx.Target: one SQL transaction writes the new version
+// with its relationships and decision artefact (accept), or the new
+// baseline, the pointer move and the decision artefact (promote). When the
+// transaction's rows exist already it does nothing.
+func (t *Target) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
+	if err := t.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
+		return err
+	}
+	r, err := ReadRecord(c.Proposal)
+	if err != nil {
+		return err
+	}
+	db, err := t.db(ctx)
+	if err != nil {
+		return err
+	}
+	if r.ProposalID != "" {
+		return db.MemCommitAccept(ctx, store.MemAccept{Scope: r.Scope, Principal: r.Principal, ProposalID: r.ProposalID, TxID: c.TxID,
+			VersionID: VersionID(c.TxID), DecisionID: DecisionID(c.TxID), Chunks: Chunks})
+	}
+	return db.MemCommitPromote(ctx, store.MemPromote{Scope: r.Scope, Principal: r.Principal, TxID: c.TxID, BaselineID: BaselineID(c.TxID),
+		ParentBaselineID: r.ParentBaselineID, Versions: r.Versions, Reason: r.Reason, DecisionID: DecisionID(c.TxID)})
+}
+
+// Abort implements tx.Target: Prepare staged nothing.
+func (t *Target) Abort(context.Context, *tx.Change) error { return nil }
+
+// Summary implements tx.Target: "accept proposal p on element e (version
+// v)" or "promote 3 versions of t/o/r".
+func (t *Target) Summary(p *protocol.ProposalPointer) string {
+	r, err := ReadRecord(p)
+	if err != nil {
+		return "memory change"
+	}
+	if r.ProposalID != "" {
+		return fmt.Sprintf("accept proposal %s on element %s (version %s) by %s", r.ProposalID, r.ElementID, r.TargetVersionID, r.Principal.PrincipalID)
+	}
+	return fmt.Sprintf("%s %d version(s) of %s by %s", r.Reason, len(r.Versions), scopePath(r.Scope), r.Principal.PrincipalID)
+}
+
+// Chunks splits a version's body into structure-aware chunks by heading
+// path (markdown.Split, stable chunk keys). A body Split refuses
+// (not UTF-8) is one chunk; an empty body has none.
+func Chunks(title, body string) []store.MemChunk {
+	cs, err := markdown.Split(title, []byte(body))
+	if err != nil || len(cs) == 0 {
+		if body == "" {
+			return nil
+		}
+		return []store.MemChunk{{Key: markdown.PreambleKey, Title: title, Text: body, Start: 0, End: len(body)}}
+	}
+	out := make([]store.MemChunk, len(cs))
+	for i, c := range cs {
+		out[i] = store.MemChunk{Key: c.Key, HeadingPath: strings.Join(c.HeadingPath, " > "), Title: c.Title, Text: c.Body, Start: c.Start, End: c.End}
+	}
+	return out
+}

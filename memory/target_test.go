@@ -1,0 +1,33 @@
+package memory
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// TestApprovalReason checks that a memory transaction's patchset approval
+// names the element and version, or the baseline, it changes.
+func TestApprovalReason(t *testing.T) {
+	scope := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	cases := []struct {
+		rec  Record
+		want string
+	}{
+		{Record{Scope: scope, ProposalID: "prop_1", ElementID: "el_1", TargetVersionID: "ver_1"},
+			"accept proposal prop_1 as the next version of element el_1 (after version ver_1)"},
+		{Record{Scope: scope, ParentBaselineID: "bl_1", Versions: []string{"ver_2", "ver_3"}},
+			"promote 2 version(s) of t/o/r onto baseline bl_1"},
+		{Record{Scope: scope, Versions: []string{"ver_2"}},
+			"promote 1 version(s) of t/o/r as its first baseline"},
+	}
+	tg := NewTarget(nil, nil)
+	for _, c := range cases {
+		plan, _ := json.Marshal(c.rec)
+		reqs := tg.Approvals(&protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan})
+		if len(reqs) != 1 || reqs[0].Reason != c.want {
+			t.Errorf("Approvals(%+v) = %+v, want reason %q", c.rec, reqs, c.want)
+		}
+	}
+}

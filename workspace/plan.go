@@ -1,0 +1,414 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/unidiff"
+)
+
+// plannedFile is what one target file becomes, with the bytes on both sides.
+type plannedFile struct {
+	path      string
+	kind      string // protocol.ChangeAdd | ChangeModify | ChangeDelete
+	old       []byte
+	oldMode   uint32
+	new       []byte
+	newMode   uint32
+	oldExists bool
+}
+
+// planners is the method table of proposal kinds.
+var planners = map[string]func(w *Target, in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error){
+	protocol.KindUnifiedDiff:     (*Target).planDiff,
+	protocol.KindFiles:           (*Target).planFiles,
+	protocol.KindRemoveTodoMulti: (*Target).planRemoveTodo,
+}
+
+// Plan implements tx.Target: it resolves every path strictly through the
+// sandbox, computes each file's new bytes, and renders the canonical diff
+// (redacted) whose sha256 is the patch id.
+func (w *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan, error) {
+	plan, ok := planners[in.Kind]
+	if !ok {
+		return nil, errs.InvalidField("proposal.kind", "the workspace does not plan %q", in.Kind)
+	}
+	files, hunks, err := plan(w, in)
+	if err != nil {
+		return nil, w.classify(err)
+	}
+	if err := w.checkPlanned(files); err != nil {
+		return nil, w.classify(err)
+	}
+	slices.SortFunc(files, func(a, b plannedFile) int { return strings.Compare(a.path, b.path) })
+	raw, redacted, findings := w.canonicalDiff(files)
+	out := &tx.Plan{
+		Pointer:   protocol.ProposalPointer{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
+		Canonical: raw,
+		Redacted:  redacted,
+		Findings:  findings,
+		Blobs:     map[string][]byte{},
+		Hunks:     hunks,
+		Changes:   make([]protocol.FileChange, 0, len(files)),
+	}
+	for _, f := range files {
+		out.Pointer.TargetFiles = append(out.Pointer.TargetFiles, f.path)
+		out.Changes = append(out.Changes, protocol.FileChange{Path: f.path, Kind: f.kind})
+		pc := protocol.PlannedChange{Path: f.path, Kind: f.kind}
+		if f.oldExists {
+			out.Pointer.BaseSHA256ByPath[f.path] = sha256Hex(f.old)
+		}
+		if f.kind != protocol.ChangeDelete {
+			pc.NewSHA256 = sha256Hex(f.new)
+			pc.NewMode = f.newMode
+			out.Blobs[pc.NewSHA256] = f.new
+		}
+		out.Pointer.Changes = append(out.Pointer.Changes, pc)
+	}
+	return out, nil
+}
+
+// checkPlanned refuses a plan that changes one file twice, under two names
+// of one file, or a protected path.
+func (w *Target) checkPlanned(files []plannedFile) error {
+	seen := map[string]bool{}
+	folded := map[string]string{}
+	for _, f := range files {
+		if seen[f.path] {
+			return errs.New(errs.Validation, PathData{Path: f.path, Reason: "duplicate"}, "the proposal changes %s twice", f.path)
+		}
+		seen[f.path] = true
+		// Two names for one file on NTFS, APFS or HFS+: the second write
+		// would land on the first, and its base was never checked.
+		key := sandbox.FoldPath(f.path)
+		if other, ok := folded[key]; ok {
+			return errs.New(errs.Validation, PathData{Path: f.path, CollidesWith: other, Reason: "case-collision"},
+				"the proposal changes %s and %s, which name the same file on a case-insensitive file system", other, f.path)
+		}
+		folded[key] = f.path
+		// Proposals work in a read-only sandbox; only protected paths are
+		// refused here. The apply checks again, with the write rules.
+		if err := w.ws.CheckWritable(f.path); err != nil && !errors.Is(err, sandbox.ErrReadOnly) {
+			return err
+		}
+	}
+	return nil
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// readBase reads a target's current bytes through the sandbox.
+func (w *Target) readBase(rel string) (data []byte, mode uint32, exists bool, err error) {
+	data, m, exists, err := w.ws.ReadFile(rel)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return data, uint32(m.Perm()), exists, nil
+}
+
+// cleanPath validates a path from the host or a diff (see
+// sandbox.CleanPath). A path that names no file (empty, or "." after
+// cleaning) is a missing required value: errs.Invalid {field, path,
+// reason: "empty"}. Every other refusal (NUL byte, too long, backslash,
+// absolute, "..") is a sandbox violation like a protected or symlinked
+// path: errs.Sandbox {field, path, reason, sandbox}, so that every path a
+// sandbox rule refuses has one kind and field still names where the path
+// came from.
+func (w *Target) cleanPath(field, p string) (string, error) {
+	c, err := sandbox.CleanPath(p)
+	var pe *sandbox.PathError
+	if err == nil || !errors.As(err, &pe) {
+		return c, err
+	}
+	if pe.Reason == "empty" {
+		return "", errs.New(errs.Invalid, emptyPathData{Field: field, Path: p, Reason: pe.Reason}, "%s: the path names no file", field)
+	}
+	return "", errs.Wrap(errs.Sandbox, err, SandboxData{Field: field, Path: p, Reason: pe.Reason, Sandbox: string(w.ws.Mode())},
+		"sandbox violation: %s: %v", field, pe)
+}
+
+// emptyPathData is the data of the Invalid error for a path that names no
+// file: the path is always there, even when it is "".
+type emptyPathData struct {
+	Field  string `json:"field"`
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+func (w *Target) planDiff(in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error) {
+	var raw []byte
+	switch {
+	case in.Diff != nil && in.DiffBase64 != nil:
+		return nil, nil, errs.InvalidField("proposal.diff", "give diff or diffBase64, not both")
+	case in.Diff != nil:
+		raw = []byte(*in.Diff)
+	case in.DiffBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*in.DiffBase64)
+		if err != nil {
+			return nil, nil, errs.InvalidField("proposal.diffBase64", "diffBase64 is not base64: %v", err)
+		}
+		raw = b
+	default:
+		return nil, nil, errs.InvalidField("proposal.diff", "a unified_diff proposal needs diff or diffBase64")
+	}
+	patches, err := unidiff.Parse(raw)
+	if err != nil {
+		var pe *unidiff.ParseError
+		if errors.As(err, &pe) {
+			return nil, nil, errs.Wrap(errs.Validation, err, pe.ErrorData(), "the diff cannot be parsed: %v", err)
+		}
+		return nil, nil, err
+	}
+	var out []plannedFile
+	var hunks []protocol.HunkOffset
+	var conflicts []*unidiff.ConflictError
+	// apply applies p to base, recording its offsets; a conflict is
+	// collected so that one error reports every file that does not apply.
+	apply := func(p *unidiff.FilePatch, path string, base []byte) ([]byte, bool, error) {
+		nb, applied, err := p.ApplyWithOffsets(base)
+		var ce *unidiff.ConflictError
+		if errors.As(err, &ce) {
+			ce.Path = path // the cleaned path, as every other error names it
+			conflicts = append(conflicts, ce)
+			return nil, false, nil
+		}
+		for _, h := range applied {
+			if h.Offset != 0 {
+				hunks = append(hunks, protocol.HunkOffset{Path: path, Hunk: h.Hunk, OldStart: h.OldStart, AppliedAt: h.AppliedAt, Offset: h.Offset})
+			}
+		}
+		return nb, err == nil, err
+	}
+	for _, p := range patches {
+		oldPath, newPath := p.OldPath, p.NewPath
+		if oldPath != "" {
+			if oldPath, err = w.cleanPath("proposal.diff", oldPath); err != nil {
+				return nil, nil, err
+			}
+		}
+		if newPath != "" {
+			if newPath, err = w.cleanPath("proposal.diff", newPath); err != nil {
+				return nil, nil, err
+			}
+		}
+		switch p.Kind {
+		case protocol.ChangeAdd:
+			_, _, exists, err := w.readBase(newPath)
+			if err != nil {
+				return nil, nil, err
+			}
+			if exists {
+				return nil, nil, errs.New(errs.Validation, PathData{Path: newPath, Reason: "exists"}, "the diff adds %s, which already exists", newPath)
+			}
+			nb, ok, err := apply(p, newPath, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				out = append(out, plannedFile{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, 0o644)})
+			}
+		case protocol.ChangeDelete, protocol.ChangeModify, unidiff.KindRename:
+			base, mode, exists, err := w.readBase(oldPath)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !exists {
+				return nil, nil, errs.New(errs.NotFound, PathData{Path: oldPath}, "the diff changes %s, which does not exist", oldPath)
+			}
+			nb, ok, err := apply(p, oldPath, base)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !ok {
+				continue
+			}
+			switch p.Kind {
+			case protocol.ChangeDelete:
+				out = append(out, plannedFile{path: oldPath, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true})
+			case protocol.ChangeModify:
+				out = append(out, plannedFile{path: oldPath, kind: protocol.ChangeModify, old: base, oldMode: mode, oldExists: true, new: nb, newMode: modeOr(p.NewMode, mode)})
+			default: // a rename is a delete of the old path and an add of the new one
+				_, _, exists, err := w.readBase(newPath)
+				if err != nil {
+					return nil, nil, err
+				}
+				if exists {
+					return nil, nil, errs.New(errs.Validation, PathData{Path: newPath, Reason: "exists"}, "the diff renames onto %s, which already exists", newPath)
+				}
+				out = append(out,
+					plannedFile{path: oldPath, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true},
+					plannedFile{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, mode)})
+			}
+		default:
+			return nil, nil, errs.New(errs.Validation, PathData{Path: newPath, Reason: "unsupported"}, "unsupported change kind %q", p.Kind)
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, nil, conflictsError(conflicts)
+	}
+	return out, hunks, nil
+}
+
+// ConflictsData is the data of an errs.Conflict error from a unified diff:
+// every file that does not apply (its first failing hunk, the old-file
+// line the hunk names, the expected and the actual text, and why), and the
+// first one's path, hunk and reason at the top level, the shape of earlier
+// releases. Expected and Actual carry file content: the kernel redacts
+// them like every error it sends.
+type ConflictsData struct {
+	Path      string                 `json:"path"`
+	Hunk      int                    `json:"hunk"`
+	Reason    string                 `json:"reason"`
+	Conflicts []unidiff.ConflictData `json:"conflicts"`
+}
+
+func conflictsError(cs []*unidiff.ConflictError) error {
+	d := ConflictsData{Path: cs[0].Path, Hunk: cs[0].Hunk, Reason: cs[0].Reason}
+	var names []string
+	for _, c := range cs {
+		cd := c.ErrorData().(unidiff.ConflictData)
+		cd.Expected, cd.Actual = clip(cd.Expected), clip(cd.Actual)
+		d.Conflicts = append(d.Conflicts, cd)
+		names = append(names, fmt.Sprintf("%s (hunk %d)", c.Path, c.Hunk))
+	}
+	if len(cs) == 1 {
+		return errs.Wrap(errs.Conflict, cs[0], d, "the diff does not apply to %s (hunk %d): %s", cs[0].Path, cs[0].Hunk, cs[0].Reason)
+	}
+	return errs.Wrap(errs.Conflict, cs[0], d, "the diff does not apply to %d files: %s", len(cs), strings.Join(names, ", "))
+}
+
+// maxConflictText bounds the expected and actual text of one conflict on
+// the wire: a hunk of a thousand lines must not make a megabyte error.
+const maxConflictText = 4096
+
+// clip cuts s to maxConflictText bytes, at a line end when there is one,
+// and says so.
+func clip(s string) string {
+	if len(s) <= maxConflictText {
+		return s
+	}
+	cut := s[:maxConflictText]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i+1]
+	}
+	return cut + fmt.Sprintf("[… %d more bytes]", len(s)-len(cut))
+}
+
+func modeOr(m, def uint32) uint32 {
+	if m&0o777 == 0 {
+		return def
+	}
+	return m & 0o777
+}
+
+func (w *Target) planFiles(in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error) {
+	if len(in.Files) == 0 {
+		return nil, nil, errs.InvalidField("proposal.files", "a files proposal needs at least one file")
+	}
+	var out []plannedFile
+	for i, f := range in.Files {
+		field := "proposal.files[" + strconv.Itoa(i) + "]"
+		p, err := w.cleanPath(field+".path", f.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		n := 0
+		for _, set := range []bool{f.Content != nil, f.ContentBase64 != nil, f.Delete} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return nil, nil, errs.InvalidField(field, "%s needs exactly one of content, contentBase64 or delete", field)
+		}
+		base, mode, exists, err := w.readBase(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f.Delete {
+			if !exists {
+				return nil, nil, errs.New(errs.NotFound, PathData{Path: p}, "cannot delete %s: it does not exist", p)
+			}
+			out = append(out, plannedFile{path: p, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true})
+			continue
+		}
+		var nb []byte
+		if f.Content != nil {
+			nb = []byte(*f.Content)
+		} else if nb, err = base64.StdEncoding.DecodeString(*f.ContentBase64); err != nil {
+			return nil, nil, errs.InvalidField(field+".contentBase64", "contentBase64 is not base64: %v", err)
+		}
+		if exists && bytes.Equal(base, nb) {
+			continue // unchanged: not part of the patchset
+		}
+		pf := plannedFile{path: p, kind: protocol.ChangeAdd, new: nb, newMode: 0o644}
+		if exists {
+			pf = plannedFile{path: p, kind: protocol.ChangeModify, old: base, oldMode: mode, oldExists: true, new: nb, newMode: mode}
+		}
+		out = append(out, pf)
+	}
+	return out, nil, nil
+}
+
+// planRemoveTodo implements seed 001's remove_todo_multi: every line that
+// contains the needle is removed from each target file. A target without
+// the needle is left out of the patchset; a missing target is an error.
+func (w *Target) planRemoveTodo(in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error) {
+	if in.Needle == "" {
+		return nil, nil, errs.InvalidField("proposal.needle", "remove_todo_multi needs a non-empty needle")
+	}
+	if len(in.TargetFiles) == 0 {
+		return nil, nil, errs.InvalidField("proposal.targetFiles", "remove_todo_multi needs targetFiles")
+	}
+	var out []plannedFile
+	for i, tf := range in.TargetFiles {
+		p, err := w.cleanPath("proposal.targetFiles["+strconv.Itoa(i)+"]", tf)
+		if err != nil {
+			return nil, nil, err
+		}
+		base, mode, exists, err := w.readBase(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !exists {
+			return nil, nil, errs.New(errs.NotFound, PathData{Path: p}, "target file %s does not exist", p)
+		}
+		var nb []byte
+		for rest := base; len(rest) > 0; {
+			line := rest
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				line = rest[:i+1]
+			}
+			rest = rest[len(line):]
+			if !bytes.Contains(line, []byte(in.Needle)) {
+				nb = append(nb, line...)
+			}
+		}
+		if bytes.Equal(nb, base) {
+			continue
+		}
+		if nb == nil {
+			nb = []byte{}
+		}
+		out = append(out, plannedFile{path: p, kind: protocol.ChangeModify, old: base, oldMode: mode, oldExists: true, new: nb, newMode: mode})
+	}
+	if len(out) == 0 {
+		return nil, nil, errs.New(errs.Validation, PathData{Reason: "needle-not-found", Needle: in.Needle}, "no target file contains the needle")
+	}
+	return out, nil, nil
+}
