@@ -1,0 +1,5 @@
+// Package doccheck holds tests that keep the documentation true to the
+// code and the binary: docs/DESIGN.md and PROTOCOL.md sections that comments
+// cite exist, and PROTOCOL.md's contents, command line and initialize
+// example match what the binary does. It has no non-test code.
+package doccheck
