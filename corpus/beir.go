@@ -194,7 +194,7 @@ func (s *Service) Evaluate(ctx context.Context, corpusID, mode string, queries m
 		w = bufio.NewWriter(run)
 	}
 	for _, q := range qids {
-		hits, err := s.SearchTuned(ctx, &protocol.CorpusSearchParams{CorpusID: corpusID, Query: queries[q], K: &k, Mode: mode}, protocol.CallerResident, t)
+		hits, err := s.SearchTuned(ctx, &protocol.CorpusSearchParams{CorpusID: corpusID, Query: protocol.TextQuery(queries[q]), K: &k, Mode: mode}, protocol.CallerResident, t)
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", q, err)
 		}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,19 +17,179 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/store"
 )
 
 // The governance files of a log corpus (seed 004, "Pre-Build Gates" and
-// "Sync / Ingestion"). They live in the data dir, not beside the log: the
-// kernel never writes the workspace outside a transaction, and the log's
-// directory may be read-only to it. corpus/status gives their paths.
+// "Sync / Ingestion"). By default they live in a governance/ folder beside
+// the log inside the workspace, where the seed's writers read them before
+// they append (its Step 0); corpus/open's governanceDir moves them, and
+// governanceDir: null keeps them in the data dir only. Every workspace
+// write goes through the sandbox. The markdown log itself is never written.
 const (
-	collisionLogName = "collision.log"
-	sectionCountName = ".section_count"
+	collisionLogName   = "collision.log"
+	sectionCountName   = ".section_count"
+	onboardingName     = "ONBOARDING_PROMPT.md"
+	onboardingTemplate = "ONBOARDING_PROMPT.template.md"
+	governanceLogName  = "GOVERNANCE_LOG.md"
+	// governanceSetting is the data-dir file that remembers a corpus's
+	// governanceDir across restarts.
+	governanceSetting = "governance.json"
 )
 
 func (s *Service) govPath(corpusID, name string) string {
 	return filepath.Join(s.cfg.DataDir, "corpus", corpusID, name)
+}
+
+// governance is where one log corpus's governance files are: a folder of
+// the workspace (dir, workspace-relative), or the data dir (dir "").
+type governance struct {
+	s        *Service
+	corpusID string
+	dir      string
+}
+
+// inWorkspace reports whether the files live in the workspace.
+func (g governance) inWorkspace() bool { return g.dir != "" }
+
+// path is the absolute path of the governance file name, for
+// corpus/status.
+func (g governance) path(name string) string {
+	if g.inWorkspace() {
+		return filepath.Join(g.s.cfg.Workspace.Dir(), filepath.FromSlash(g.dir), name)
+	}
+	return g.s.govPath(g.corpusID, name)
+}
+
+// open opens the governance file name with flag, through the sandbox
+// when it is in the workspace.
+func (g governance) open(name string, flag int, perm os.FileMode) (*os.File, error) {
+	if g.inWorkspace() {
+		f, err := g.s.cfg.Workspace.OpenFile(path.Join(g.dir, name), flag, perm)
+		if err != nil {
+			return nil, g.s.sandboxError(err)
+		}
+		return f, nil
+	}
+	p := g.s.govPath(g.corpusID, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, errs.Wrap(errs.Internal, err, nil, "%s", name)
+	}
+	f, err := os.OpenFile(p, flag, perm)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, nil, "%s", name)
+	}
+	return f, nil
+}
+
+// read returns the governance file name's bytes; a missing file is nil.
+func (g governance) read(name string) ([]byte, error) {
+	if g.inWorkspace() {
+		data, _, exists, err := g.s.cfg.Workspace.ReadFile(path.Join(g.dir, name))
+		if err != nil {
+			return nil, g.s.sandboxError(err)
+		}
+		if !exists {
+			return nil, nil
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(g.s.govPath(g.corpusID, name))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, nil, "read %s", name)
+	}
+	return data, nil
+}
+
+// appendLines appends text to the governance file name (O_APPEND: the
+// file is append-only) and fsyncs it.
+func (g governance) appendLines(name, text string) error {
+	f, err := g.open(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		return errs.Wrap(errs.Internal, err, nil, "%s", name)
+	}
+	if err := f.Sync(); err != nil {
+		return errs.Wrap(errs.Internal, err, nil, "%s", name)
+	}
+	return nil
+}
+
+// governanceSettingFile is what governance.json holds.
+type governanceSettingFile struct {
+	// Dir is the workspace-relative governance folder; null: the data dir.
+	Dir *string `json:"dir"`
+}
+
+// governanceFor returns corpus c's governance location: the one
+// corpus/open chose, remembered in the data dir. A folder corpus, and a
+// log opened before governanceDir existed, keep the data dir.
+func (s *Service) governanceFor(c *store.Corpus) governance {
+	g := governance{s: s, corpusID: c.ID}
+	data, err := os.ReadFile(s.govPath(c.ID, governanceSetting))
+	if err != nil {
+		return g
+	}
+	var set governanceSettingFile
+	if json.Unmarshal(data, &set) == nil && set.Dir != nil {
+		g.dir = *set.Dir
+	}
+	return g
+}
+
+// chooseGovernance resolves corpus/open's governanceDir for a source of
+// kind at clean and remembers it: absent means governance/ beside a log
+// (the data dir when the sandbox is read-only, or for a folder, whose
+// markdown the folder would index); null means the data dir; a string is a
+// workspace folder, which a read-only sandbox refuses. It runs before the
+// first sync.
+func (s *Service) chooseGovernance(corpusID, clean, kind string, raw json.RawMessage) error {
+	var dir *string
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0:
+		if kind == "log" && s.cfg.Workspace.CheckWritable(path.Join(path.Dir(clean), "governance", sectionCountName)) == nil {
+			d := path.Join(path.Dir(clean), "governance")
+			dir = &d
+		}
+	case bytes.Equal(t, []byte("null")):
+	default:
+		var d string
+		if err := json.Unmarshal(t, &d); err != nil {
+			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "type"}, "governanceDir must be a workspace folder or null")
+		}
+		if kind != "log" {
+			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "log-only"},
+				"governanceDir is for a log; a folder corpus keeps its governance in the data dir")
+		}
+		d, err := sandbox.CleanPath(d)
+		if err != nil {
+			return s.sandboxError(err)
+		}
+		if err := s.cfg.Workspace.CheckWritable(path.Join(d, sectionCountName)); err != nil {
+			return s.sandboxError(err)
+		}
+		if d == clean {
+			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "is-the-log"}, "governanceDir names the log itself")
+		}
+		dir = &d
+	}
+	data, _ := json.Marshal(governanceSettingFile{Dir: dir})
+	p := s.govPath(corpusID, governanceSetting)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return errs.Wrap(errs.Internal, err, nil, "%s", governanceSetting)
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return errs.Wrap(errs.Internal, err, nil, "%s", governanceSetting)
+	}
+	return nil
 }
 
 // collisionLine is one line of collision.log: tab-separated canonical
@@ -45,13 +207,10 @@ func collisionLine(e protocol.CollisionEntry) string {
 
 // readCollisionLog parses collision.log; a missing log is empty. Lines it
 // cannot parse (a torn last line after a crash) are skipped.
-func (s *Service) readCollisionLog(corpusID string) ([]protocol.CollisionEntry, error) {
-	data, err := os.ReadFile(s.govPath(corpusID, collisionLogName))
-	if os.IsNotExist(err) {
-		return []protocol.CollisionEntry{}, nil
-	}
+func (g governance) readCollisionLog() ([]protocol.CollisionEntry, error) {
+	data, err := g.read(collisionLogName)
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, nil, "read collision.log")
+		return nil, err
 	}
 	out := []protocol.CollisionEntry{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -76,12 +235,12 @@ func (s *Service) readCollisionLog(corpusID string) ([]protocol.CollisionEntry, 
 // the sync's SQL commit: a crash in between appends nothing twice, since
 // the log itself is the record of what was appended. The log is
 // append-only and never corrected (seed 004).
-func (s *Service) appendCollisions(corpusID string, cs []protocol.CollisionEntry) ([]protocol.CollisionEntry, error) {
+func (g governance) appendCollisions(cs []protocol.CollisionEntry) ([]protocol.CollisionEntry, error) {
 	fresh := []protocol.CollisionEntry{}
 	if len(cs) == 0 {
 		return fresh, nil
 	}
-	have, err := s.readCollisionLog(corpusID)
+	have, err := g.readCollisionLog()
 	if err != nil {
 		return nil, err
 	}
@@ -102,49 +261,62 @@ func (s *Service) appendCollisions(corpusID string, cs []protocol.CollisionEntry
 	if len(fresh) == 0 {
 		return fresh, nil
 	}
-	p := s.govPath(corpusID, collisionLogName)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return nil, errs.Wrap(errs.Internal, err, nil, "collision.log")
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, nil, "collision.log")
-	}
-	defer f.Close()
-	if _, err := f.WriteString(buf.String()); err != nil {
-		return nil, errs.Wrap(errs.Internal, err, nil, "collision.log")
-	}
-	if err := f.Sync(); err != nil {
-		return nil, errs.Wrap(errs.Internal, err, nil, "collision.log")
+	if err := g.appendLines(collisionLogName, buf.String()); err != nil {
+		return nil, err
 	}
 	return fresh, nil
 }
 
-// writeSectionCount writes n to .section_count under an exclusive flock,
-// as the seed's writers do ("any writer reads before appending; increments
-// after writing section"): a reader holding a shared flock never sees a
-// half-written number.
-func (s *Service) writeSectionCount(corpusID string, n int) error {
-	p := s.govPath(corpusID, sectionCountName)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return errs.Wrap(errs.Internal, err, nil, ".section_count")
-	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+// sectionCount is .section_count held under an exclusive flock for the
+// length of one sync: read before, written after, as the seed's writers
+// do ("any writer reads before appending; increments after writing
+// section"), so a writer following Step 0 never interleaves with a sync
+// and a reader holding a shared flock never sees a half-written number.
+type sectionCount struct {
+	f *os.File
+	// before is the count the file held when the sync began; -1 when it
+	// was empty or unreadable.
+	before int
+}
+
+// lockSectionCount opens .section_count, takes its exclusive flock and
+// reads it.
+func (g governance) lockSectionCount() (*sectionCount, error) {
+	f, err := g.open(sectionCountName, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return errs.Wrap(errs.Internal, err, nil, ".section_count")
+		return nil, err
 	}
-	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return errs.Wrap(errs.Internal, err, nil, ".section_count: flock")
+		f.Close()
+		return nil, errs.Wrap(errs.Internal, err, nil, ".section_count: flock")
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	if err := f.Truncate(0); err != nil {
+	var b [32]byte
+	n, _ := f.ReadAt(b[:], 0)
+	v, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil {
+		v = -1
+	}
+	return &sectionCount{f: f, before: v}, nil
+}
+
+// write replaces the count with n and fsyncs it, still under the lock.
+func (c *sectionCount) write(n int) error {
+	if err := c.f.Truncate(0); err != nil {
 		return errs.Wrap(errs.Internal, err, nil, ".section_count")
 	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(n)+"\n"), 0); err != nil {
+	if _, err := c.f.WriteAt([]byte(strconv.Itoa(n)+"\n"), 0); err != nil {
 		return errs.Wrap(errs.Internal, err, nil, ".section_count")
 	}
-	return f.Sync()
+	if err := c.f.Sync(); err != nil {
+		return errs.Wrap(errs.Internal, err, nil, ".section_count")
+	}
+	return nil
+}
+
+// unlock releases the flock and closes the file.
+func (c *sectionCount) unlock() {
+	_ = syscall.Flock(int(c.f.Fd()), syscall.LOCK_UN)
+	_ = c.f.Close()
 }
 
 // ReadSectionCount reads a .section_count file under a shared flock.
@@ -180,7 +352,7 @@ func (s *Service) Collisions(ctx context.Context, id string) (*protocol.CorpusCo
 		out.Collisions = append(out.Collisions, protocol.CollisionEntry{CanonicalSectionNumber: r.Canonical, SectionNumberFiled: r.Filed,
 			FiledNumber: v, Title: r.Title})
 	}
-	if out.Log, err = s.readCollisionLog(c.ID); err != nil {
+	if out.Log, err = s.governanceFor(c).readCollisionLog(); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,7 +1,9 @@
 package corpus
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 
@@ -100,8 +102,13 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 	default:
 		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "mode", Reason: "unknown"}, "mode %q: want keyword, semantic or hybrid", p.Mode)
 	}
-	if strings.TrimSpace(p.Query) == "" {
-		return nil, errs.InvalidField("query", "query is required")
+	text, vec, err := parseQuery(p.Query)
+	if err != nil {
+		return nil, err
+	}
+	if vec != nil && p.Mode != protocol.SearchSemantic {
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "vector-needs-semantic"},
+			"a vector query is only for mode semantic (mode %s needs words to rank by BM25)", p.Mode)
 	}
 	k, err := count("k", p.K, DefaultK)
 	if err != nil {
@@ -114,7 +121,7 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 	depth := max(k, t.Depth)
 	var kw, sem []store.Scored
 	if p.Mode != protocol.SearchSemantic {
-		if m := search.MatchExpr(p.Query); m != "" {
+		if m := search.MatchExpr(text); m != "" {
 			n := k
 			if p.Mode == protocol.SearchHybrid {
 				n = depth
@@ -130,8 +137,12 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		if err != nil {
 			return nil, err
 		}
-		qv, err := e.Embed(ctx, []string{p.Query}, embedding.Query)
-		if err != nil {
+		var qv [][]float32
+		if vec != nil {
+			if qv, err = queryVector(vec, e.Info().Dims); err != nil {
+				return nil, err
+			}
+		} else if qv, err = e.Embed(ctx, []string{text}, embedding.Query); err != nil {
 			return nil, errs.Wrap(errs.Internal, err, map[string]any{"reason": "embedder-failed"}, "embed the query")
 		}
 		if p.Mode == protocol.SearchHybrid && t.PRFDocs > 0 && len(kw) > 0 {
@@ -169,6 +180,65 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil
+}
+
+// parseQuery decodes corpus/search's query strictly (seed 004: `query:
+// str | list[float]`): a non-blank string, or a non-empty array of finite
+// numbers. Anything else is errs.Invalid naming the field.
+func parseQuery(raw json.RawMessage) (string, []float64, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return "", nil, errs.InvalidField("query", "query is required: a string, or an array of numbers for mode semantic")
+	}
+	switch t[0] {
+	case '"':
+		var q string
+		if err := json.Unmarshal(t, &q); err != nil || strings.TrimSpace(q) == "" {
+			return "", nil, errs.InvalidField("query", "query is required: a string, or an array of numbers for mode semantic")
+		}
+		return q, nil, nil
+	case '[':
+		var v []float64
+		if err := json.Unmarshal(t, &v); err != nil {
+			return "", nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "not-a-vector"}, "a vector query must be an array of numbers")
+		}
+		if len(v) == 0 {
+			return "", nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "empty-vector"}, "a vector query must not be empty")
+		}
+		return "", v, nil
+	}
+	return "", nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "type"}, "query must be a string or an array of numbers")
+}
+
+// queryVector checks a vector query against the corpus's dimensions and
+// scales it to unit length, as every stored vector is (the vec0 index ranks
+// unit vectors by L2, which orders them as cosine does). A wrong length is
+// errs.Invalid with data {field, reason: "dims", expectedDims, got}.
+func queryVector(v []float64, dims int) ([][]float32, error) {
+	if dims <= 0 {
+		return nil, errs.New(errs.Invalid, map[string]any{"field": "query", "reason": "no-vectors"},
+			"the corpus's vector dimensions are not known yet; run corpus/sync first")
+	}
+	if len(v) != dims {
+		return nil, errs.New(errs.Invalid, map[string]any{"field": "query", "reason": "dims", "expectedDims": dims, "got": len(v)},
+			"a vector query must have the corpus's %d dimensions, not %d", dims, len(v))
+	}
+	var norm float64
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, errs.New(errs.Invalid, map[string]any{"field": "query", "reason": "not-finite"}, "a vector query must hold finite numbers")
+		}
+		norm += x * x
+	}
+	if norm == 0 {
+		return nil, errs.New(errs.Invalid, map[string]any{"field": "query", "reason": "zero-vector"}, "a vector query must not be all zeros")
+	}
+	inv := 1 / math.Sqrt(norm)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x * inv)
+	}
+	return [][]float32{out}, nil
 }
 
 // feedback moves q towards the mean vector of the top keyword hits

@@ -147,6 +147,9 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 		return nil, err
 	}
 	id := corpusID(clean)
+	if err := s.chooseGovernance(id, clean, kind, p.GovernanceDir); err != nil {
+		return nil, err
+	}
 	c, err := db.OpenCorpus(ctx, id, clean, kind)
 	if err != nil {
 		return nil, err
@@ -256,8 +259,14 @@ func (s *Service) Status(ctx context.Context, id string) (*protocol.CorpusStatus
 		}
 	}
 	if c.Kind == "log" {
-		out.CollisionLog = s.govPath(c.ID, collisionLogName)
-		out.SectionCount = s.govPath(c.ID, sectionCountName)
+		g := s.governanceFor(c)
+		out.CollisionLog = g.path(collisionLogName)
+		out.SectionCount = g.path(sectionCountName)
+		if g.inWorkspace() {
+			out.GovernanceDir = g.dir
+			out.OnboardingPrompt = g.path(onboardingName)
+			out.GovernanceLog = g.path(governanceLogName)
+		}
 	}
 	s.mu.Lock()
 	out.LastError = st.lastError

@@ -85,6 +85,17 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 }
 
 func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus, st *state, rebuild bool, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
+	start := time.Now()
+	var gov governance
+	var count *sectionCount
+	if c.Kind == "log" {
+		gov = s.governanceFor(c)
+		var err error
+		if count, err = gov.lockSectionCount(); err != nil {
+			return nil, err
+		}
+		defer count.unlock()
+	}
 	refs, err := db.ChunkRefs(ctx, c.ID)
 	if err != nil {
 		return nil, err
@@ -135,7 +146,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus,
 		rep, _ := json.Marshal(report2(res.Warnings))
 		upd.Report = rep
 		if c.Kind == "log" {
-			fresh, err := s.appendCollisions(c.ID, p.collisions)
+			fresh, err := gov.appendCollisions(p.collisions)
 			if err != nil {
 				return nil, err
 			}
@@ -145,10 +156,13 @@ func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus,
 		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
 			return nil, err
 		}
-		if c.Kind == "log" {
-			if err := s.writeSectionCount(c.ID, p.sections); err != nil {
+		if c.Kind == "log" && count.before != p.sections {
+			if err := count.write(p.sections); err != nil {
 				return nil, err
 			}
+		}
+		if c.Kind == "log" && gov.inWorkspace() {
+			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.sections, rebuild, time.Since(start))...)
 		}
 		res.Added, res.Updated, res.Removed = p.added, p.updated, len(p.delete)
 		if rebuild {
@@ -167,7 +181,40 @@ func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus,
 		return nil, err
 	}
 	res.Stale = counts.Stale
+	if c.Kind == "log" && gov.inWorkspace() {
+		if after, err := db.Corpus(ctx, c.ID); err == nil && after.EmbeddingModelVersion != c.EmbeddingModelVersion && after.EmbeddingModelVersion != "" {
+			if err := gov.logModelChange(c.EmbeddingModelVersion, after.EmbeddingModelVersion, after.EmbeddingVersion); err != nil {
+				res.Warnings = append(res.Warnings, governanceWarning(gov, governanceLogName, err))
+			}
+		}
+	}
 	return res, nil
+}
+
+// refreshGovernance keeps the workspace's governance files current after a
+// sync that changed the index: ONBOARDING_PROMPT.md when the section count
+// changed (or the prompt is missing), and a GOVERNANCE_LOG.md line for a
+// rebuild. The index is already committed, so a file that cannot be
+// written is a warning, not a failed sync.
+func (s *Service) refreshGovernance(gov governance, c *store.Corpus, before, sections int, rebuild bool, took time.Duration) []protocol.CorpusWarning {
+	var out []protocol.CorpusWarning
+	have, err := gov.read(onboardingName)
+	if err == nil && (before != sections || have == nil) {
+		err = gov.writeOnboarding(c.Path, sections)
+	}
+	if err != nil {
+		out = append(out, governanceWarning(gov, onboardingName, err))
+	}
+	if rebuild {
+		if err := gov.logRebuild(sections, took); err != nil {
+			out = append(out, governanceWarning(gov, governanceLogName, err))
+		}
+	}
+	return out
+}
+
+func governanceWarning(gov governance, name string, err error) protocol.CorpusWarning {
+	return protocol.CorpusWarning{Kind: "governance_unwritable", Path: gov.dir + "/" + name, Message: "the index is current, but " + name + " could not be written: " + err.Error()}
 }
 
 func report2(w []protocol.CorpusWarning) report { return report{Warnings: w} }
@@ -227,6 +274,9 @@ func (s *Service) planLog(c *store.Corpus, refs map[string]store.ChunkRef, rebui
 	seen := map[string]bool{}
 	for i, sec := range lg.Sections {
 		canonical := i + 1
+		if w, ok := missingAttribution(c.Path, canonical, &sec); ok {
+			p.warnings = append(p.warnings, w)
+		}
 		ch := logChunk(c.Path, canonical, &sec)
 		if ch.Collision {
 			p.collisions = append(p.collisions, protocol.CollisionEntry{CanonicalSectionNumber: canonical, SectionNumberFiled: sec.Filed,
@@ -245,6 +295,38 @@ func (s *Service) planLog(c *store.Corpus, refs map[string]store.ChunkRef, rebui
 		}
 	}
 	return p, nil
+}
+
+// missingAttribution reports a section that gives no author or no date
+// (seed 004's attribution rules): it is still indexed, with authors [] or
+// created_at "", but corpus/status says so with the heading's line and
+// offset instead of leaving the gap silent.
+func missingAttribution(path string, canonical int, sec *markdown.Section) (protocol.CorpusWarning, bool) {
+	var missing []string
+	if len(sec.Authors) == 0 {
+		missing = append(missing, "author")
+	}
+	if sec.CreatedAt == "" {
+		missing = append(missing, "date")
+	}
+	if len(missing) == 0 {
+		return protocol.CorpusWarning{}, false
+	}
+	return protocol.CorpusWarning{Kind: "missing_attribution", Path: path, Line: sec.Line, Offset: sec.Start, Section: canonical,
+		Missing: missing, Text: "## " + sec.Filed + ". " + sec.Title,
+		Message: "section " + sec.Filed + " gives no " + strings.Join(missing, " and no ") + "; indexed with " + attributionDefaults(missing)}, true
+}
+
+func attributionDefaults(missing []string) string {
+	var d []string
+	for _, m := range missing {
+		if m == "author" {
+			d = append(d, "authors []")
+		} else {
+			d = append(d, `created_at ""`)
+		}
+	}
+	return strings.Join(d, " and ")
 }
 
 // addChunk adds ch to the plan unless it is stored unchanged. A chunk

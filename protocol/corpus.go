@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 // Corpus methods (seed 004; PROTOCOL.md §12). A corpus is a markdown log of
 // numbered sections or a folder of markdown documents inside the workspace,
 // indexed into kernel.db for keyword (FTS5 BM25) and vector (sqlite-vec)
@@ -52,6 +54,11 @@ const (
 type CorpusOpenParams struct {
 	Path  string `json:"path"`
 	Watch *bool  `json:"watch,omitempty"`
+	// GovernanceDir is where a log's governance files go (seed 004's
+	// workspace/governance/): absent means a governance/ folder beside the
+	// log, a string names a workspace folder, and null keeps them in the
+	// data dir only. It stays raw so that null and absent differ.
+	GovernanceDir json.RawMessage `json:"governanceDir,omitempty"`
 }
 
 // CorpusParams name one corpus: corpus/status, corpus/sync,
@@ -80,11 +87,20 @@ type CorpusTailParams struct {
 // CorpusSearchParams are the params of corpus/search (seed 004's
 // semantic_search). Mode is required. K defaults to 10, at most 1,000.
 type CorpusSearchParams struct {
-	CorpusID string         `json:"corpusId"`
-	Query    string         `json:"query"`
-	K        *int           `json:"k,omitempty"`
-	Mode     string         `json:"mode"`
-	Filters  *CorpusFilters `json:"filters,omitempty"`
+	CorpusID string `json:"corpusId"`
+	// Query is seed 004's `query: str | list[float]`: a JSON string, or an
+	// array of numbers of the corpus's dimensions (semantic mode only).
+	// It stays raw so the corpus decodes it strictly (corpus.parseQuery).
+	Query   json.RawMessage `json:"query"`
+	K       *int            `json:"k,omitempty"`
+	Mode    string          `json:"mode"`
+	Filters *CorpusFilters  `json:"filters,omitempty"`
+}
+
+// TextQuery is a CorpusSearchParams.Query holding the text q.
+func TextQuery(q string) json.RawMessage {
+	b, _ := json.Marshal(q)
+	return b
 }
 
 // CorpusFilters are metadata predicates (seed 004): applied inside the
@@ -162,15 +178,23 @@ type CorpusSyncResult struct {
 }
 
 // CorpusWarning is one thing a sync kept but reports: Kind is
-// "rejected_heading", "skipped_file", "source_shrank", "embedder_failed" or
-// "source_missing".
+// "rejected_heading", "missing_attribution", "skipped_file",
+// "source_shrank", "embedder_failed", "source_missing" or
+// "governance_unwritable". Line is 1-based; Offset is a byte offset in the
+// source.
 type CorpusWarning struct {
-	Kind    string `json:"kind"`
-	Path    string `json:"path,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Offset  int    `json:"offset,omitempty"`
-	Text    string `json:"text,omitempty"`
-	Message string `json:"message"`
+	Kind   string `json:"kind"`
+	Path   string `json:"path,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Offset int    `json:"offset,omitempty"`
+	// Section is the canonical number of the section warned about
+	// (missing_attribution).
+	Section int `json:"canonical_section_number,omitempty"`
+	// Missing names what a missing_attribution section lacks: "author",
+	// "date" or both.
+	Missing []string `json:"missing,omitempty"`
+	Text    string   `json:"text,omitempty"`
+	Message string   `json:"message"`
 }
 
 // CorpusStatus is the result of corpus/status.
@@ -198,6 +222,13 @@ type CorpusStatus struct {
 	// .section_count (in the data dir: the workspace is never written).
 	CollisionLog string `json:"collisionLog,omitempty"`
 	SectionCount string `json:"sectionCount,omitempty"`
+	// GovernanceDir is the workspace folder holding a log's governance
+	// files, absent when they are in the data dir only; OnboardingPrompt
+	// and GovernanceLog are the absolute paths of ONBOARDING_PROMPT.md and
+	// GOVERNANCE_LOG.md in it.
+	GovernanceDir    string `json:"governanceDir,omitempty"`
+	OnboardingPrompt string `json:"onboardingPrompt,omitempty"`
+	GovernanceLog    string `json:"governanceLog,omitempty"`
 }
 
 // EmbeddingStatus describes the embedder of a corpus.

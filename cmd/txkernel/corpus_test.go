@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -224,9 +225,27 @@ func TestCorpusSeedGates(t *testing.T) {
 	if nColl == 0 || len(coll["log"].([]any)) != nColl {
 		t.Fatalf("collisions %d, log lines %d", nColl, len(coll["log"].([]any)))
 	}
-	count, err := readSectionCountFile(filepath.Join(data, "corpus", id, ".section_count"))
+	// The governance files are where the seed's writers read them: a
+	// governance/ folder beside the log, in the workspace.
+	gdir := filepath.Join(ws, "governance", "governance")
+	st := p.mustResult("corpus/status", map[string]any{"corpusId": id})
+	if st["sectionCount"] != filepath.Join(gdir, ".section_count") || st["governanceDir"] != "governance/governance" {
+		t.Fatalf("status: sectionCount %v, governanceDir %v; want them in %s", st["sectionCount"], st["governanceDir"], gdir)
+	}
+	count, err := readSectionCountFile(filepath.Join(gdir, ".section_count"))
 	if err != nil || count != 1200 {
 		t.Fatalf(".section_count = %d, %v; want 1200", count, err)
+	}
+	if lines := fileLines(t, filepath.Join(gdir, "collision.log")); len(lines) != nColl {
+		t.Fatalf("collision.log in the workspace has %d lines, want %d", len(lines), nColl)
+	}
+	onboarding, err := os.ReadFile(filepath.Join(gdir, "ONBOARDING_PROMPT.md"))
+	if err != nil || !strings.Contains(string(onboarding), "**1200**") || !strings.Contains(string(onboarding), "MCCI") ||
+		!strings.Contains(string(onboarding), "Collision protocol") || !strings.Contains(string(onboarding), "exec_tag protocol") {
+		t.Fatalf("ONBOARDING_PROMPT.md: %v\n%s", err, onboarding)
+	}
+	if _, err := os.Stat(filepath.Join(data, "corpus", id, ".section_count")); !os.IsNotExist(err) {
+		t.Fatalf("a workspace-governed log also wrote .section_count in the data dir: %v", err)
 	}
 
 	// Gate 4, authority isolation.
@@ -304,12 +323,36 @@ func TestCorpusSeedGates(t *testing.T) {
 	if len(coll["log"].([]any)) != nColl {
 		t.Fatalf("rebuild appended to collision.log: %d lines, want %d", len(coll["log"].([]any)), nColl)
 	}
+	// Gate 3's record (the rebuild, its section count and its duration),
+	// after the first embedding model's: the built-in, trained at the first
+	// sync and unchanged by the rebuild (it is deterministic).
+	glog := fileLines(t, filepath.Join(gdir, "GOVERNANCE_LOG.md"))
+	if len(glog) != 2 || !regexp.MustCompile(`^- \S+ embedding model change: embedding_model_version none -> txkernel-lsa\S+ \(embedding_version 1\)$`).MatchString(glog[0]) ||
+		!regexp.MustCompile(`^- \S+ rebuild: 1200 sections in [0-9.]+ ms$`).MatchString(glog[1]) {
+		t.Fatalf("GOVERNANCE_LOG.md after the first sync and one rebuild: %q", glog)
+	}
 	// Let the watcher see whatever it will, then check the source.
 	time.Sleep(300 * time.Millisecond)
 	p.stop()
 	if after := stamp(t, logPath); after != before {
 		t.Fatalf("the markdown changed: before %+v, after %+v", before, after)
 	}
+}
+
+// fileLines returns a file's non-empty lines; a missing file has none.
+func fileLines(t testing.TB, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func nonNilStrings(v []string) []string {
