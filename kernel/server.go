@@ -173,6 +173,14 @@ var txMethods = map[string]methodInfo{
 		if p.Proposal == nil {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal"}, "proposal is required")
 		}
+		// A PatchSet has its own flow (seed 003): one pending per recipe and
+		// a lastPatchDecision for the model's next turn, which
+		// patchset/propose and patchset/decide keep. turn/start would
+		// propose one around both.
+		if p.Proposal.Kind == protocol.KindRecipePatchSet {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal.kind", "reason": "use-patchset-propose", "kind": p.Proposal.Kind},
+				"a recipe PatchSet is proposed with patchset/propose, which keeps one pending PatchSet per recipe and the decision context")
+		}
 		plan, err := decodePlan(p.Plan)
 		if err != nil {
 			return nil, err
