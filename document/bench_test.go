@@ -10,7 +10,6 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
-	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
@@ -30,8 +29,7 @@ func newBench(b *testing.B) *bench {
 	path := filepath.Join(dir, store.FileName)
 	t := document.New(document.Options{DBPath: path})
 	b.Cleanup(func() { t.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{t}, DataDir: dir,
-		KindPolicy: map[string]approvals.Policy{protocol.KindJSONPatch: approvals.Never}})
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{t}, DataDir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}

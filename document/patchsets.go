@@ -64,18 +64,15 @@ func (s *Service) ProposePatchSet(ctx context.Context, p *protocol.PatchSetPropo
 		return nil, errs.New(errs.Pending, PendingData{DocID: p.DocID, PatchSetID: pending.PatchSetID, Rule: recipe.RulePending},
 			"recipe %s already has PatchSet %s pending review: decide it first", p.DocID, pending.PatchSetID)
 	}
-	res, err := s.eng.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindRecipePatchSet, DocID: p.DocID, RecipeVersion: p.RecipeVersion, PatchSet: p.PatchSet})
+	res, err := s.eng.Propose(ctx, proposal(protocol.KindRecipePatchSet, input{DocID: p.DocID, RecipeVersion: p.RecipeVersion, PatchSet: p.PatchSet}))
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.eng.Status(ctx, res.TransactionID)
+	pl, err := plannedOf(res)
 	if err != nil {
 		return nil, err
 	}
-	r, err := record(st.Pointers.Proposal)
-	if err != nil {
-		return nil, err
-	}
+	r := pl.rec
 	row := store.PatchSetRow{PatchSetID: ps.PatchSetID, DocID: p.DocID, TxID: res.TransactionID, RecipeVersion: r.ExpectedRevision,
 		Body: p.PatchSet, Summary: r.Summary, State: stPending}
 	if err := db.PutPatchSet(ctx, row); err != nil {

@@ -98,24 +98,29 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 	return res, nil
 }
 
-// Plan implements tx.Target. A json_patch names DocID and Patch (seed
-// 000's envelope, decoded by exact case); a recipe_patchset names DocID,
-// RecipeVersion and PatchSet (seed 003). The envelope's expected_revision,
-// or RecipeVersion, must be the document's current revision (errs.Stale):
-// a dry run against an older one would validate something else. The patch
-// is then run on a copy and the result validated against the type.
-func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan, error) {
+// Plan implements tx.Target. body is the document's input (input): a
+// json_patch names DocID and Patch (seed 000's envelope, decoded by exact
+// case); a recipe_patchset names DocID, RecipeVersion and PatchSet (seed
+// 003). The envelope's expected_revision, or RecipeVersion, must be the
+// document's current revision (errs.Stale): a dry run against an older
+// one would validate something else. The patch is then run on a copy and
+// the result validated against the type.
+func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*tx.Plan, error) {
+	var in input
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "proposal: %v", err)
+	}
 	if in.DocID == "" {
 		return nil, errs.InvalidField("docId", "docId is required")
 	}
-	var input []byte
+	var raw []byte
 	var expected int64
-	switch in.Kind {
+	switch kind {
 	case protocol.KindJSONPatch:
 		if len(in.Patch) == 0 {
 			return nil, errs.InvalidField("patch", "patch is required (seed 000's envelope)")
 		}
-		input = in.Patch
+		raw = in.Patch
 	case protocol.KindRecipePatchSet:
 		if len(in.PatchSet) == 0 {
 			return nil, errs.InvalidField("patchSet", "patchSet is required")
@@ -123,7 +128,7 @@ func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 		if in.RecipeVersion == nil {
 			return nil, errs.InvalidField("recipeVersion", "recipeVersion is required")
 		}
-		input, expected = in.PatchSet, *in.RecipeVersion
+		raw, expected = in.PatchSet, *in.RecipeVersion
 	}
 	db, err := d.store(ctx)
 	if err != nil {
@@ -133,7 +138,7 @@ func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.dryRun(in.Kind, doc, input)
+	res, err := d.dryRun(kind, doc, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -143,14 +148,14 @@ func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 	if expected != doc.Revision {
 		return nil, staleErr(doc.ID, expected, doc.Revision)
 	}
-	canonInput, err := jsondoc.Canonicalize(input)
+	canonInput, err := jsondoc.Canonicalize(raw)
 	if err != nil {
 		return nil, err
 	}
 	rec := planRecord{
 		DocID: doc.ID, DocType: doc.Type, ExpectedRevision: expected,
 		PatchHash:     "sha256:" + sha256Hex(canonInput),
-		InputSHA256:   sha256Hex(input),
+		InputSHA256:   sha256Hex(raw),
 		ContentSHA256: sha256Hex(res.content),
 		Targets:       wireTargets(res.targets),
 		Preview:       wirePreview(res.preview),
@@ -170,14 +175,14 @@ func (d *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 	// The fingerprint covers the target, the document and the exact
 	// input: the same envelope on the same document is the same patch
 	// (a deny of it sticks), on another document it is not.
-	canonical := fmt.Appendf(nil, "%s\x00%s\x00%s\x00", in.Kind, doc.ID, rec.PatchHash)
+	canonical := fmt.Appendf(nil, "%s\x00%s\x00%s\x00", kind, doc.ID, rec.PatchHash)
 	return &tx.Plan{
 		Pointer:   protocol.ProposalPointer{TargetPlan: plan},
 		Changes:   changes(doc.ID, res.preview),
 		Canonical: canonical,
 		Redacted:  text,
 		Findings:  findings,
-		Blobs:     map[string][]byte{rec.InputSHA256: input},
+		Blobs:     map[string][]byte{rec.InputSHA256: raw},
 	}, nil
 }
 

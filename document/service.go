@@ -169,16 +169,25 @@ func (s *Service) Validate(ctx context.Context, p *protocol.PatchValidateParams)
 		if err != nil {
 			return nil, err
 		}
-		return s.validation(ctx, prior.TxID, true)
+		st, err := s.eng.Status(ctx, prior.TxID)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := s.t.load(st.Pointers.Proposal)
+		if err != nil {
+			return nil, err
+		}
+		return validation(prior.TxID, pl.rec, true), nil
 	}
-	res, err := s.eng.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindJSONPatch, DocID: p.DocID, Patch: p.Patch})
+	res, err := s.eng.Propose(ctx, proposal(protocol.KindJSONPatch, input{DocID: p.DocID, Patch: p.Patch}))
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.validation(ctx, res.TransactionID, false)
+	pl, err := plannedOf(res)
 	if err != nil {
 		return nil, err
 	}
+	out := validation(res.TransactionID, pl.rec, false)
 	if out.Mode == protocol.ModeProposed {
 		val, _ := json.Marshal(out)
 		if err := db.PutProposed(ctx, store.ProposedPatch{DocID: p.DocID, PatchID: env.PatchID, TxID: res.TransactionID,
@@ -208,21 +217,14 @@ func (s *Service) replay(ctx context.Context, docID, patchID, hash string) (*sto
 	return prior, nil
 }
 
-// validation reads the validation artefact back from transaction id.
-func (s *Service) validation(ctx context.Context, id string, replay bool) (*protocol.PatchValidateResult, error) {
-	st, err := s.eng.Status(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	r, err := record(st.Pointers.Proposal)
-	if err != nil {
-		return nil, err
-	}
+// validation is the validation artefact of transaction id, whose plan
+// record is r.
+func validation(id string, r *planRecord, replay bool) *protocol.PatchValidateResult {
 	return &protocol.PatchValidateResult{
 		ValidationID: id, ExpiresAt: r.ExpiresAt, DocID: r.DocID, PatchID: r.PatchID,
 		ExpectedRevision: r.ExpectedRevision, Mode: r.Mode, PatchHash: r.PatchHash,
 		Targets: r.Targets, Preview: r.Preview, AlreadyApplied: replay,
-	}, nil
+	}
 }
 
 // Apply applies a validated envelope (patch/apply, seed 000 step 7). It
@@ -259,10 +261,11 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 		return nil, errs.New(errs.UnknownValidation, ValidationIDData{ValidationID: p.ValidationID, Reason: "not-a-document-patch"},
 			"%s is a transaction but not a patch/validate validationId", p.ValidationID)
 	}
-	r, err := record(ptr)
+	pl, err := s.t.load(ptr)
 	if err != nil {
 		return nil, err
 	}
+	r := pl.rec
 	if _, err := jsondoc.DecodeEnvelope(p.Patch); err != nil {
 		return nil, err
 	}
@@ -278,7 +281,7 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 	if st.State == protocol.StateCompleted {
 		return s.applied(ctx, out, p.ValidationID, true)
 	}
-	if err := s.t.checkExpiry(r); err != nil {
+	if err := pl.checkExpiry(); err != nil {
 		var e *errs.Error
 		if errors.As(err, &e) {
 			if d, ok := e.Data.(ExpiredData); ok {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,6 +48,11 @@ type Options struct {
 	TTL        time.Duration    // validation_id lifetime; zero means DefaultTTL
 	Now        func() time.Time // nil means time.Now
 	Failpoints *failpoint.Set   // nil in production
+	// PatchPolicy is the approval policy of json_patch proposals (the
+	// kernel's --document-approval-policy); empty means approvals.Never:
+	// seed 000 makes approval optional. recipe_patchset always waits for
+	// a person (seed 003: patchset/decide).
+	PatchPolicy approvals.Policy
 }
 
 // Target is the document target. It implements tx.Target and is safe for
@@ -60,13 +66,17 @@ type Target struct {
 	now     func() time.Time
 	fp      *failpoint.Set
 	scanner *secrets.Scanner
+	policy  approvals.Policy // json_patch's
 }
 
 var _ tx.Target = (*Target)(nil)
 
 // New returns the document target over opts.DB.
 func New(opts Options) *Target {
-	t := &Target{dbPath: opts.DBPath, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: secrets.NewScanner()}
+	t := &Target{dbPath: opts.DBPath, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: secrets.NewScanner(), policy: opts.PatchPolicy}
+	if t.policy == "" {
+		t.policy = approvals.Never
+	}
 	if t.lim == (jsondoc.Limits{}) {
 		t.lim = jsondoc.DefaultLimits()
 	}
@@ -112,9 +122,45 @@ func (d *Target) Close() error {
 // Name implements tx.Target: "document".
 func (d *Target) Name() string { return protocol.TargetDocument }
 
-// Kinds implements tx.Target: json_patch and recipe_patchset.
-func (d *Target) Kinds() []string {
-	return []string{protocol.KindJSONPatch, protocol.KindRecipePatchSet}
+// Kinds implements tx.Target: json_patch, under Options.PatchPolicy, and
+// recipe_patchset, which always waits for a person (seed 003).
+func (d *Target) Kinds() []tx.Kind {
+	return []tx.Kind{
+		{Name: protocol.KindJSONPatch, DefaultPolicy: d.policy},
+		{Name: protocol.KindRecipePatchSet, DefaultPolicy: approvals.Untrusted},
+	}
+}
+
+// input is the document target's proposal input (tx.Input.Body), named
+// as turn/start's proposal members: a json_patch names DocID and Patch
+// (seed 000's envelope); a recipe_patchset names DocID, RecipeVersion and
+// PatchSet (seed 003). Patch and PatchSet stay raw: their decoders match
+// member names by exact case and refuse unknown members, which
+// encoding/json cannot, and the exact bytes are kept as the blob and the
+// patch log's envelope.
+type input struct {
+	DocID         string          `json:"docId,omitempty"`
+	Patch         json.RawMessage `json:"patch,omitempty"`
+	RecipeVersion *int64          `json:"recipeVersion,omitempty"`
+	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
+}
+
+// proposal is in as the engine's envelope for kind. Patch and PatchSet
+// are copied byte for byte (json.Marshal would compact and re-escape
+// them); each must be one JSON value, as its decoder left it.
+func proposal(kind string, in input) *tx.Input {
+	docID, _ := json.Marshal(in.DocID) // a string always encodes
+	body := append([]byte(`{"docId":`), docID...)
+	if in.Patch != nil {
+		body = append(append(body, `,"patch":`...), in.Patch...)
+	}
+	if in.RecipeVersion != nil {
+		body = strconv.AppendInt(append(body, `,"recipeVersion":`...), *in.RecipeVersion, 10)
+	}
+	if in.PatchSet != nil {
+		body = append(append(body, `,"patchSet":`...), in.PatchSet...)
+	}
+	return &tx.Input{Kind: kind, Body: append(body, '}')}
 }
 
 // planRecord is the document target's pointers.proposal.target_plan: what
@@ -136,56 +182,84 @@ type planRecord struct {
 	Summary          json.RawMessage           `json:"summary,omitempty"` // a PatchSet's, impacted by the kernel
 }
 
-// record decodes p's target plan.
-func record(p *protocol.ProposalPointer) (*planRecord, error) {
+// planned is a document transaction as Load decoded it: its pointer, its
+// plan record and, for a json_patch, when its validation expires.
+type planned struct {
+	d       *Target
+	ptr     *protocol.ProposalPointer
+	rec     *planRecord
+	expires time.Time // zero: never (a recipe PatchSet)
+}
+
+// Load implements tx.Target: it decodes pointers.proposal.target_plan
+// (planRecord) and its expires_at, once. Either unreadable is
+// errs.LedgerCorrupt.
+func (d *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
 	var r planRecord
 	if err := json.Unmarshal(p.TargetPlan, &r); err != nil {
-		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "document target plan")
+		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "document target plan: %v", err)
 	}
-	return &r, nil
+	if r.DocID == "" {
+		return nil, errs.New(errs.LedgerCorrupt, nil, "document target plan: no doc_id")
+	}
+	pl := &planned{d: d, ptr: p, rec: &r}
+	if r.ExpiresAt != "" {
+		exp, err := time.Parse(time.RFC3339Nano, r.ExpiresAt)
+		if err != nil {
+			return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "document target plan: expires_at: %v", err)
+		}
+		pl.expires = exp
+	}
+	return pl, nil
 }
 
-// Admit implements tx.Target: an expired validation_id is refused before
-// any approval is asked for (errs.Expired); no approval can revive it.
-func (d *Target) Admit(p *protocol.ProposalPointer) error {
-	r, err := record(p)
+// load is Load for the service, which reads back a transaction it made:
+// the document plan of p.
+func (d *Target) load(p *protocol.ProposalPointer) (*planned, error) {
+	pl, err := d.Load(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return d.checkExpiry(r)
+	return pl.(*planned), nil
 }
 
-func (d *Target) checkExpiry(r *planRecord) error {
-	if r.ExpiresAt == "" {
+// plannedOf is the document plan of a transaction the service proposed.
+func plannedOf(res *tx.Proposed) (*planned, error) {
+	pl, ok := res.Planned.(*planned)
+	if !ok {
+		return nil, errs.New(errs.Internal, nil, "transaction %s is not a document transaction", res.TransactionID)
+	}
+	return pl, nil
+}
+
+// Admit implements tx.Planned: an expired validation_id is refused before
+// any approval is asked for (errs.Expired); no approval can revive it.
+func (pl *planned) Admit() error { return pl.checkExpiry() }
+
+// checkExpiry is errs.Expired once a json_patch's validation expired.
+func (pl *planned) checkExpiry() error {
+	if pl.expires.IsZero() || pl.d.now().Before(pl.expires) {
 		return nil
 	}
-	exp, err := time.Parse(time.RFC3339Nano, r.ExpiresAt)
-	if err != nil {
-		return errs.Wrap(errs.LedgerCorrupt, err, nil, "expires_at")
-	}
-	if !d.now().Before(exp) {
-		return errs.New(errs.Expired, ExpiredData{ExpiresAt: r.ExpiresAt},
-			"the validation expired at %s: validate the patch again", r.ExpiresAt)
-	}
-	return nil
+	return errs.New(errs.Expired, ExpiredData{ExpiresAt: pl.rec.ExpiresAt},
+		"the validation expired at %s: validate the patch again", pl.rec.ExpiresAt)
 }
 
-// Approvals implements tx.Target: the patchset approval, whose reason
+// Approvals implements tx.Planned: the patchset approval, whose reason
 // names the document and its revision (see approvalReason), and a
 // secrets_override when the new values hold secrets. Whether a person must
-// give the first is the engine's per-kind policy.
-func (d *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
-	return approvals.RequiredFor(p.PatchID, approvalReason(p), p.ContainsSecretIntroductions)
+// give the first is the kind's policy (Kinds).
+func (pl *planned) Approvals() []approvals.Requirement {
+	return approvals.RequiredFor(pl.ptr.PatchID, approvalReason(pl.rec), pl.ptr.ContainsSecretIntroductions)
 }
 
-// approvalReason says what approving p does: `patch document "d" at
+// Files implements tx.Planned: a document is no workspace file.
+func (pl *planned) Files() []string { return nil }
+
+// approvalReason says what approving r does: `patch document "d" at
 // revision 3 (2 operations)`, or `apply PatchSet "ps" to recipe "r" at
 // revision 3 (2 operations)`.
-func approvalReason(p *protocol.ProposalPointer) string {
-	r, err := record(p)
-	if err != nil {
-		return "patch a document"
-	}
+func approvalReason(r *planRecord) string {
 	ops := plural(len(r.Targets), "operation")
 	if r.PatchSetID != "" {
 		return fmt.Sprintf("apply PatchSet %q to recipe %q at revision %d (%s)", r.PatchSetID, r.DocID, r.ExpectedRevision, ops)
@@ -201,24 +275,15 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// LockKeys implements tx.Target: the document id.
-func (d *Target) LockKeys(p *protocol.ProposalPointer) []string {
-	r, err := record(p)
-	if err != nil {
-		return []string{"?"}
-	}
-	return []string{r.DocID}
-}
+// LockKeys implements tx.Planned: the document id.
+func (pl *planned) LockKeys() []string { return []string{pl.rec.DocID} }
 
-// CheckBase implements tx.Target: the document's revision must still be
+// CheckBase implements tx.Planned: the document's revision must still be
 // expected_revision (seed 000's optimistic concurrency). errs.Stale with
 // StaleData otherwise; errs.NotFound if the document is gone.
-func (d *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
-	r, err := record(p)
-	if err != nil {
-		return err
-	}
-	db, err := d.store(ctx)
+func (pl *planned) CheckBase(ctx context.Context) error {
+	r := pl.rec
+	db, err := pl.d.store(ctx)
 	if err != nil {
 		return err
 	}
@@ -237,17 +302,14 @@ func staleErr(docID string, expected, current int64) error {
 		"document %s is at revision %d, not the expected %d: validate again against the current revision", docID, current, expected)
 }
 
-// Prepare implements tx.Target. It re-runs the patch on the current
+// Prepare implements tx.Planned. It re-runs the patch on the current
 // content (the revision was just checked, so it is the validated one) and
 // re-validates the result, so nothing that changed since the dry run (a
 // schema, a limit) slips through; the new content must be the one the dry
 // run produced. It then stages the content in kernel.db, durably and
 // invisibly, where Commit finds it.
-func (d *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
-	r, err := record(c.Proposal)
-	if err != nil {
-		return nil, err
-	}
+func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+	d, r := pl.d, pl.rec
 	input, err := c.Blob(r.InputSHA256)
 	if err != nil {
 		return nil, err
@@ -260,7 +322,7 @@ func (d *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRec
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.dryRun(c.Proposal.Kind, doc, input)
+	res, err := d.dryRun(pl.ptr.Kind, doc, input)
 	if err != nil {
 		return nil, err
 	}
@@ -299,15 +361,15 @@ type commitRecord struct {
 	ContentSHA256    string `json:"content_sha256"`
 }
 
-// Commit implements tx.Target: one SQL transaction writes the staged
+// Commit implements tx.Planned: one SQL transaction writes the staged
 // content, revision + 1 and the patch-log row keyed by the transaction
 // id. When that row exists already it does nothing, so recovery may call
 // it again.
-func (d *Target) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
-	if err := d.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
+func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
+	if err := pl.d.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
 		return err
 	}
-	db, err := d.store(ctx)
+	db, err := pl.d.store(ctx)
 	if err != nil {
 		return err
 	}
@@ -315,22 +377,19 @@ func (d *Target) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRec
 	return err
 }
 
-// Abort implements tx.Target: it drops the staged content, if any.
-func (d *Target) Abort(ctx context.Context, c *tx.Change) error {
-	db, err := d.store(ctx)
+// Abort implements tx.Planned: it drops the staged content, if any.
+func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
+	db, err := pl.d.store(ctx)
 	if err != nil {
 		return err
 	}
 	return db.AbortStaged(ctx, c.TxID)
 }
 
-// Summary implements tx.Target: "patch doc deal-1 at revision 12: 2
+// Summary implements tx.Planned: "patch doc deal-1 at revision 12: 2
 // operations".
-func (d *Target) Summary(p *protocol.ProposalPointer) string {
-	r, err := record(p)
-	if err != nil {
-		return "document change"
-	}
+func (pl *planned) Summary() string {
+	r := pl.rec
 	what := "patch"
 	if r.PatchSetID != "" {
 		what = "PatchSet " + r.PatchSetID + " on"

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
 
 // TestApprovalReason checks that a document's patchset approval names the
 // document, the revision and the operation count (Issue 17 §5), and that
-// the secrets override keeps its own reason.
+// the secrets override keeps its own reason; a plan Load cannot read is
+// errs.LedgerCorrupt.
 func TestApprovalReason(t *testing.T) {
 	cases := []struct {
 		rec  planRecord
@@ -25,8 +27,11 @@ func TestApprovalReason(t *testing.T) {
 	d := New(Options{})
 	for _, c := range cases {
 		plan, _ := json.Marshal(c.rec)
-		p := &protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan, ContainsSecretIntroductions: true}
-		reqs := d.Approvals(p)
+		pl, err := d.Load(&protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan, ContainsSecretIntroductions: true})
+		if err != nil {
+			t.Fatalf("Load(%+v): %v", c.rec, err)
+		}
+		reqs := pl.Approvals()
 		if len(reqs) != 2 || reqs[0].Kind != protocol.ApprovalPatchset || reqs[0].Reason != c.want {
 			t.Errorf("Approvals(%+v) = %+v, want a patchset approval with reason %q", c.rec, reqs, c.want)
 			continue
@@ -35,7 +40,11 @@ func TestApprovalReason(t *testing.T) {
 			t.Errorf("secrets override = %+v", reqs[1])
 		}
 	}
-	if got := approvalReason(&protocol.ProposalPointer{TargetPlan: json.RawMessage(`[`)}); got != "patch a document" {
-		t.Errorf("unreadable plan: reason %q", got)
+	// An unreadable plan is refused when loaded, never given a made-up
+	// reason.
+	for _, bad := range []string{`[`, `{}`, `{"doc_id":"d","expires_at":"soon"}`} {
+		if _, err := d.Load(&protocol.ProposalPointer{TargetPlan: json.RawMessage(bad)}); !errs.KindIs(err, errs.LedgerCorrupt) {
+			t.Errorf("Load(%s): %v, want a ledger_corrupt error", bad, err)
+		}
 	}
 }

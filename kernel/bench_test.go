@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/workspace"
 )
 
 // BenchmarkHandleTxStatus is tx/status without the transport: decode
@@ -13,7 +14,7 @@ import (
 func BenchmarkHandleTxStatus(b *testing.B) {
 	s := newTestServer(b)
 	content := "x\n"
-	res, err := s.cfg.Engine.Propose(context.Background(), &protocol.ProposalInput{Kind: protocol.KindFiles, Files: []protocol.FileInput{{Path: "a.txt", Content: &content}}})
+	res, err := s.cfg.Engine.Propose(context.Background(), workspace.Proposal(protocol.KindFiles, workspace.Input{Files: []protocol.FileInput{{Path: "a.txt", Content: &content}}}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -169,26 +169,11 @@ var txMethods = map[string]methodInfo{
 		s.cancel(p.ID)
 		return nil, nil
 	})},
-	protocol.MethodTurnStart: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
-		if p.Proposal == nil {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal"}, "proposal is required")
-		}
-		// A PatchSet has its own flow (seed 003): one pending per recipe and
-		// a lastPatchDecision for the model's next turn, which
-		// patchset/propose and patchset/decide keep. turn/start would
-		// propose one around both.
-		if p.Proposal.Kind == protocol.KindRecipePatchSet {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal.kind", "reason": "use-patchset-propose", "kind": p.Proposal.Kind},
-				"a recipe PatchSet is proposed with patchset/propose, which keeps one pending PatchSet per recipe and the decision context")
-		}
-		plan, err := decodePlan(p.Plan)
-		if err != nil {
-			return nil, err
-		}
-		in := *p.Proposal
-		in.Plan = redactPlan(s.scanner, plan)
-		return s.cfg.Engine.Propose(ctx, &in)
-	})},
+	protocol.MethodTurnStart: {handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
+		return typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
+			return s.turnStart(ctx, p, raw)
+		})(ctx, s, raw)
+	}},
 	protocol.MethodTxStatus: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err

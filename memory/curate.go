@@ -144,7 +144,7 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 		}
 	}
 	if txID == "" {
-		res, err := s.cfg.Engine.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindMemoryAccept, Memory: &protocol.MemoryChange{Scope: scope, Principal: pr, ProposalID: row.ProposalID}})
+		res, err := s.cfg.Engine.ProposeInternal(ctx, proposal(protocol.KindMemoryAccept, change{Scope: scope, Principal: pr, ProposalID: row.ProposalID}))
 		if err != nil {
 			return nil, err
 		}
@@ -284,20 +284,16 @@ func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr pr
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Engine.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindMemoryPromote,
-		Memory: &protocol.MemoryChange{Scope: scope, Principal: pr, Versions: versions, Reason: reason}})
+	res, err := s.cfg.Engine.ProposeInternal(ctx, proposal(protocol.KindMemoryPromote,
+		change{Scope: scope, Principal: pr, Versions: versions, Reason: reason}))
+	if err != nil {
+		return nil, err
+	}
+	r, err := recordOf(res)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.apply(ctx, res.TransactionID); err != nil {
-		return nil, err
-	}
-	st, err := s.cfg.Engine.Status(ctx, res.TransactionID)
-	if err != nil {
-		return nil, err
-	}
-	r, err := ReadRecord(st.Pointers.Proposal)
-	if err != nil {
 		return nil, err
 	}
 	return &protocol.PromoteResult{BaselineID: BaselineID(res.TransactionID), PreviousBaselineID: prev, Published: len(r.Versions),

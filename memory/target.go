@@ -7,9 +7,11 @@
 // after a crash. Commit is one SQL transaction keyed by the transaction
 // id, so committing twice has one effect.
 //
-// Only the memory service proposes these kinds: their input
-// (protocol.ProposalInput.Memory) is never decoded from the wire, so a
-// turn/start cannot change memory around --memory-policy.
+// Only the memory service proposes these kinds: they are tx.Kind.Internal,
+// so the engine refuses them from turn/start, and their input (change) is
+// built by the service alone (Engine.ProposeInternal), after it checked
+// the principal's grants: a turn/start cannot change memory around
+// --memory-policy.
 
 package memory
 
@@ -54,9 +56,37 @@ func NewTarget(db func(context.Context) (*store.DB, error), fps *failpoint.Set) 
 // Name implements tx.Target: "memory".
 func (t *Target) Name() string { return protocol.TargetMemory }
 
-// Kinds implements tx.Target: memory_accept and memory_promote.
-func (t *Target) Kinds() []string {
-	return []string{protocol.KindMemoryAccept, protocol.KindMemoryPromote}
+// Kinds implements tx.Target: memory_accept and memory_promote, both
+// internal to the memory service and under approval policy never: the
+// curator's call is the decision, and the grants of --memory-policy say
+// who may make it.
+func (t *Target) Kinds() []tx.Kind {
+	return []tx.Kind{
+		{Name: protocol.KindMemoryAccept, DefaultPolicy: approvals.Never, Internal: true},
+		{Name: protocol.KindMemoryPromote, DefaultPolicy: approvals.Never, Internal: true},
+	}
+}
+
+// change is a memory transaction's input (tx.Input.Body): an accept of
+// ProposalID, or a promote of Versions (every accepted version not yet
+// published when empty) with Reason "promote" or "ingest". Only the
+// memory service makes one (proposal), after checking the principal's
+// grants.
+type change struct {
+	Scope      protocol.MemoryScope     `json:"scope"`
+	Principal  protocol.MemoryPrincipal `json:"principal"`
+	ProposalID string                   `json:"proposal_id,omitempty"`
+	Versions   []string                 `json:"versions,omitempty"`
+	Reason     string                   `json:"reason,omitempty"`
+}
+
+// proposal is c as the engine's envelope for kind.
+func proposal(kind string, c change) *tx.Input {
+	body, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // strings and slices of them always encode
+	}
+	return &tx.Input{Kind: kind, Body: body}
 }
 
 // Record is the memory target's pointers.proposal.target_plan: what the
@@ -77,13 +107,35 @@ type Record struct {
 	Reason           string   `json:"reason,omitempty"`
 }
 
-// ReadRecord decodes p's target plan.
-func ReadRecord(p *protocol.ProposalPointer) (*Record, error) {
+// planned is a memory transaction as Load decoded it.
+type planned struct {
+	t   *Target
+	ptr *protocol.ProposalPointer
+	rec *Record
+}
+
+// Load implements tx.Target: it decodes pointers.proposal.target_plan
+// (Record) once. A plan that is neither an accept (proposal_id) nor a
+// promote (versions) is errs.LedgerCorrupt, as is one that does not
+// decode.
+func (t *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
 	var r Record
 	if err := json.Unmarshal(p.TargetPlan, &r); err != nil {
-		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "memory target plan")
+		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "memory target plan: %v", err)
 	}
-	return &r, nil
+	if r.ProposalID == "" && len(r.Versions) == 0 {
+		return nil, errs.New(errs.LedgerCorrupt, nil, "memory target plan: neither an accept nor a promote")
+	}
+	return &planned{t: t, ptr: p, rec: &r}, nil
+}
+
+// recordOf is the plan record of a transaction the service proposed.
+func recordOf(res *tx.Proposed) (*Record, error) {
+	pl, ok := res.Planned.(*planned)
+	if !ok {
+		return nil, errs.New(errs.Internal, nil, "transaction %s is not a memory transaction", res.TransactionID)
+	}
+	return pl.rec, nil
 }
 
 // derive makes the id of what transaction txID writes: prefix and 24 hex
@@ -102,22 +154,22 @@ func DecisionID(txID string) string { return derive("dec_", txID, "decision") }
 // BaselineID is the id of the baseline promote transaction txID makes.
 func BaselineID(txID string) string { return derive("bl_", txID, "baseline") }
 
-// Plan implements tx.Target: for an accept it pins the proposal's
-// target_version_id; for a promote, the baseline the pointer is at and the
-// versions to publish (errs.Validation when there are none).
-func (t *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan, error) {
-	if in.Memory == nil {
-		return nil, errs.InvalidField("proposal.kind", "%s is made by memory/accept and memory/promote, which check the principal's grants; turn/start cannot make it", in.Kind)
+// Plan implements tx.Target: body is a change. For an accept it pins the
+// proposal's target_version_id; for a promote, the baseline the pointer is
+// at and the versions to publish (errs.Validation when there are none).
+func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*tx.Plan, error) {
+	m := new(change)
+	if err := json.Unmarshal(body, m); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "memory change: %v", err)
 	}
 	db, err := t.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m := in.Memory
 	r := Record{Scope: m.Scope, Principal: m.Principal}
 	var changes []protocol.FileChange
 	var text string
-	switch in.Kind {
+	switch kind {
 	case protocol.KindMemoryAccept:
 		p, err := db.MemProposal(ctx, m.Scope, m.ProposalID)
 		if err != nil {
@@ -150,7 +202,7 @@ func (t *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan
 		changes = []protocol.FileChange{{Path: "memory://" + scopePath(m.Scope) + "#published", Kind: protocol.ChangeModify}}
 		text = fmt.Sprintf("promote %d version(s) onto %s:\n%s\n", len(versions), orNone(parent), strings.Join(versions, "\n"))
 	default:
-		return nil, errs.InvalidField("proposal.kind", "unknown memory kind %q", in.Kind)
+		return nil, errs.InvalidField("proposal.kind", "unknown memory kind %q", kind)
 	}
 	rec, _ := json.Marshal(r)
 	return &tx.Plan{
@@ -176,26 +228,25 @@ func elementPath(s protocol.MemoryScope, id string) string {
 	return "memory://" + scopePath(s) + "/" + id
 }
 
-// Admit implements tx.Target: nothing refuses a memory change before its
+// Admit implements tx.Planned: nothing refuses a memory change before its
 // approvals; the grants were checked by the memory service.
-func (t *Target) Admit(*protocol.ProposalPointer) error { return nil }
+func (pl *planned) Admit() error { return nil }
 
-// Approvals implements tx.Target: the patchset approval, whose reason
+// Files implements tx.Planned: memory is no workspace file.
+func (pl *planned) Files() []string { return nil }
+
+// Approvals implements tx.Planned: the patchset approval, whose reason
 // names the element and version (or the baseline) it changes. The memory
 // kinds run under approval policy never: the curator's call is the
 // decision.
-func (t *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
-	return approvals.RequiredFor(p.PatchID, approvalReason(p), false)
+func (pl *planned) Approvals() []approvals.Requirement {
+	return approvals.RequiredFor(pl.ptr.PatchID, approvalReason(pl.rec), false)
 }
 
-// approvalReason says what approving p does: "accept proposal p as the
+// approvalReason says what approving r does: "accept proposal p as the
 // next version of element e (after version v)", or "promote 3 version(s)
 // of t/o/r onto baseline b".
-func approvalReason(p *protocol.ProposalPointer) string {
-	r, err := ReadRecord(p)
-	if err != nil {
-		return "change a memory element"
-	}
+func approvalReason(r *Record) string {
 	if r.ProposalID != "" {
 		return fmt.Sprintf("accept proposal %s as the next version of element %s (after version %s)", r.ProposalID, r.ElementID, r.TargetVersionID)
 	}
@@ -205,13 +256,10 @@ func approvalReason(p *protocol.ProposalPointer) string {
 	return fmt.Sprintf("promote %d version(s) of %s onto baseline %s", len(r.Versions), scopePath(r.Scope), r.ParentBaselineID)
 }
 
-// LockKeys implements tx.Target: the element for an accept, the
+// LockKeys implements tx.Planned: the element for an accept, the
 // repository's pointer for a promote.
-func (t *Target) LockKeys(p *protocol.ProposalPointer) []string {
-	r, err := ReadRecord(p)
-	if err != nil {
-		return []string{"?"}
-	}
+func (pl *planned) LockKeys() []string {
+	r := pl.rec
 	if r.ProposalID != "" {
 		return []string{scopePath(r.Scope) + "/" + r.ElementID}
 	}
@@ -230,18 +278,15 @@ type StaleData struct {
 	CurrentBaseline  string `json:"current_baseline_id,omitempty"`
 }
 
-// CheckBase implements tx.Target. An accept of a proposal that is no
+// CheckBase implements tx.Planned. An accept of a proposal that is no
 // longer open is errs.Closed. An accept is stale (errs.Stale with
 // StaleData naming memory/rebase) when its target_version_id is no longer
 // the element's newest version: an accepted version not yet published
 // counts, so an accept never overwrites newer truth. A promote is stale
 // when the pointer moved since it was planned.
-func (t *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
-	r, err := ReadRecord(p)
-	if err != nil {
-		return err
-	}
-	db, err := t.db(ctx)
+func (pl *planned) CheckBase(ctx context.Context) error {
+	r := pl.rec
+	db, err := pl.t.db(ctx)
 	if err != nil {
 		return err
 	}
@@ -294,13 +339,10 @@ type commitRecord struct {
 	DecisionID string `json:"decision_id"`
 }
 
-// Prepare implements tx.Target. Nothing needs staging: Commit reads the
+// Prepare implements tx.Planned. Nothing needs staging: Commit reads the
 // proposal's immutable body from kernel.db.
-func (t *Target) Prepare(_ context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
-	r, err := ReadRecord(c.Proposal)
-	if err != nil {
-		return nil, err
-	}
+func (pl *planned) Prepare(_ context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+	r := pl.rec
 	cr := commitRecord{DecisionID: DecisionID(c.TxID)}
 	if r.ProposalID != "" {
 		cr.VersionID = VersionID(c.TxID)
@@ -311,19 +353,16 @@ func (t *Target) Prepare(_ context.Context, c *tx.Change) (*protocol.CommitRecor
 	return &protocol.CommitRecord{Record: rec}, nil
 }
 
-// Commit implements tx.Target: one SQL transaction writes the new version
+// Commit implements tx.Planned: one SQL transaction writes the new version
 // with its relationships and decision artefact (accept), or the new
 // baseline, the pointer move and the decision artefact (promote). When the
 // transaction's rows exist already it does nothing.
-func (t *Target) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
-	if err := t.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
+func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
+	if err := pl.t.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
 		return err
 	}
-	r, err := ReadRecord(c.Proposal)
-	if err != nil {
-		return err
-	}
-	db, err := t.db(ctx)
+	r := pl.rec
+	db, err := pl.t.db(ctx)
 	if err != nil {
 		return err
 	}
@@ -335,16 +374,13 @@ func (t *Target) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRec
 		ParentBaselineID: r.ParentBaselineID, Versions: r.Versions, Reason: r.Reason, DecisionID: DecisionID(c.TxID)})
 }
 
-// Abort implements tx.Target: Prepare staged nothing.
-func (t *Target) Abort(context.Context, *tx.Change) error { return nil }
+// Abort implements tx.Planned: Prepare staged nothing.
+func (pl *planned) Abort(context.Context, *tx.Change) error { return nil }
 
-// Summary implements tx.Target: "accept proposal p on element e (version
+// Summary implements tx.Planned: "accept proposal p on element e (version
 // v)" or "promote 3 versions of t/o/r".
-func (t *Target) Summary(p *protocol.ProposalPointer) string {
-	r, err := ReadRecord(p)
-	if err != nil {
-		return "memory change"
-	}
+func (pl *planned) Summary() string {
+	r := pl.rec
 	if r.ProposalID != "" {
 		return fmt.Sprintf("accept proposal %s on element %s (version %s) by %s", r.ProposalID, r.ElementID, r.TargetVersionID, r.Principal.PrincipalID)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -25,9 +26,28 @@ func TestApprovalReason(t *testing.T) {
 	tg := NewTarget(nil, nil)
 	for _, c := range cases {
 		plan, _ := json.Marshal(c.rec)
-		reqs := tg.Approvals(&protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan})
+		pl, err := tg.Load(&protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan})
+		if err != nil {
+			t.Fatalf("Load(%+v): %v", c.rec, err)
+		}
+		reqs := pl.Approvals()
 		if len(reqs) != 1 || reqs[0].Reason != c.want {
 			t.Errorf("Approvals(%+v) = %+v, want reason %q", c.rec, reqs, c.want)
+		}
+	}
+}
+
+// TestKindsInternal: both memory kinds are internal (turn/start cannot
+// make them; only the memory service, after checking grants) and need no
+// person's approval (the curator's call is the decision).
+func TestKindsInternal(t *testing.T) {
+	kinds := NewTarget(nil, nil).Kinds()
+	if len(kinds) != 2 {
+		t.Fatalf("kinds %+v", kinds)
+	}
+	for _, k := range kinds {
+		if !k.Internal || k.DefaultPolicy != approvals.Never {
+			t.Errorf("kind %+v, want internal under policy never", k)
 		}
 	}
 }

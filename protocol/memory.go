@@ -23,8 +23,8 @@ const (
 	MethodMemoryVerifyCitations = "memory/verify_citations"
 )
 
-// Proposal kinds of the memory target. Only the memory service makes them
-// (ProposalInput.Memory is never decoded from the wire).
+// Proposal kinds of the memory target. Only the memory service makes them:
+// turn/start refuses them (they are internal kinds of the engine).
 const (
 	KindMemoryAccept  = "memory_accept"  // a curator's accept: a new ElementVersion
 	KindMemoryPromote = "memory_promote" // a promote: a new baseline and the pointer moved
@@ -90,17 +90,6 @@ type MemoryPrincipal struct {
 type MemoryRequest struct {
 	Scope     *MemoryScope     `json:"scope"`
 	Principal *MemoryPrincipal `json:"principal"`
-}
-
-// MemoryChange is a memory transaction's input (ProposalInput.Memory):
-// an accept of ProposalID, or a promote of Versions (every accepted version
-// not yet published when empty) with Reason "promote" or "ingest".
-type MemoryChange struct {
-	Scope      MemoryScope     `json:"scope"`
-	Principal  MemoryPrincipal `json:"principal"`
-	ProposalID string          `json:"proposal_id,omitempty"`
-	Versions   []string        `json:"versions,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
 }
 
 // BaselineSelector is memory/read_context's selector: "published" (the

@@ -136,7 +136,11 @@ const (
 	StepCompleted  = "completed"
 )
 
-// ProposalInput is one proposed change. Kind selects which fields apply:
+// ProposalInput is turn/start's proposal on the wire (PROTOCOL.md,
+// turn/start): the members of every kind. The kernel decodes it to check
+// the members' JSON types, then hands the engine the kind and the proposal
+// object exactly as the host sent it (tx.Input); the kind's target decodes
+// the members it reads:
 //   - unified_diff: Diff (UTF-8 text) or DiffBase64 (any bytes), a git-style
 //     multi-file diff with add, delete, modify and rename;
 //   - files: Files, each a whole new content or a delete;
@@ -159,14 +163,6 @@ type ProposalInput struct {
 	Patch         json.RawMessage `json:"patch,omitempty"`
 	RecipeVersion *int64          `json:"recipeVersion,omitempty"`
 	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
-	// Plan is turn/start's plan (TurnStartParams.Plan, decoded and
-	// redacted by the kernel); the engine records it as a plan item
-	// before the fileChange item. It is not a member of proposal.
-	Plan *TurnPlan `json:"-"`
-	// Memory is a memory transaction's input (seed 002). Only the memory
-	// service sets it: it is never decoded from the wire, so turn/start
-	// cannot change memory around the grants of --memory-policy.
-	Memory *MemoryChange `json:"-"`
 }
 
 // FileInput is one entry of a files proposal: Content or ContentBase64 for a

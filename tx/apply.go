@@ -13,11 +13,11 @@ import (
 // Apply applies a proposed transaction all-or-nothing (apply/execute). In
 // order it:
 //  1. refuses a closed or denied transaction, whatever its target refuses
-//     outright (Target.Admit: a read-only sandbox), and any denied
+//     outright (Planned.Admit: a read-only sandbox), and any denied
 //     fingerprint (deny sticks; the transaction then becomes denied);
 //  2. records automatic grants, requests missing approvals, and returns
 //     OK false with the pending ones;
-//  3. takes the target's lock keys and re-checks the base (Target.CheckBase);
+//  3. takes the target's lock keys and re-checks the base (Planned.CheckBase);
 //  4. has the target prepare (the workspace stages and fsyncs each file);
 //  5. appends apply/start and the commit record apply/commit and fsyncs the
 //     ledger: the commit point, after which cancellation is ignored and
@@ -35,10 +35,10 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	}
 	defer t.release()
 	ptr := t.meta.Pointers.Proposal
-	tg := t.target
+	pl := t.planned
 	switch t.meta.State {
 	case protocol.StateCompleted:
-		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: ptr.TargetFiles, AlreadyApplied: true}, nil
+		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files(), AlreadyApplied: true}, nil
 	case protocol.StateClosed:
 		return nil, errs.New(errs.Closed, TxData{TransactionID: id, State: t.meta.State},
 			"transaction %s is closed and can no longer be applied", id)
@@ -54,13 +54,13 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		if err := e.finishCommitted(ctx, t, false); err != nil {
 			return nil, err
 		}
-		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: ptr.TargetFiles}, nil
+		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files()}, nil
 	}
-	if err := tg.Admit(ptr); err != nil {
+	if err := pl.Admit(); err != nil {
 		return nil, err
 	}
 
-	reqs := tg.Approvals(ptr)
+	reqs := pl.Approvals()
 	e.observeDenials(reqs)
 	plan := approvals.Evaluate(id, approvals.Fold(t.led.events), reqs, e.policy(ptr.Kind), e.reg)
 	if plan.Denied != nil {
@@ -99,14 +99,14 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		return nil, errs.Wrap(errs.Cancelled, err, nil, "")
 	}
 	defer unlock()
-	if err := tg.CheckBase(ctx, ptr); err != nil {
+	if err := pl.CheckBase(ctx); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, errs.Wrap(errs.Cancelled, err, nil, "")
 	}
 	c := e.change(t)
-	rec, err := tg.Prepare(ctx, c)
+	rec, err := pl.Prepare(ctx, c)
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpAfterStaging)
 	}
@@ -124,7 +124,7 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 			protocol.Event{Type: protocol.EventApplyCommit, Commit: rec})
 	}
 	if err != nil {
-		if aerr := tg.Abort(context.Background(), c); aerr != nil {
+		if aerr := pl.Abort(context.Background(), c); aerr != nil {
 			e.log.Warn("abort after a failed apply", "transactionId", id, "err", aerr)
 		}
 		if errors.Is(err, context.Canceled) {
@@ -148,17 +148,17 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	if err := e.finishCommitted(context.Background(), t, false); err != nil {
 		return nil, err
 	}
-	return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: ptr.TargetFiles}, nil
+	return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files()}, nil
 }
 
-// change is t as its target sees it.
+// change is t as its Planned sees it during an apply.
 func (e *Engine) change(t *transaction) *Change {
-	return &Change{TxID: t.id, Proposal: t.meta.Pointers.Proposal, blob: t.readBlob}
+	return &Change{TxID: t.id, blob: t.readBlob}
 }
 
 // lockKeys are t's target's lock keys, prefixed with the target's name.
 func (e *Engine) lockKeys(t *transaction) []string {
-	keys := t.target.LockKeys(t.meta.Pointers.Proposal)
+	keys := t.planned.LockKeys()
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = t.target.Name() + ":" + k
@@ -180,7 +180,7 @@ func (e *Engine) deniedError(t *transaction) error {
 			return deniedErr(approvals.Denial{TransactionID: t.id, Decision: d})
 		}
 	}
-	reqs := t.target.Approvals(t.meta.Pointers.Proposal)
+	reqs := t.planned.Approvals()
 	e.observeDenials(reqs)
 	if plan := approvals.Evaluate(t.id, approvals.Fold(t.led.events), reqs, e.policy(t.meta.Pointers.Proposal.Kind), e.reg); plan.Denied != nil {
 		return deniedErr(*plan.Denied)
@@ -222,20 +222,20 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 		return slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == typ })
 	}
 	if !has(protocol.EventApplyComplete) {
-		if err := t.target.Commit(ctx, e.change(t), commit); err != nil {
+		if err := t.planned.Commit(ctx, e.change(t), commit); err != nil {
 			return err
 		}
 	}
 	ptr := t.meta.Pointers.Proposal
-	var changes []protocol.FileChange
-	for _, c := range ptr.Changes {
-		changes = append(changes, protocol.FileChange{Path: c.Path, Kind: c.Kind})
+	applied, err := appliedItem(t)
+	if err != nil {
+		return err
 	}
 	// The closing events are appended in one write, so after a torn write
 	// the ones present are a prefix of this list.
 	tail := []protocol.Event{
-		{Type: protocol.EventTurnItem, TurnID: ptr.ProposalTurnID, Item: &protocol.Item{ID: ptr.ProposalItemID, Type: protocol.ItemFileChange, Changes: changes, Metadata: protocol.ItemMetadata{Applied: true}}},
-		{Type: protocol.EventApplyComplete, AppliedFiles: ptr.TargetFiles, Recovered: recovered},
+		{Type: protocol.EventTurnItem, TurnID: ptr.ProposalTurnID, Item: applied},
+		{Type: protocol.EventApplyComplete, AppliedFiles: t.planned.Files(), Recovered: recovered},
 		{Type: protocol.EventTxStatus, Status: protocol.StateApplied},
 		{Type: protocol.EventTxStatus, Status: protocol.StateCompleted},
 		{Type: protocol.EventTxClose, Reason: "completed"},
@@ -249,7 +249,6 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 	if err := e.dropBlobs(t, false); err != nil {
 		return err
 	}
-	var err error
 	if n < len(tail) {
 		err = e.appendWithMeta(t, tail[n:]...)
 	} else {
@@ -259,6 +258,25 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 		return err
 	}
 	return e.retire(t)
+}
+
+// appliedItem is the upsert of t's proposal item that an apply appends:
+// the fileChange item turn/start recorded (pointers.proposal names it),
+// read back from the ledger with metadata.applied set, so that it keeps
+// every change the proposal listed, whatever the target. A ledger without
+// that item is corrupt.
+func appliedItem(t *transaction) (*protocol.Item, error) {
+	ptr := t.meta.Pointers.Proposal
+	for _, ev := range t.led.events {
+		if ev.Type == protocol.EventTurnItem && ev.Item != nil && ev.Item.ID == ptr.ProposalItemID && ev.Item.Type == protocol.ItemFileChange {
+			item := *ev.Item
+			item.Changes = slices.Clone(item.Changes)
+			item.Metadata.Applied = true
+			return &item, nil
+		}
+	}
+	return nil, corrupt(CorruptData{TransactionID: t.id, File: t.led.path, Reason: "no fileChange item " + ptr.ProposalItemID},
+		"transaction %s: its ledger has no fileChange item %s to mark applied", t.id, ptr.ProposalItemID)
 }
 
 // recover finishes what a crash interrupted: a committed apply is rolled
@@ -278,7 +296,7 @@ func (e *Engine) recover(ctx context.Context, t *transaction) error {
 	if t.meta.State == protocol.StateProposed {
 		// An apply may have prepared and died before its commit record;
 		// nothing in the ledger says so, and Abort is idempotent.
-		if err := t.target.Abort(ctx, e.change(t)); err != nil {
+		if err := t.planned.Abort(ctx, e.change(t)); err != nil {
 			return err
 		}
 		for _, d := range approvals.Fold(t.led.events).Decisions {

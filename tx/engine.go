@@ -80,13 +80,14 @@ const (
 
 // Options configure an Engine.
 type Options struct {
-	Targets []Target         // at least one; proposal kinds must not overlap
-	DataDir string           // absolute; created if missing
-	Policy  approvals.Policy // untrusted (default) or never
-	// KindPolicy overrides Policy for some proposal kinds: documents are
-	// patched without a person by default (seed 000: approval is optional),
-	// a recipe PatchSet always waits for one (seed 003).
-	KindPolicy map[string]approvals.Policy
+	Targets []Target // at least one; proposal kinds must not overlap
+	DataDir string   // absolute; created if missing
+	// Policy, when set (untrusted or never), overrides the default
+	// approval policy of every kind (Kind.DefaultPolicy): one policy for
+	// everything, for tests and tools. The kernel leaves it empty and
+	// configures each target instead (its --approval-policy and
+	// --document-approval-policy flags).
+	Policy     approvals.Policy
 	Failpoints *failpoint.Set // nil in production
 	Logger     *slog.Logger   // nil means slog.Default()
 }
@@ -106,6 +107,7 @@ type Engine struct {
 	targets   map[string]Target // by Name
 	byKind    map[string]Target // proposal kind → target
 	kinds     []string          // every kind, in the targets' order
+	kindInfo  map[string]Kind   // proposal kind → its Kind
 
 	mu  sync.Mutex
 	txs map[string]*transaction // the non-terminal transactions, and those that failed to load
@@ -126,6 +128,7 @@ type transaction struct {
 	meta    protocol.TransactionFile
 	led     *ledger
 	target  Target
+	planned Planned // the proposal as its target loaded it (Target.Load)
 	loadErr error
 
 	// summary is the transaction's tx/list entry as of its last event
@@ -144,10 +147,6 @@ func (t *transaction) publish() {
 
 func (t *transaction) listEntry() *protocol.TxSummary {
 	p := t.meta.Pointers.Proposal
-	files := p.TargetFiles
-	if files == nil {
-		files = []string{}
-	}
 	return &protocol.TxSummary{
 		TransactionID:    t.id,
 		State:            t.meta.State,
@@ -155,8 +154,8 @@ func (t *transaction) listEntry() *protocol.TxSummary {
 		UpdatedAt:        t.led.events[len(t.led.events)-1].TS,
 		Target:           p.TargetName(),
 		Kind:             p.Kind,
-		Summary:          t.target.Summary(p),
-		TargetFiles:      files,
+		Summary:          t.planned.Summary(),
+		TargetFiles:      listFiles(t.planned),
 		PendingApprovals: len(t.pending()),
 	}
 }
@@ -193,9 +192,6 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Policy == "" {
-		opts.Policy = approvals.Untrusted
-	}
 	e := &Engine{
 		opts:      opts,
 		txRoot:    filepath.Join(opts.DataDir, TxDir),
@@ -205,6 +201,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		log:       opts.Logger,
 		targets:   map[string]Target{},
 		byKind:    map[string]Target{},
+		kindInfo:  map[string]Kind{},
 		txs:       map[string]*transaction{},
 	}
 	for _, tg := range opts.Targets {
@@ -213,11 +210,18 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		e.targets[tg.Name()] = tg
 		for _, k := range tg.Kinds() {
-			if _, dup := e.byKind[k]; dup {
-				return nil, fmt.Errorf("tx: two targets accept proposal kind %q", k)
+			if _, dup := e.byKind[k.Name]; dup {
+				return nil, fmt.Errorf("tx: two targets accept proposal kind %q", k.Name)
 			}
-			e.byKind[k] = tg
-			e.kinds = append(e.kinds, k)
+			if k.DefaultPolicy == "" {
+				k.DefaultPolicy = approvals.Untrusted
+			}
+			if opts.Policy != "" {
+				k.DefaultPolicy = opts.Policy
+			}
+			e.byKind[k.Name] = tg
+			e.kindInfo[k.Name] = k
+			e.kinds = append(e.kinds, k.Name)
 		}
 	}
 	if err := ensureDir(e.txRoot, opts.DataDir, filepath.Dir(opts.DataDir)); err != nil {
@@ -268,12 +272,15 @@ func (e *Engine) Close() error {
 	return e.lock.release()
 }
 
-// policy is the approval policy for proposals of kind.
+// policy is the approval policy for proposals of kind: its target's
+// default (Kind.DefaultPolicy), or Options.Policy when set. A kind no
+// target accepts any more (a transaction of an earlier configuration)
+// asks a person.
 func (e *Engine) policy(kind string) approvals.Policy {
-	if p, ok := e.opts.KindPolicy[kind]; ok {
-		return p
+	if k, ok := e.kindInfo[kind]; ok {
+		return k.DefaultPolicy
 	}
-	return e.opts.Policy
+	return approvals.Untrusted
 }
 
 // DataDir returns the data directory.
@@ -319,6 +326,10 @@ func (e *Engine) loadTx(id string) *transaction {
 	}
 	if t.target, err = e.targetOf(rebuilt.Pointers.Proposal); err != nil {
 		t.loadErr = corrupt(CorruptData{TransactionID: id, File: led.path, Reason: "unknown target"}, "transaction %s: %v", id, err)
+		return t
+	}
+	if t.planned, err = t.target.Load(rebuilt.Pointers.Proposal); err != nil {
+		t.loadErr = planCorrupt(id, led.path, err)
 		return t
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
@@ -518,7 +529,7 @@ func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
 		LastSeq:          t.led.lastSeq(),
 		Target:           p.TargetName(),
 		Kind:             p.Kind,
-		Summary:          t.target.Summary(p),
+		Summary:          t.planned.Summary(),
 		Pointers:         t.meta.Pointers,
 		PendingApprovals: t.pending(),
 		Decisions:        decisions,

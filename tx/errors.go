@@ -50,3 +50,11 @@ func notFoundTx(id string) error {
 func corrupt(d CorruptData, format string, args ...any) error {
 	return errs.New(errs.LedgerCorrupt, d, format, args...)
 }
+
+// planCorrupt is the load error of a transaction whose pointers.proposal,
+// read from file, its target cannot load (Target.Load): err, with the
+// transaction and the file named.
+func planCorrupt(id, file string, err error) error {
+	return errs.Wrap(errs.LedgerCorrupt, err, CorruptData{TransactionID: id, File: file, Reason: "target plan: " + err.Error()},
+		"transaction %s: its target cannot load its plan: %v", id, err)
+}

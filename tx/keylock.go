@@ -6,7 +6,7 @@ import (
 )
 
 // keyLocks serialises applies of different transactions that change the
-// same thing (Target.LockKeys: a workspace file, a document, an element).
+// same thing (Planned.LockKeys: a workspace file, a document, an element).
 // Without it, two transactions proposed against the same base could both
 // pass the base check before either committed, and the second commit would
 // silently overwrite the first: a lost update.

@@ -36,13 +36,14 @@ func openKV(t testing.TB, dir string, fps *failpoint.Set) (*Engine, *kvTarget) {
 	return e, kv
 }
 
-func kvSet(pairs ...string) *protocol.ProposalInput {
-	in := &protocol.ProposalInput{Kind: kindKVSet}
+func kvSet(pairs ...string) *Input {
+	var in kvInput
 	for i := 0; i < len(pairs); i += 2 {
 		v := pairs[i+1]
 		in.Files = append(in.Files, protocol.FileInput{Path: pairs[i], Content: &v})
 	}
-	return in
+	body, _ := json.Marshal(in)
+	return &Input{Kind: kindKVSet, Body: body}
 }
 
 // ack records, durably, what the child was told: after this line exists
@@ -207,12 +208,12 @@ func TestKVCommitIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := e.change(tr)
-	rec, err := kv.Prepare(ctx, c)
+	rec, err := tr.planned.Prepare(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := kv.Commit(ctx, c, rec); err != nil {
+		if err := tr.planned.Commit(ctx, c, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,8 +24,8 @@ import (
 // keyed by the transaction id, guarded by expected_revision; committing
 // twice has one effect because the log entry is checked first.
 //
-// A proposal is kind "kv_set" with Files: each Path is a key and Content
-// its new value. Values go through the engine's blobs; Prepare copies them
+// A proposal is kind "kv_set" whose body (kvInput) has Files: each Path is
+// a key and Content its new value. Values go through the engine's blobs; Prepare copies them
 // to staged/<txId>.json, which Commit reads and removes.
 type kvTarget struct {
 	dir string
@@ -70,10 +70,21 @@ func (k *kvTarget) load() (kvState, error) {
 	return st, json.Unmarshal(raw, &st)
 }
 
-func (k *kvTarget) Name() string    { return "kv" }
-func (k *kvTarget) Kinds() []string { return []string{kindKVSet} }
+// kvInput is a kv_set proposal's body.
+type kvInput struct {
+	Files []protocol.FileInput `json:"files"`
+}
 
-func (k *kvTarget) Plan(ctx context.Context, in *protocol.ProposalInput) (*Plan, error) {
+func (k *kvTarget) Name() string { return "kv" }
+func (k *kvTarget) Kinds() []Kind {
+	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Untrusted}}
+}
+
+func (k *kvTarget) Plan(ctx context.Context, kind string, body json.RawMessage) (*Plan, error) {
+	var in kvInput
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, errs.InvalidField("proposal", "a kv_set proposal: %v", err)
+	}
 	st, err := k.load()
 	if err != nil {
 		return nil, err
@@ -104,28 +115,39 @@ func (k *kvTarget) Plan(ctx context.Context, in *protocol.ProposalInput) (*Plan,
 	return plan, nil
 }
 
-func (k *kvTarget) plan(p *protocol.ProposalPointer) kvPlan {
+// kvPlanned is a kv_set transaction as Load decoded it.
+type kvPlanned struct {
+	k    *kvTarget
+	ptr  *protocol.ProposalPointer
+	plan kvPlan
+}
+
+func (k *kvTarget) Load(p *protocol.ProposalPointer) (Planned, error) {
 	var kp kvPlan
-	_ = json.Unmarshal(p.TargetPlan, &kp)
-	return kp
+	if err := json.Unmarshal(p.TargetPlan, &kp); err != nil {
+		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "kv target plan: %v", err)
+	}
+	return &kvPlanned{k: k, ptr: p, plan: kp}, nil
 }
 
-func (k *kvTarget) Admit(*protocol.ProposalPointer) error { return nil }
+func (kp *kvPlanned) Admit() error { return nil }
 
-func (k *kvTarget) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
-	return approvals.Required(p.PatchID, false)
+func (kp *kvPlanned) Files() []string { return nil }
+
+func (kp *kvPlanned) Approvals() []approvals.Requirement {
+	return approvals.Required(kp.ptr.PatchID, false)
 }
 
-func (k *kvTarget) LockKeys(p *protocol.ProposalPointer) []string {
+func (kp *kvPlanned) LockKeys() []string {
 	return []string{"kv.json"} // one document: every transaction on it is serialised
 }
 
-func (k *kvTarget) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
-	st, err := k.load()
+func (kp *kvPlanned) CheckBase(ctx context.Context) error {
+	st, err := kp.k.load()
 	if err != nil {
 		return err
 	}
-	if want := k.plan(p).ExpectedRevision; st.Revision != want {
+	if want := kp.plan.ExpectedRevision; st.Revision != want {
 		return errs.New(errs.Stale, kvStaleData{ExpectedRevision: want, ActualRevision: st.Revision},
 			"stale: revision %d, expected %d", st.Revision, want)
 	}
@@ -136,10 +158,10 @@ func (k *kvTarget) stagedPath(txID string) string {
 	return filepath.Join(k.dir, "staged", txID+".json")
 }
 
-func (k *kvTarget) Prepare(ctx context.Context, c *Change) (*protocol.CommitRecord, error) {
-	kp := k.plan(c.Proposal)
+func (kp *kvPlanned) Prepare(ctx context.Context, c *Change) (*protocol.CommitRecord, error) {
+	k := kp.k
 	values := map[string]string{}
-	for key, sum := range kp.Sets {
+	for key, sum := range kp.plan.Sets {
 		b, err := c.Blob(sum)
 		if err != nil {
 			return nil, err
@@ -156,12 +178,13 @@ func (k *kvTarget) Prepare(ctx context.Context, c *Change) (*protocol.CommitReco
 	if err := syncDir(filepath.Join(k.dir, "staged")); err != nil {
 		return nil, err
 	}
-	rec, _ := json.Marshal(map[string]int64{"expected_revision": kp.ExpectedRevision})
+	rec, _ := json.Marshal(map[string]int64{"expected_revision": kp.plan.ExpectedRevision})
 	return &protocol.CommitRecord{Ops: []protocol.CommitOp{}, Record: rec}, nil
 }
 
 // Commit is idempotent: a transaction already in the applied log is done.
-func (k *kvTarget) Commit(ctx context.Context, c *Change, rec *protocol.CommitRecord) error {
+func (kp *kvPlanned) Commit(ctx context.Context, c *Change, rec *protocol.CommitRecord) error {
+	k := kp.k
 	st, err := k.load()
 	if err != nil {
 		return err
@@ -175,7 +198,7 @@ func (k *kvTarget) Commit(ctx context.Context, c *Change, rec *protocol.CommitRe
 		if err := json.Unmarshal(raw, &values); err != nil {
 			return err
 		}
-		if want := k.plan(c.Proposal).ExpectedRevision; st.Revision != want {
+		if want := kp.plan.ExpectedRevision; st.Revision != want {
 			return errs.New(errs.Stale, kvStaleData{ExpectedRevision: want, ActualRevision: st.Revision}, "stale at commit")
 		}
 		for key, v := range values {
@@ -200,16 +223,16 @@ func (k *kvTarget) Commit(ctx context.Context, c *Change, rec *protocol.CommitRe
 	return nil
 }
 
-func (k *kvTarget) Abort(ctx context.Context, c *Change) error {
-	if err := os.Remove(k.stagedPath(c.TxID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (kp *kvPlanned) Abort(ctx context.Context, c *Change) error {
+	if err := os.Remove(kp.k.stagedPath(c.TxID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
 }
 
-func (k *kvTarget) Summary(p *protocol.ProposalPointer) string {
+func (kp *kvPlanned) Summary() string {
 	keys := make([]string, 0)
-	for key := range k.plan(p).Sets {
+	for key := range kp.plan.Sets {
 		keys = append(keys, key)
 	}
 	slices.Sort(keys)

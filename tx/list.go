@@ -179,17 +179,28 @@ func (e *Engine) listRow(id string) (protocol.TxSummary, bool) {
 		return protocol.TxSummary{}, false // a proposal whose events are not out yet
 	}
 	p := m.Pointers.Proposal
-	row := protocol.TxSummary{
+	tg, err := e.targetOf(p)
+	if err != nil {
+		return unavailable(id, corrupt(CorruptData{TransactionID: id, File: filepath.Join(e.txRoot, id, MetaFile), Reason: "unknown target"},
+			"transaction %s: %v", id, err)), true
+	}
+	planned, err := tg.Load(p)
+	if err != nil {
+		return unavailable(id, planCorrupt(id, filepath.Join(e.txRoot, id, MetaFile), err)), true
+	}
+	return protocol.TxSummary{
 		TransactionID: id, State: m.State, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-		Target: p.TargetName(), Kind: p.Kind, TargetFiles: p.TargetFiles,
+		Target: p.TargetName(), Kind: p.Kind, Summary: planned.Summary(), TargetFiles: listFiles(planned),
+	}, true
+}
+
+// listFiles is a tx/list entry's targetFiles: the files p's apply
+// changes, never null.
+func listFiles(p Planned) []string {
+	if files := p.Files(); files != nil {
+		return files
 	}
-	if row.TargetFiles == nil {
-		row.TargetFiles = []string{}
-	}
-	if tg, err := e.targetOf(p); err == nil {
-		row.Summary = tg.Summary(p)
-	}
-	return row, true
+	return []string{}
 }
 
 // summaryIf returns t's published entry when ok, else nil.

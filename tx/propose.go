@@ -22,8 +22,21 @@ import (
 // kind names plans it, reading but never writing what it changes. The new
 // transaction's directory is built under a temporary name and renamed into
 // place, so a crash leaves either a whole proposal or none; the result is
-// returned only once it is durable.
-func (e *Engine) Propose(ctx context.Context, in *protocol.ProposalInput) (*protocol.TurnStartResult, error) {
+// returned only once it is durable. A kind its target marks Internal is
+// refused (errs.Invalid on proposal.kind): only that target's service
+// proposes it, through ProposeInternal.
+func (e *Engine) Propose(ctx context.Context, in *Input) (*Proposed, error) {
+	return e.propose(ctx, in, false)
+}
+
+// ProposeInternal is Propose for a target's own service, which checks its
+// own grants first: it also plans the kinds marked Internal (the memory
+// service's accepts and promotes).
+func (e *Engine) ProposeInternal(ctx context.Context, in *Input) (*Proposed, error) {
+	return e.propose(ctx, in, true)
+}
+
+func (e *Engine) propose(ctx context.Context, in *Input, internal bool) (*Proposed, error) {
 	if in == nil {
 		return nil, errs.InvalidField("proposal", "proposal is required")
 	}
@@ -38,7 +51,11 @@ func (e *Engine) Propose(ctx context.Context, in *protocol.ProposalInput) (*prot
 		}
 		return nil, errs.InvalidField("proposal.kind", "unknown proposal.kind %q (want %s)", in.Kind, want)
 	}
-	plan, err := tg.Plan(ctx, in)
+	if e.kindInfo[in.Kind].Internal && !internal {
+		return nil, errs.InvalidField("proposal.kind",
+			"%s is made only by the %s service's own methods, which check the caller's grants; turn/start cannot make it", in.Kind, tg.Name())
+	}
+	plan, err := tg.Plan(ctx, in.Kind, in.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +73,7 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.ProposalInput, plan *Plan) (*protocol.TurnStartResult, error) {
+func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan *Plan) (*Proposed, error) {
 	patchID := sha256Hex(plan.Canonical)
 	txID := e.ids.newTxID()
 	turnID := newID("turn")
@@ -72,10 +89,16 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	ptr.ProposalTurnID = turnID
 	ptr.ProposalItemID = itemID
 	ptr.PatchPath = PatchFile
+	// The target loads what it planned before anything is written: a
+	// plan it cannot read back would be a transaction no one can apply.
+	planned, err := tg.Load(&ptr)
+	if err != nil {
+		return nil, fmt.Errorf("target %s cannot load the plan it made: %w", tg.Name(), err)
+	}
 
 	tmp := filepath.Join(e.txRoot, ".tmp-"+txID)
 	final := filepath.Join(e.txRoot, txID)
-	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1), target: tg}
+	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1), target: tg, planned: planned}
 	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes}
 	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(plan.Redacted)}
 	// The turn's events: turn/start, the plan item when turn/start has a
@@ -96,7 +119,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	// directory and the active/ marker are independent: write and fsync
 	// them together (see maxInFlight). The marker is durable before the
 	// rename, so a transaction that exists is never missing from the index.
-	err := e.writeProposalDir(tmp, plan, func() (err error) {
+	err = e.writeProposalDir(tmp, plan, func() (err error) {
 		t.led, err = createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
 		return err
 	}, func() (err error) {
@@ -145,10 +168,10 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 
 	sum := protocol.ProposalSummary{
 		Target:                      tg.Name(),
-		Summary:                     tg.Summary(&ptr),
+		Summary:                     planned.Summary(),
 		PatchID:                     patchID,
 		Fingerprint:                 ptr.PatchFingerprint,
-		TargetFiles:                 ptr.TargetFiles,
+		TargetFiles:                 planned.Files(),
 		Changes:                     plan.Changes,
 		ContainsSecretIntroductions: len(plan.Findings) > 0,
 		SecretFindings:              plan.Findings,
@@ -159,7 +182,11 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *protocol.Pr
 	} else {
 		sum.DiffBase64 = base64.StdEncoding.EncodeToString(plan.Redacted)
 	}
-	return &protocol.TurnStartResult{TransactionID: txID, TurnID: turnID, State: protocol.StateProposed, Proposal: sum}, nil
+	return &Proposed{
+		TurnStartResult: &protocol.TurnStartResult{TransactionID: txID, TurnID: turnID, State: protocol.StateProposed, Proposal: sum},
+		Pointer:         &ptr,
+		Planned:         planned,
+	}, nil
 }
 
 // writeProposalDir creates dir, has create make the files the jobs write

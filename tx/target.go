@@ -2,74 +2,124 @@ package tx
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/protocol"
 )
 
 // Target is one kind of thing a transaction changes (DESIGN.md §2): the
-// workspace's files today (workspace), a JSON document in SQLite and a
-// memory element version next. The Engine owns the lifecycle, the ledger,
-// transaction.json, approvals, the lock table, blob storage and recovery; a
-// Target owns only what is specific to it, and is called in this order:
+// workspace's files (package workspace), a JSON document in kernel.db
+// (package document) and curated memory (package memory). The Engine owns
+// the lifecycle, the ledger, transaction.json, approvals, the lock table,
+// blob storage and recovery; a Target owns only what is specific to it.
+// The engine knows nothing of any target's input, plan or files: it moves
+// opaque values between the target's methods.
 //
-//	propose:  Plan (reads, never writes)
-//	apply:    Admit → approvals (Approvals) → lock (LockKeys) → CheckBase →
-//	          Prepare → [commit record in the ledger: the commit point] →
-//	          Commit
+// The contract, in the order the engine calls it:
+//
+//	register: Kinds, once, at Open: the proposal kinds the target plans,
+//	          each with its default approval policy and whether only the
+//	          target's own service may propose it (Kind.Internal).
+//	propose:  Plan(kind, body) reads, never writes, and returns a *Plan:
+//	          the target's fields of pointers.proposal (TargetPlan, or the
+//	          workspace's file fields), the reviewable items, the canonical
+//	          bytes whose sha256 is the patch id, and the blobs. The engine
+//	          completes the pointer, calls Load on it (a target that cannot
+//	          load what it just planned is a bug, reported as such) and only
+//	          then persists the transaction.
+//	load:     Load(pointer) decodes the persisted pointers.proposal ONCE,
+//	          whenever the engine loads a transaction (start-up, a terminal
+//	          transaction read back for tx/status or tx/list, a new
+//	          proposal). It invents nothing: a pointer it cannot decode is
+//	          an errs.LedgerCorrupt error, which the engine keeps as the
+//	          transaction's load error (tx/list shows it unavailable; every
+//	          other call on it is refused with it).
+//	apply:    on the Planned: Admit → approvals (Approvals) → lock
+//	          (LockKeys) → CheckBase → Prepare → [commit record in the
+//	          ledger: the commit point] → Commit.
 //	recover:  Commit again when the ledger holds a commit record without
-//	          apply/complete; Abort when it holds none
+//	          apply/complete; Abort when it holds none.
+//	report:   Summary (tx/list, tx/status, turn/start) and Files (the
+//	          files an apply changes: apply/complete's appliedFiles,
+//	          apply/execute's result and tx/list's targetFiles; nil for a
+//	          target that changes no files).
 //
-// How the next two targets fit (DESIGN.md §2):
-//   - a JSON document (seeds 000, 003): Plan resolves every RFC 6901 pointer
-//     and dry-runs the patch on a copy, storing {docId, expected_revision,
-//     new content's sha256} in ProposalPointer.TargetPlan and the new
-//     content as a blob; LockKeys is the document id; CheckBase compares
-//     expected_revision; Prepare returns a record naming the blob; Commit is
-//     one SQLite transaction that writes the content, revision + 1 and a
-//     patch-log row keyed by the transaction id, and does nothing when that
-//     row already exists; Abort has nothing to undo.
-//   - a memory element version (seed 002): Plan pins target_version_id;
-//     LockKeys is the element id; CheckBase checks the pinned version is
-//     still the selected one; Commit is one SQLite transaction writing the
-//     new ElementVersion and its decision artefact, keyed by the transaction
-//     id.
+// Each target decodes its own input: Plan gets the proposal's kind and its
+// body as raw JSON (Input.Body). For turn/start the body is the wire's
+// proposal object exactly as the host sent it; a target's service builds
+// the body of its own proposals. A kind marked Internal is never planned
+// from turn/start (Engine.Propose refuses it): only its service, which
+// checks its own grants, proposes it, through Engine.ProposeInternal.
 //
 // Every method must be safe for concurrent use on different transactions.
-// Methods that take a *Change are called with that transaction's lock held
-// and, from CheckBase to Commit, with its LockKeys held.
+// Methods of a Planned are called with that transaction's lock held and,
+// from CheckBase to Commit, with its LockKeys held.
 type Target interface {
 	// Name is the target's name on the wire and in transaction.json
 	// (protocol.TargetWorkspace, ...).
 	Name() string
 
-	// Kinds lists the proposal kinds (ProposalInput.Kind) Plan accepts,
-	// in the order error messages list them.
-	Kinds() []string
+	// Kinds lists the proposal kinds (Input.Kind) Plan accepts, in the
+	// order error messages list them, each with its default approval
+	// policy.
+	Kinds() []Kind
 
-	// Plan resolves in strictly, with no guessing and no side effects,
-	// and returns what the transaction will change. Errors carry an
-	// errs.Kind: Invalid for malformed input, NotFound, Sandbox,
+	// Plan resolves a proposal of kind, whose input is body (raw JSON,
+	// the target's own shape), strictly, with no guessing and no side
+	// effects, and returns what the transaction will change. Errors carry
+	// an errs.Kind: Invalid for malformed input, NotFound, Sandbox,
 	// Validation or Conflict when the change cannot be planned.
-	Plan(ctx context.Context, in *protocol.ProposalInput) (*Plan, error)
+	Plan(ctx context.Context, kind string, body json.RawMessage) (*Plan, error)
 
+	// Load decodes a persisted pointers.proposal of this target, once per
+	// loaded transaction, into the value every later call works on. A
+	// pointer it cannot decode is an errs.LedgerCorrupt error; Load never
+	// substitutes a value for one it cannot read.
+	Load(p *protocol.ProposalPointer) (Planned, error)
+}
+
+// Kind is one proposal kind a target plans.
+type Kind struct {
+	// Name is the kind on the wire (proposal.kind) and in
+	// transaction.json (pointers.proposal.kind).
+	Name string
+	// DefaultPolicy is the approval policy of this kind's proposals
+	// (approvals.Untrusted or approvals.Never) unless Options.Policy
+	// overrides every kind's. A target whose policy the operator chooses
+	// (--approval-policy, --document-approval-policy) reports the chosen
+	// one here.
+	DefaultPolicy approvals.Policy
+	// Internal kinds are proposed only by the target's own service
+	// (Engine.ProposeInternal), which checks its own grants;
+	// Engine.Propose (turn/start) refuses them with errs.Invalid on
+	// proposal.kind.
+	Internal bool
+}
+
+// Planned is one transaction's plan as its target decoded it (Target.Load).
+// The engine calls it for the transaction's whole life in memory; it holds
+// everything the methods need, so none of them decodes the pointer again.
+type Planned interface {
 	// Admit refuses an apply before any approval is requested, for
-	// reasons approvals cannot change (a read-only sandbox: errs.Sandbox).
-	Admit(p *protocol.ProposalPointer) error
+	// reasons approvals cannot change (a read-only sandbox: errs.Sandbox;
+	// an expired validation: errs.Expired).
+	Admit() error
 
-	// Approvals lists the approvals an apply of p needs, derived from p
-	// alone so that they are the same after a restart.
-	Approvals(p *protocol.ProposalPointer) []approvals.Requirement
+	// Approvals lists the approvals an apply needs, derived from the
+	// persisted plan alone so that they are the same after a restart.
+	Approvals() []approvals.Requirement
 
 	// LockKeys names what two transactions must not change at once
 	// (case-folded paths, a document id, an element id). The engine
-	// prefixes them with Name, so keys of different targets never meet.
-	LockKeys(p *protocol.ProposalPointer) []string
+	// prefixes them with the target's name, so keys of different targets
+	// never meet.
+	LockKeys() []string
 
 	// CheckBase reports an errs.Stale error when the target is no longer
-	// what p was planned against (base sha256, expected_revision,
+	// what the plan was made against (base sha256, expected_revision,
 	// target_version_id). It must report every stale part at once.
-	CheckBase(ctx context.Context, p *protocol.ProposalPointer) error
+	CheckBase(ctx context.Context) error
 
 	// Prepare makes everything Commit needs durable without changing what
 	// anyone can observe (the workspace stages and fsyncs files), and
@@ -91,7 +141,39 @@ type Target interface {
 
 	// Summary is one line for people, as tx/list shows it ("modify 2
 	// files, add 1").
-	Summary(p *protocol.ProposalPointer) string
+	Summary() string
+
+	// Files are the workspace-relative paths an apply changes, in plan
+	// order (apply/complete's appliedFiles, tx/list's targetFiles); nil
+	// for a target that changes no files.
+	Files() []string
+}
+
+// Input is one proposal as the engine takes it: the envelope of a target's
+// own input. The kernel makes it from turn/start's params (Body is the
+// wire's proposal object, Plan its decoded, redacted plan); a target's
+// service makes it for its own proposals.
+type Input struct {
+	// Kind selects the target (Kind.Name).
+	Kind string
+	// Body is the target's input as raw JSON; the target decodes it.
+	Body json.RawMessage
+	// Plan is turn/start's plan, recorded as a plan item before the
+	// fileChange item (seed 001); nil when there is none. It is the
+	// engine's, never a target's.
+	Plan *protocol.TurnPlan
+}
+
+// Proposed is what Propose persisted: turn/start's result, embedded, and
+// the transaction's pointers.proposal and Planned, so that a service reads
+// its own plan without asking the engine again. Pointer and Planned must
+// not be modified.
+type Proposed struct {
+	*protocol.TurnStartResult
+	// Pointer is pointers.proposal as persisted.
+	Pointer *protocol.ProposalPointer
+	// Planned is Pointer as the target loaded it (Target.Load).
+	Planned Planned
 }
 
 // Plan is what Target.Plan resolved: everything the engine persists for a
@@ -104,6 +186,7 @@ type Plan struct {
 	Pointer protocol.ProposalPointer
 	// Changes are the reviewable items of the fileChange turn item: for
 	// files one per path; other targets name what they change in Path.
+	// The applied fileChange item repeats them.
 	Changes []protocol.FileChange
 	// Canonical is the canonical rendering of the change; PatchID is its
 	// sha256, so the same change always has the same fingerprint.
@@ -121,13 +204,12 @@ type Plan struct {
 	Hunks []protocol.HunkOffset
 }
 
-// Change is a transaction as a Target sees it during an apply.
+// Change is a transaction as a Planned sees it during an apply: its id
+// and the blobs its proposal stored.
 type Change struct {
 	// TxID is the transaction id: the key that makes Commit idempotent.
 	TxID string
-	// Proposal is pointers.proposal as persisted by the proposal.
-	Proposal *protocol.ProposalPointer
-	blob     func(sum string) ([]byte, error)
+	blob func(sum string) ([]byte, error)
 }
 
 // Blob returns the verified bytes stored for sum (sha256 hex) by the

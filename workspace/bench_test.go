@@ -54,7 +54,7 @@ func BenchmarkPropose(b *testing.B) {
 	defer e.Close()
 	d := string(diff)
 	for b.Loop() {
-		if _, err := e.Propose(context.Background(), &protocol.ProposalInput{Kind: protocol.KindUnifiedDiff, Diff: &d}); err != nil {
+		if _, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &d})); err != nil {
 			b.Fatal(err)
 		}
 	}

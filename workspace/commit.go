@@ -31,10 +31,11 @@ type StalePath struct {
 	Actual   string `json:"actualSha256,omitempty"`
 }
 
-// CheckBase implements tx.Target: every target must still have its base
+// CheckBase implements tx.Planned: every target must still have its base
 // sha256 and every added file must still be absent. It reports all stale
 // paths at once.
-func (w *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) error {
+func (pl *planned) CheckBase(ctx context.Context) error {
+	w, p := pl.w, pl.p
 	var d StaleData
 	for _, c := range p.Changes {
 		sum, exists, err := w.ws.FileSHA256(c.Path)
@@ -60,12 +61,12 @@ func (w *Target) CheckBase(ctx context.Context, p *protocol.ProposalPointer) err
 	return errs.New(errs.Stale, d, "stale base: %d file(s) changed since the proposal: %v", len(d.StalePaths), d.StalePaths)
 }
 
-// Prepare implements tx.Target: it writes every new content to its staged
+// Prepare implements tx.Planned: it writes every new content to its staged
 // sibling (sandbox.StagedName) and fsyncs it, then fsyncs the staged files'
 // directories, and returns the commit record's ops in plan order. The files
 // are staged concurrently.
-func (w *Target) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
-	changes := c.Proposal.Changes
+func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+	w, changes := pl.w, pl.p.Changes
 	ops := make([]protocol.CommitOp, len(changes))
 	var g errgroup.Group
 	g.SetLimit(maxInFlight)
@@ -143,12 +144,13 @@ func (w *Target) syncDirs(paths []string, ancestors bool) error {
 	return g.Wait()
 }
 
-// Abort implements tx.Target: it removes the staged files of an apply
+// Abort implements tx.Planned: it removes the staged files of an apply
 // that did not reach its commit point. Their names are deterministic, so
 // this works after a crash too. Removal failures are logged, not
 // returned: a leftover staged file is garbage, never a wrong result.
-func (w *Target) Abort(ctx context.Context, c *tx.Change) error {
-	for _, ch := range c.Proposal.Changes {
+func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
+	w := pl.w
+	for _, ch := range pl.p.Changes {
 		if ch.Kind == protocol.ChangeDelete {
 			continue
 		}
@@ -164,11 +166,12 @@ func (w *Target) Abort(ctx context.Context, c *tx.Change) error {
 	return ctx.Err()
 }
 
-// Commit implements tx.Target: it renames each staged file over its target
+// Commit implements tx.Planned: it renames each staged file over its target
 // or removes the target, in the record's order, then fsyncs every parent
 // directory. Each step is idempotent: a staged file already renamed is
 // recognised by its target holding the committed sha256.
-func (w *Target) Commit(ctx context.Context, c *tx.Change, rec *protocol.CommitRecord) error {
+func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *protocol.CommitRecord) error {
+	w := pl.w
 	var paths []string
 	for i, op := range rec.Ops {
 		switch op.Op {

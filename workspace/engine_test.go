@@ -60,7 +60,7 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 // options are the engine options of f with the failpoints fps.
 func (f *fixture) options(fps *failpoint.Set) tx.Options {
 	log := slog.New(slog.DiscardHandler)
-	return tx.Options{Targets: []tx.Target{workspace.New(f.w, fps, log)}, DataDir: f.data, Policy: f.policy, Failpoints: fps, Logger: log}
+	return tx.Options{Targets: []tx.Target{workspace.New(f.w, fps, log, workspace.WithPolicy(f.policy))}, DataDir: f.data, Failpoints: fps, Logger: log}
 }
 
 // open (re)opens the engine, as a restarted kernel would, with the
@@ -86,7 +86,7 @@ func (f *fixture) open(fps string) {
 // propose proposes a files proposal and returns the transaction id.
 func (f *fixture) propose(files ...protocol.FileInput) string {
 	f.t.Helper()
-	res, err := f.e.Propose(context.Background(), &protocol.ProposalInput{Kind: protocol.KindFiles, Files: files})
+	res, err := f.e.Propose(context.Background(), workspace.Proposal(protocol.KindFiles, workspace.Input{Files: files}))
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,19 +32,23 @@ type plannedFile struct {
 }
 
 // planners is the method table of proposal kinds.
-var planners = map[string]func(w *Target, in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error){
+var planners = map[string]func(w *Target, in *Input) ([]plannedFile, []protocol.HunkOffset, error){
 	protocol.KindUnifiedDiff:     (*Target).planDiff,
 	protocol.KindFiles:           (*Target).planFiles,
 	protocol.KindRemoveTodoMulti: (*Target).planRemoveTodo,
 }
 
-// Plan implements tx.Target: it resolves every path strictly through the
-// sandbox, computes each file's new bytes, and renders the canonical diff
-// (redacted) whose sha256 is the patch id.
-func (w *Target) Plan(ctx context.Context, in *protocol.ProposalInput) (*tx.Plan, error) {
-	plan, ok := planners[in.Kind]
+// Plan implements tx.Target: it decodes body (Input), resolves every path
+// strictly through the sandbox, computes each file's new bytes, and
+// renders the canonical diff (redacted) whose sha256 is the patch id.
+func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*tx.Plan, error) {
+	plan, ok := planners[kind]
 	if !ok {
-		return nil, errs.InvalidField("proposal.kind", "the workspace does not plan %q", in.Kind)
+		return nil, errs.InvalidField("proposal.kind", "the workspace does not plan %q", kind)
+	}
+	in := new(Input)
+	if err := json.Unmarshal(body, in); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "proposal: %v", err)
 	}
 	files, hunks, err := plan(w, in)
 	if err != nil {
@@ -150,7 +155,7 @@ type emptyPathData struct {
 	Reason string `json:"reason"`
 }
 
-func (w *Target) planDiff(in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error) {
+func (w *Target) planDiff(in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
 	var raw []byte
 	switch {
 	case in.Diff != nil && in.DiffBase64 != nil:
@@ -316,7 +321,7 @@ func modeOr(m, def uint32) uint32 {
 	return m & 0o777
 }
 
-func (w *Target) planFiles(in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error) {
+func (w *Target) planFiles(in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
 	if len(in.Files) == 0 {
 		return nil, nil, errs.InvalidField("proposal.files", "a files proposal needs at least one file")
 	}
@@ -368,7 +373,7 @@ func (w *Target) planFiles(in *protocol.ProposalInput) ([]plannedFile, []protoco
 // planRemoveTodo implements seed 001's remove_todo_multi: every line that
 // contains the needle is removed from each target file. A target without
 // the needle is left out of the patchset; a missing target is an error.
-func (w *Target) planRemoveTodo(in *protocol.ProposalInput) ([]plannedFile, []protocol.HunkOffset, error) {
+func (w *Target) planRemoveTodo(in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
 	if in.Needle == "" {
 		return nil, nil, errs.InvalidField("proposal.needle", "remove_todo_multi needs a non-empty needle")
 	}

@@ -1,11 +1,13 @@
 // Package workspace is the engine's first target (DESIGN.md §2, seed 001):
 // the files of one workspace directory, changed through the sandbox. It
-// plans unified_diff, files and remove_todo_multi proposals, checks each
-// file's base sha256 at apply, stages new contents next to their targets,
-// and commits by renaming them into place. tx owns everything else.
+// plans unified_diff, files and remove_todo_multi proposals (its own input,
+// Input), checks each file's base sha256 at apply, stages new contents next
+// to their targets, and commits by renaming them into place. tx owns
+// everything else.
 package workspace
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,58 +35,131 @@ type Target struct {
 	scanner *secrets.Scanner
 	fp      *failpoint.Set
 	log     *slog.Logger
+	policy  approvals.Policy
 }
 
 var _ tx.Target = (*Target)(nil)
 
+// Option configures a Target.
+type Option func(*Target)
+
+// WithPolicy sets the approval policy of the workspace's kinds (the
+// kernel's --approval-policy); without it they ask a person
+// (approvals.Untrusted, seed 001).
+func WithPolicy(p approvals.Policy) Option { return func(w *Target) { w.policy = p } }
+
 // New returns the target for ws. fp may be nil; log nil means
 // slog.Default().
-func New(ws *sandbox.Workspace, fp *failpoint.Set, log *slog.Logger) *Target {
+func New(ws *sandbox.Workspace, fp *failpoint.Set, log *slog.Logger, opts ...Option) *Target {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Target{ws: ws, scanner: secrets.NewScanner(), fp: fp, log: log}
+	w := &Target{ws: ws, scanner: secrets.NewScanner(), fp: fp, log: log, policy: approvals.Untrusted}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
 }
 
 // Name implements tx.Target: "workspace".
 func (w *Target) Name() string { return protocol.TargetWorkspace }
 
-// Kinds implements tx.Target: unified_diff, files and remove_todo_multi.
-func (w *Target) Kinds() []string {
-	return []string{protocol.KindUnifiedDiff, protocol.KindFiles, protocol.KindRemoveTodoMulti}
+// Kinds implements tx.Target: unified_diff, files and remove_todo_multi,
+// under the target's approval policy (WithPolicy).
+func (w *Target) Kinds() []tx.Kind {
+	return []tx.Kind{
+		{Name: protocol.KindUnifiedDiff, DefaultPolicy: w.policy},
+		{Name: protocol.KindFiles, DefaultPolicy: w.policy},
+		{Name: protocol.KindRemoveTodoMulti, DefaultPolicy: w.policy},
+	}
 }
 
-// Admit implements tx.Target: a read-only sandbox refuses every apply
+// Input is the workspace's proposal input (tx.Input.Body): the members of
+// turn/start's proposal its kinds read (PROTOCOL.md, turn/start):
+//   - unified_diff: Diff (UTF-8 text) or DiffBase64 (any bytes), a git-style
+//     multi-file diff with add, delete, modify and rename;
+//   - files: Files, each a whole new content or a delete;
+//   - remove_todo_multi: Needle and TargetFiles; every line containing
+//     Needle is removed from each target (seed 001, checkpoint 10).
+type Input struct {
+	Diff        *string              `json:"diff,omitempty"`
+	DiffBase64  *string              `json:"diffBase64,omitempty"`
+	Files       []protocol.FileInput `json:"files,omitempty"`
+	Needle      string               `json:"needle,omitempty"`
+	TargetFiles []string             `json:"targetFiles,omitempty"`
+}
+
+// Proposal is in as the engine's envelope for kind, for Go callers (the
+// kernel hands turn/start's proposal object over as it came).
+func Proposal(kind string, in Input) *tx.Input {
+	body, err := json.Marshal(in)
+	if err != nil {
+		panic(err) // strings, bools and slices of them always encode
+	}
+	return &tx.Input{Kind: kind, Body: body}
+}
+
+// planned is a workspace transaction as Load decoded it: its fields are
+// pointers.proposal's own (target_files, base_sha256_by_path, changes).
+type planned struct {
+	w *Target
+	p *protocol.ProposalPointer
+}
+
+// Load implements tx.Target. The workspace's plan is pointers.proposal's
+// file fields; Load checks that every change names a path and a kind, and
+// every write the blob of its new content (errs.LedgerCorrupt otherwise).
+func (w *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
+	if len(p.Changes) == 0 {
+		return nil, errs.New(errs.LedgerCorrupt, nil, "workspace plan: no changes")
+	}
+	for i, c := range p.Changes {
+		switch {
+		case c.Path == "":
+			return nil, errs.New(errs.LedgerCorrupt, nil, "workspace plan: change %d has no path", i)
+		case c.Kind != protocol.ChangeAdd && c.Kind != protocol.ChangeModify && c.Kind != protocol.ChangeDelete:
+			return nil, errs.New(errs.LedgerCorrupt, nil, "workspace plan: change %d (%s) has kind %q", i, c.Path, c.Kind)
+		case c.Kind != protocol.ChangeDelete && c.NewSHA256 == "":
+			return nil, errs.New(errs.LedgerCorrupt, nil, "workspace plan: change %d (%s) names no new content", i, c.Path)
+		}
+	}
+	return &planned{w: w, p: p}, nil
+}
+
+// Admit implements tx.Planned: a read-only sandbox refuses every apply
 // (errs.Sandbox, data.reason "read-only").
-func (w *Target) Admit(*protocol.ProposalPointer) error {
-	if w.ws.Mode() == sandbox.ReadOnly {
+func (pl *planned) Admit() error {
+	if pl.w.ws.Mode() == sandbox.ReadOnly {
 		return errs.New(errs.Sandbox, SandboxData{Reason: "read-only", Sandbox: string(sandbox.ReadOnly)},
 			"the sandbox is read-only: apply is refused (restart with --sandbox workspace-write to apply)")
 	}
 	return nil
 }
 
-// Approvals implements tx.Target: the patchset approval, and a
+// Approvals implements tx.Planned: the patchset approval, and a
 // secrets_override when the proposal's added lines hold secrets (seed 001).
-func (w *Target) Approvals(p *protocol.ProposalPointer) []approvals.Requirement {
-	return approvals.Required(p.PatchID, p.ContainsSecretIntroductions)
+func (pl *planned) Approvals() []approvals.Requirement {
+	return approvals.Required(pl.p.PatchID, pl.p.ContainsSecretIntroductions)
 }
 
-// LockKeys implements tx.Target: each target path, case-folded
+// LockKeys implements tx.Planned: each target path, case-folded
 // (sandbox.FoldPath), so names that are one file on a case-insensitive
 // file system share a lock.
-func (w *Target) LockKeys(p *protocol.ProposalPointer) []string {
-	keys := make([]string, len(p.TargetFiles))
-	for i, f := range p.TargetFiles {
+func (pl *planned) LockKeys() []string {
+	keys := make([]string, len(pl.p.TargetFiles))
+	for i, f := range pl.p.TargetFiles {
 		keys[i] = sandbox.FoldPath(f)
 	}
 	return keys
 }
 
-// Summary implements tx.Target: "modify 2 files, add 1, delete 1".
-func (w *Target) Summary(p *protocol.ProposalPointer) string {
+// Files implements tx.Planned: target_files, in path order.
+func (pl *planned) Files() []string { return pl.p.TargetFiles }
+
+// Summary implements tx.Planned: "modify 2 files, add 1, delete 1".
+func (pl *planned) Summary() string {
 	counts := map[string]int{}
-	for _, c := range p.Changes {
+	for _, c := range pl.p.Changes {
 		counts[c.Kind]++
 	}
 	var parts []string

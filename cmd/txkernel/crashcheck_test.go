@@ -254,8 +254,7 @@ func finishWork(ctx context.Context, eng *tx.Engine, c fzfCommit, r *recoveryRep
 	}
 	if id == "" {
 		diff := string(c.diff)
-		in := &protocol.ProposalInput{Kind: protocol.KindUnifiedDiff, Diff: &diff}
-		res, err := eng.Propose(ctx, in)
+		res, err := eng.Propose(ctx, wstarget.Proposal(protocol.KindUnifiedDiff, wstarget.Input{Diff: &diff}))
 		if err != nil {
 			return err
 		}

@@ -38,7 +38,6 @@ import (
 	"github.com/txkernel/txkernel/jsondoc"
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/memory"
-	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
@@ -188,22 +187,19 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	// kernel.db is opened by the document target on first use, after
 	// tx.Open holds the data dir's lock.
+	// Each target reports its kinds' approval policies (tx.Kind): the
+	// workspace's follow --approval-policy, json_patch follows
+	// --document-approval-policy, a recipe PatchSet always waits for a
+	// person (seed 003), and memory's are the curator's own decision.
 	doct := document.New(document.Options{
 		DBPath: filepath.Join(dd, store.FileName), Failpoints: fps, TTL: *validationTTL,
-		Limits: jsondoc.Limits{MaxBytes: *docMaxBytes, MaxDepth: *docMaxDepth},
+		Limits:      jsondoc.Limits{MaxBytes: *docMaxBytes, MaxDepth: *docMaxDepth},
+		PatchPolicy: dpol,
 	})
 	defer doct.Close()
 	eng, err := tx.Open(ctx, tx.Options{
-		Targets: []tx.Target{wstarget.New(ws, fps, log), doct, memory.NewTarget(doct.Store, fps)},
-		DataDir: dd, Policy: pol, Failpoints: fps, Logger: log,
-		KindPolicy: map[string]approvals.Policy{
-			protocol.KindJSONPatch:      dpol,
-			protocol.KindRecipePatchSet: approvals.Untrusted,
-			// A curator's memory/accept or memory/promote is the decision;
-			// the grants of --memory-policy say who may make it.
-			protocol.KindMemoryAccept:  approvals.Never,
-			protocol.KindMemoryPromote: approvals.Never,
-		},
+		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(doct.Store, fps)},
+		DataDir: dd, Failpoints: fps, Logger: log,
 	})
 	if err != nil {
 		if errors.Is(err, tx.ErrDataDirLocked) {

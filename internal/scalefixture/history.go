@@ -19,6 +19,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/workspace"
 )
 
 // HistoryVersion names the layout BuildHistory writes. A cached history
@@ -175,7 +176,7 @@ func (h *History) buildTemplates(tb testing.TB, dataDir string, nLive, nDone int
 	ids := make([]string, nLive+nDone)
 	err = each(len(ids), func(i int) error {
 		c := fmt.Sprintf("new %d\n", i)
-		res, err := e.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindFiles, Files: []protocol.FileInput{{Path: path(i), Content: &c}}})
+		res, err := e.Propose(ctx, workspace.Proposal(protocol.KindFiles, workspace.Input{Files: []protocol.FileInput{{Path: path(i), Content: &c}}}))
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func Build(tb testing.TB, n int) *Set {
 	s.IDs = make([]string, n)
 	err = each(n, func(i int) error {
 		c := fmt.Sprintf("new %d\n", i)
-		res, err := e.Propose(ctx, &protocol.ProposalInput{Kind: protocol.KindFiles, Files: []protocol.FileInput{{Path: path(i), Content: &c}}})
+		res, err := e.Propose(ctx, workspace.Proposal(protocol.KindFiles, workspace.Input{Files: []protocol.FileInput{{Path: path(i), Content: &c}}}))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,47 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx"
+)
+
+// turnStart answers turn/start: it turns the wire's params, already decoded
+// into p (which checked every member's JSON type), into the engine's
+// envelope: the kind, the proposal object exactly as the host sent it in
+// raw, the params (the kind's target decodes its own members), and the
+// plan, decoded and redacted. The result is the engine's turn/start
+// result.
+func (s *Server) turnStart(ctx context.Context, p *protocol.TurnStartParams, raw *json.RawMessage) (*protocol.TurnStartResult, error) {
+	if p.Proposal == nil || raw == nil {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal"}, "proposal is required")
+	}
+	// A PatchSet has its own flow (seed 003): one pending per recipe and
+	// a lastPatchDecision for the model's next turn, which
+	// patchset/propose and patchset/decide keep. turn/start would
+	// propose one around both. (The engine refuses it too, as an internal
+	// kind; this names the method to use.)
+	if p.Proposal.Kind == protocol.KindRecipePatchSet {
+		return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal.kind", "reason": "use-patchset-propose", "kind": p.Proposal.Kind},
+			"a recipe PatchSet is proposed with patchset/propose, which keeps one pending PatchSet per recipe and the decision context")
+	}
+	plan, err := decodePlan(p.Plan)
+	if err != nil {
+		return nil, err
+	}
+	var wire struct {
+		Proposal json.RawMessage `json:"proposal"`
+	}
+	if err := json.Unmarshal(*raw, &wire); err != nil {
+		// p decoded from the same bytes, so this does not happen.
+		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "invalid params: %v", err)
+	}
+	res, err := s.cfg.Engine.Propose(ctx, &tx.Input{Kind: p.Proposal.Kind, Body: wire.Proposal, Plan: redactPlan(s.scanner, plan)})
+	if err != nil {
+		return nil, err
+	}
+	return res.TurnStartResult, nil
+}

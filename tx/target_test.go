@@ -1,0 +1,137 @@
+package tx
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// TestAppliedItemKeepsChanges: the applied fileChange item is the
+// proposal's own item with metadata.applied set, so it keeps the changes
+// of a target that has no file fields in pointers.proposal (the kv
+// target's, like a document's or memory's).
+func TestAppliedItemKeepsChanges(t *testing.T) {
+	f := newKVFixture(t, approvals.Never)
+	id := f.propose("a", "1", "b", "2")
+	if res := f.apply(id); !res.OK {
+		t.Fatalf("apply: %+v", res)
+	}
+	evs, err := f.e.Events(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []protocol.Item
+	for _, ev := range evs.Events {
+		if ev.Type == protocol.EventTurnItem && ev.Item.Type == protocol.ItemFileChange {
+			items = append(items, *ev.Item)
+		}
+	}
+	if len(items) != 2 {
+		t.Fatalf("%d fileChange items, want the proposal's and its applied upsert: %+v", len(items), items)
+	}
+	proposed, applied := items[0], items[1]
+	if proposed.Metadata.Applied || !applied.Metadata.Applied || applied.ID != proposed.ID {
+		t.Fatalf("items %+v, want the same item unapplied then applied", items)
+	}
+	want := []protocol.FileChange{{Path: "a", Kind: protocol.ChangeAdd}, {Path: "b", Kind: protocol.ChangeAdd}}
+	if !slices.Equal(proposed.Changes, want) || !slices.Equal(applied.Changes, want) {
+		t.Fatalf("changes: proposed %+v, applied %+v, want %+v in both", proposed.Changes, applied.Changes, want)
+	}
+}
+
+// internalKV is the kv target with its kind marked internal, as memory's
+// are: only ProposeInternal plans it.
+type internalKV struct{ *kvTarget }
+
+func (k internalKV) Kinds() []Kind {
+	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Never, Internal: true}}
+}
+
+// TestInternalKindRefusedFromPropose: Propose (turn/start) refuses an
+// internal kind with Invalid on proposal.kind, whatever its body holds;
+// ProposeInternal plans it, under the kind's default policy.
+func TestInternalKindRefusedFromPropose(t *testing.T) {
+	dir := t.TempDir()
+	kv := &kvTarget{dir: filepath.Join(dir, "kv")}
+	if err := os.MkdirAll(kv.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(context.Background(), Options{Targets: []Target{internalKV{kv}}, DataDir: filepath.Join(dir, "data"),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	_, err = e.Propose(ctx, kvSet("k", "v"))
+	var ee *errs.Error
+	if !errors.As(err, &ee) || ee.Kind != errs.Invalid {
+		t.Fatalf("Propose of an internal kind: %v, want errs.Invalid", err)
+	}
+	if d, ok := ee.Data.(errs.InvalidData); !ok || d.Field != "proposal.kind" {
+		t.Fatalf("Propose of an internal kind: data %#v, want field proposal.kind", ee.Data)
+	}
+	res, err := e.ProposeInternal(ctx, kvSet("k", "v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pointer == nil || res.Pointer.Kind != kindKVSet || res.Planned == nil || res.Planned.Summary() != "set k" {
+		t.Fatalf("ProposeInternal: %+v", res)
+	}
+	// Policy never, from the kind: the apply asks nobody.
+	if ar, err := e.Apply(ctx, res.TransactionID); err != nil || !ar.OK {
+		t.Fatalf("apply: %+v, %v", ar, err)
+	}
+}
+
+// badLoadKV is the kv target whose Load refuses every plan, as a target
+// does with a pointer it cannot decode.
+type badLoadKV struct{ *kvTarget }
+
+func (k badLoadKV) Load(*protocol.ProposalPointer) (Planned, error) {
+	return nil, errs.New(errs.LedgerCorrupt, nil, "kv target plan: unreadable")
+}
+
+// TestLoadErrorSurfaces: a transaction whose plan its target cannot load
+// is refused with LedgerCorrupt naming it, listed as unavailable, and
+// never given made-up values; other calls still work.
+func TestLoadErrorSurfaces(t *testing.T) {
+	f := newKVFixture(t, approvals.Never)
+	live := f.propose("a", "1")
+	done := f.propose("b", "2")
+	f.apply(done)
+	f.close()
+	e, err := Open(context.Background(), Options{Targets: []Target{badLoadKV{f.kv}}, DataDir: f.data(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, id := range []string{live, done} {
+		_, err := e.Status(ctx, id)
+		_, data := kindData(err)
+		if d, ok := data.(CorruptData); kindOf(err) != "ledger_corrupt" || !ok || d.TransactionID != id {
+			t.Fatalf("status of %s: %v (%#v), want ledger_corrupt naming it", id, err, data)
+		}
+	}
+	if _, err := e.Apply(ctx, live); kindOf(err) != "ledger_corrupt" {
+		t.Fatalf("apply: %v", err)
+	}
+	list, err := e.List(ctx, protocol.TxListParams{})
+	if err != nil || len(list.Transactions) != 2 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	for _, row := range list.Transactions {
+		if row.State != "unavailable" || kindOf(row.LoadErr) != "ledger_corrupt" || row.Summary != "" {
+			t.Fatalf("row %+v, want unavailable with a ledger_corrupt error", row)
+		}
+	}
+}
