@@ -64,7 +64,7 @@ func (s *Service) ProposePatchSet(ctx context.Context, p *protocol.PatchSetPropo
 		return nil, errs.New(errs.Pending, PendingData{DocID: p.DocID, PatchSetID: pending.PatchSetID, Rule: recipe.RulePending},
 			"recipe %s already has PatchSet %s pending review: decide it first", p.DocID, pending.PatchSetID)
 	}
-	res, err := s.eng.Propose(ctx, proposal(protocol.KindRecipePatchSet, input{DocID: p.DocID, RecipeVersion: p.RecipeVersion, PatchSet: p.PatchSet}))
+	res, err := s.eng.ProposeInternal(ctx, proposal(protocol.KindRecipePatchSet, input{DocID: p.DocID, RecipeVersion: p.RecipeVersion, PatchSet: p.PatchSet}))
 	if err != nil {
 		return nil, err
 	}

@@ -123,11 +123,13 @@ func (d *Target) Close() error {
 func (d *Target) Name() string { return protocol.TargetDocument }
 
 // Kinds implements tx.Target: json_patch, under Options.PatchPolicy, and
-// recipe_patchset, which always waits for a person (seed 003).
+// recipe_patchset, which always waits for a person and is internal: only
+// patchset/propose makes one (seed 003: one pending PatchSet per recipe,
+// and the decision context), never turn/start.
 func (d *Target) Kinds() []tx.Kind {
 	return []tx.Kind{
 		{Name: protocol.KindJSONPatch, DefaultPolicy: d.policy},
-		{Name: protocol.KindRecipePatchSet, DefaultPolicy: approvals.Untrusted},
+		{Name: protocol.KindRecipePatchSet, DefaultPolicy: approvals.Untrusted, Internal: true},
 	}
 }
 

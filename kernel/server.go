@@ -277,24 +277,12 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 			DataDir:         s.cfg.Engine.DataDir(),
 			MaxMessageBytes: s.cfg.MaxMessageBytes,
 			Methods:         slices.Clone(requestMethods),
-			ProposalKinds:   turnStartKinds(s.cfg.Engine.Kinds()),
+			ProposalKinds:   s.cfg.Engine.Kinds(),
 			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
 			Caller:          caller,
 			Memory:          mem,
 		},
 	}
-}
-
-// ownFlowKinds are the engine's kinds that turn/start refuses because a
-// flow of their own proposes them: a recipe PatchSet (patchset/propose,
-// seed 003) and the memory transactions (memory/accept and memory/promote,
-// seed 002, whose input is never decoded from the wire).
-var ownFlowKinds = []string{protocol.KindRecipePatchSet, protocol.KindMemoryAccept, protocol.KindMemoryPromote}
-
-// turnStartKinds is capabilities.proposalKinds: the engine's kinds that
-// turn/start accepts.
-func turnStartKinds(all []string) []string {
-	return slices.DeleteFunc(slices.Clone(all), func(k string) bool { return slices.Contains(ownFlowKinds, k) })
 }
 
 // Serve speaks JSON-RPC 2.0 on r and w until the input ends or the host

@@ -286,9 +286,16 @@ func (e *Engine) policy(kind string) approvals.Policy {
 // DataDir returns the data directory.
 func (e *Engine) DataDir() string { return e.opts.DataDir }
 
-// Kinds returns every proposal kind the engine's targets accept, sorted.
+// Kinds returns the proposal kinds Propose (turn/start) accepts, sorted:
+// every kind of the engine's targets except the Internal ones, which a
+// flow of their own proposes (initialize's capabilities.proposalKinds).
 func (e *Engine) Kinds() []string {
-	out := slices.Clone(e.kinds)
+	out := []string{}
+	for _, k := range e.kinds {
+		if !e.kindInfo[k].Internal {
+			out = append(out, k)
+		}
+	}
 	slices.Sort(out)
 	return out
 }

@@ -53,7 +53,7 @@ func (e *Engine) propose(ctx context.Context, in *Input, internal bool) (*Propos
 	}
 	if e.kindInfo[in.Kind].Internal && !internal {
 		return nil, errs.InvalidField("proposal.kind",
-			"%s is made only by the %s service's own methods, which check the caller's grants; turn/start cannot make it", in.Kind, tg.Name())
+			"%s is proposed only by the %s service's own methods, which keep rules turn/start would bypass (grants, one pending PatchSet per recipe); turn/start cannot make it", in.Kind, tg.Name())
 	}
 	plan, err := tg.Plan(ctx, in.Kind, in.Body)
 	if err != nil {

@@ -56,8 +56,9 @@ func (k internalKV) Kinds() []Kind {
 }
 
 // TestInternalKindRefusedFromPropose: Propose (turn/start) refuses an
-// internal kind with Invalid on proposal.kind, whatever its body holds;
-// ProposeInternal plans it, under the kind's default policy.
+// internal kind with Invalid on proposal.kind, whatever its body holds,
+// and Kinds (initialize's proposalKinds) leaves it out; ProposeInternal
+// plans it, under the kind's default policy.
 func TestInternalKindRefusedFromPropose(t *testing.T) {
 	dir := t.TempDir()
 	kv := &kvTarget{dir: filepath.Join(dir, "kv")}
@@ -70,6 +71,9 @@ func TestInternalKindRefusedFromPropose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	if kinds := e.Kinds(); kinds == nil || len(kinds) != 0 {
+		t.Fatalf("Kinds() = %#v, want no kind turn/start may propose", kinds)
+	}
 	ctx := context.Background()
 	_, err = e.Propose(ctx, kvSet("k", "v"))
 	var ee *errs.Error
