@@ -1,0 +1,158 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+)
+
+// StageFile writes data to staged, a temporary sibling of rel (normally
+// StagedName(rel, txID)), so that a later Rename(staged, rel) replaces rel
+// atomically. It is step 2 of the apply protocol: the data is durable when
+// StageFile returns nil.
+//
+// It checks CheckWritable for both paths, that they share a parent
+// directory (*PathError wrapping ErrInvalidPath, reason "not-sibling"),
+// that no parent is a symlink (ErrSymlink) and that rel, if present, is a
+// regular file that is not a symlink (ErrNotRegular / ErrSymlink). It then
+// creates rel's missing parent directories with mode 0o755 (before umask),
+// creates staged with O_CREATE|O_EXCL — removing a leftover from an earlier
+// crashed attempt and retrying once — writes data, sets the permission bits
+// to perm.Perm() with fchmod so the umask cannot alter them, fsyncs and
+// closes it. On failure after creation the staged file is removed
+// (best-effort) and the first error returned.
+func (w *Workspace) StageFile(rel, staged string, data []byte, perm fs.FileMode) error {
+	cs, cr, err := w.checkPair(staged, rel)
+	if err != nil {
+		return err
+	}
+	if _, err := w.checkTarget(rel, cr); err != nil {
+		return err
+	}
+	if dir := path.Dir(cr); dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return w.mapErr(dir, err)
+		}
+		// MkdirAll follows in-root links; re-check that it did not have to.
+		if _, err := w.checkTarget(rel, cr); err != nil {
+			return err
+		}
+	}
+	if leaf, missing, err := w.walk(cs); err != nil {
+		return err
+	} else if !missing && leaf.IsDir() {
+		return pathErr(staged, "not-regular", ErrNotRegular)
+	}
+
+	const flags = os.O_CREATE | os.O_EXCL | os.O_WRONLY
+	f, err := w.root.OpenFile(cs, flags, perm.Perm())
+	if errors.Is(err, fs.ErrExist) {
+		// A crashed earlier attempt of the same transaction left it; the
+		// name is ours by construction, so it is safe to discard.
+		if rerr := w.root.Remove(cs); rerr != nil && !isNotExist(rerr) {
+			return w.mapErr(staged, rerr)
+		}
+		f, err = w.root.OpenFile(cs, flags, perm.Perm())
+	}
+	if err != nil {
+		return w.mapErr(staged, err)
+	}
+	if err := writeSync(f, data, perm.Perm()); err != nil {
+		_ = w.root.Remove(cs)
+		return fmt.Errorf("sandbox: stage %q: %w", staged, err)
+	}
+	return nil
+}
+
+// writeSync writes, chmods, fsyncs and closes f, always closing it.
+func writeSync(f *os.File, data []byte, perm fs.FileMode) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Rename moves staged over rel within the workspace (step 4 of the apply
+// protocol). The same checks as StageFile apply to both paths; staged must
+// be a regular file. When staged is absent the returned error satisfies
+// errors.Is(err, fs.ErrNotExist), which recovery uses to tell an
+// already-finished rename from a real failure. The parent directory is not
+// fsynced; call SyncDir.
+func (w *Workspace) Rename(staged, rel string) error {
+	cs, cr, err := w.checkPair(staged, rel)
+	if err != nil {
+		return err
+	}
+	if _, err := w.checkTarget(rel, cr); err != nil {
+		return err
+	}
+	exists, err := w.checkTarget(staged, cs)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return &fs.PathError{Op: "rename", Path: staged, Err: fs.ErrNotExist}
+	}
+	return w.mapErr(rel, w.root.Rename(cs, cr))
+}
+
+// Remove deletes the regular file rel. A missing rel (or parent) is not an
+// error, so roll-forward can repeat it. It checks CheckWritable and refuses
+// symlinks at rel or a parent (ErrSymlink) and directories (ErrNotRegular):
+// a transaction only ever deletes files it has read and hashed.
+func (w *Workspace) Remove(rel string) error {
+	if err := w.CheckWritable(rel); err != nil {
+		return err
+	}
+	clean, _ := CleanPath(rel)
+	exists, err := w.checkTarget(rel, clean)
+	if err != nil || !exists {
+		return err
+	}
+	if err := w.root.Remove(clean); err != nil && !isNotExist(err) {
+		return w.mapErr(rel, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs the directory relDir ("." or "" for the workspace root) so
+// that renames and removals in it survive a crash. It refuses symlinks in
+// the path (ErrSymlink) and non-directories (ErrNotRegular); an fsync error
+// is returned as is, and callers must treat it as fatal rather than retry.
+func (w *Workspace) SyncDir(relDir string) error {
+	clean := "."
+	if relDir != "" && relDir != "." {
+		var err error
+		if clean, err = CleanPath(relDir); err != nil {
+			return err
+		}
+		leaf, missing, err := w.walk(clean)
+		if err != nil {
+			return err
+		}
+		if missing {
+			return &fs.PathError{Op: "syncdir", Path: relDir, Err: fs.ErrNotExist}
+		}
+		if !leaf.IsDir() {
+			return pathErr(relDir, "not-regular", ErrNotRegular)
+		}
+	}
+	d, err := w.root.Open(clean)
+	if err != nil {
+		return w.mapErr(relDir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
