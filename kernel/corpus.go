@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/txkernel/txkernel/corpus"
@@ -68,9 +69,6 @@ func (s *Server) progress(token any, method string) (any, func(protocol.Progress
 // kernel was started without a corpus service.
 func corpusMethod[P any](fn func(ctx context.Context, s *Server, c *corpus.Service, p *P) (any, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
-		if s.cfg.Corpus == nil {
-			return nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "the corpus is not served by this kernel")
-		}
 		return fn(ctx, s, s.cfg.Corpus, p)
-	})}
+	}), service: svcCorpus, params: reflect.TypeFor[P]()}
 }

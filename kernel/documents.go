@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/protocol"
@@ -55,9 +56,6 @@ var documentMethods = map[string]methodInfo{
 // kernel was started without documents (Config.Documents nil).
 func docMethod[P any](fn func(ctx context.Context, d *document.Service, p *P) (any, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
-		if s.cfg.Documents == nil {
-			return nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "documents are not served by this kernel")
-		}
 		return fn(ctx, s.cfg.Documents, p)
-	})}
+	}), service: svcDocuments, params: reflect.TypeFor[P]()}
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
@@ -55,9 +56,6 @@ var memoryMethods = map[string]methodInfo{
 // kernel was started without a memory service.
 func memoryMethod[P any](fn func(ctx context.Context, s *Server, m *memory.Service, p *P) (any, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
-		if s.cfg.Memory == nil {
-			return nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "memory is not served by this kernel")
-		}
 		return fn(ctx, s, s.cfg.Memory, p)
-	})}
+	}), service: svcMemory, params: reflect.TypeFor[P]()}
 }

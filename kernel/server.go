@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -94,11 +95,66 @@ type Server struct {
 // calls a service.
 type handlerFunc func(ctx context.Context, s *Server, params *json.RawMessage) (any, error)
 
+// methodInfo is one row of the method table: how a method is decoded and
+// dispatched, and which service it needs.
 type methodInfo struct {
 	handle     handlerFunc
 	beforeInit bool // may be called before initialize
 	notify     bool // a notification: never answered
 	inline     bool // runs on the read loop, in message order (session methods)
+	// service is what the method needs configured: a method whose service
+	// is not is answered -32601 (decided here, in one place) and is not
+	// listed in capabilities.methods.
+	service service
+	// params is the Go type its params decode into (nil: none), for
+	// reflection over the table (JSON Schema, tools).
+	params reflect.Type
+}
+
+// service names the service a method runs on.
+type service int
+
+const (
+	svcEngine    service = iota // the session and transaction methods: always served
+	svcDocuments                // doc/*, patch/*, patchset/* (Config.Documents)
+	svcCorpus                   // corpus/* (Config.Corpus)
+	svcMemory                   // memory/* (Config.Memory)
+)
+
+// serves reports whether svc is configured, and the -32601 to answer when
+// it is not.
+func (s *Server) serves(svc service) (bool, error) {
+	switch svc {
+	case svcDocuments:
+		return s.cfg.Documents != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "documents are not served by this kernel")
+	case svcCorpus:
+		return s.cfg.Corpus != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "the corpus is not served by this kernel")
+	case svcMemory:
+		return s.cfg.Memory != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "memory is not served by this kernel")
+	}
+	return true, nil
+}
+
+// listed reports whether capabilities.methods lists a method on svc: its
+// service is configured, and for memory a --memory-policy is given
+// (without one every memory method is refused, naming the flag).
+func (s *Server) listed(svc service) bool {
+	if ok, _ := s.serves(svc); !ok {
+		return false
+	}
+	return svc != svcMemory || s.cfg.Memory.Capabilities() != nil
+}
+
+// servedMethods is capabilities.methods: every request method whose
+// service is configured, sorted.
+func (s *Server) servedMethods() []string {
+	out := []string{}
+	for _, name := range requestMethods {
+		if s.listed(requestServices[name]) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // typed adapts a handler over typed params P into a handlerFunc. Absent or
@@ -228,10 +284,15 @@ var txMethods = map[string]methodInfo{
 // for initialize's capabilities.
 var requestMethods []string
 
+// requestServices is the service of each request method (init fills it
+// from methods, which refers to handlers that read it).
+var requestServices = map[string]service{}
+
 func init() {
 	for name, m := range methods {
 		if !m.notify {
 			requestMethods = append(requestMethods, name)
+			requestServices[name] = m.service
 		}
 	}
 	sort.Strings(requestMethods)
@@ -276,7 +337,7 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 			WorkspaceRoot:   s.cfg.Workspace.Dir(),
 			DataDir:         s.cfg.Engine.DataDir(),
 			MaxMessageBytes: s.cfg.MaxMessageBytes,
-			Methods:         slices.Clone(requestMethods),
+			Methods:         s.servedMethods(),
 			ProposalKinds:   s.cfg.Engine.Kinds(),
 			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
 			Caller:          caller,
@@ -409,6 +470,9 @@ func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) 
 			err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": req.Method}, "internal error in %s", req.Method)
 		}
 	}()
+	if ok, notServed := s.serves(m.service); !ok {
+		return nil, notServed
+	}
 	return m.handle(ctx, s, req.Params)
 }
 
