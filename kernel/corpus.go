@@ -14,16 +14,16 @@ import (
 // decodes its params and calls the corpus service, passing the caller kind
 // the host declared at initialize.
 var corpusMethods = map[string]methodInfo{
-	protocol.MethodCorpusOpen: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusOpenParams) (any, error) {
+	protocol.MethodCorpusOpen: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusOpenParams) (*protocol.CorpusInfo, error) {
 		return c.Open(ctx, p)
 	}),
-	protocol.MethodCorpusStatus: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (any, error) {
+	protocol.MethodCorpusStatus: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (*protocol.CorpusStatus, error) {
 		return c.Status(ctx, p.CorpusID)
 	}),
-	protocol.MethodCorpusSync: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (any, error) {
+	protocol.MethodCorpusSync: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (*protocol.CorpusSyncResult, error) {
 		return c.Sync(ctx, p.CorpusID)
 	}),
-	protocol.MethodCorpusRebuild: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusRebuildParams) (any, error) {
+	protocol.MethodCorpusRebuild: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusRebuildParams) (*protocol.CorpusSyncResult, error) {
 		token, progress := s.progress(p.WorkDoneToken, protocol.MethodCorpusRebuild)
 		res, err := c.Rebuild(ctx, p.CorpusID, progress)
 		if res != nil {
@@ -31,19 +31,19 @@ var corpusMethods = map[string]methodInfo{
 		}
 		return res, err
 	}),
-	protocol.MethodCorpusTail: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusTailParams) (any, error) {
+	protocol.MethodCorpusTail: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusTailParams) (*protocol.CorpusHits, error) {
 		return c.Tail(ctx, p, s.caller())
 	}),
-	protocol.MethodCorpusSearch: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusSearchParams) (any, error) {
+	protocol.MethodCorpusSearch: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusSearchParams) (*protocol.CorpusHits, error) {
 		return c.Search(ctx, p, s.caller())
 	}),
-	protocol.MethodCorpusSection: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusSectionParams) (any, error) {
+	protocol.MethodCorpusSection: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusSectionParams) (*protocol.Hit, error) {
 		return c.Section(ctx, p)
 	}),
-	protocol.MethodCorpusCollisions: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (any, error) {
+	protocol.MethodCorpusCollisions: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusParams) (*protocol.CorpusCollisions, error) {
 		return c.Collisions(ctx, p.CorpusID)
 	}),
-	protocol.MethodCorpusQuery: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusQueryParams) (any, error) {
+	protocol.MethodCorpusQuery: corpusMethod(func(ctx context.Context, s *Server, c *corpus.Service, p *protocol.CorpusQueryParams) (*protocol.CorpusHits, error) {
 		return c.Query(ctx, p, s.caller())
 	}),
 }
@@ -67,8 +67,8 @@ func (s *Server) progress(token any, method string) (any, func(protocol.Progress
 
 // corpusMethod adapts a corpus handler: typed params, and -32601 when the
 // kernel was started without a corpus service.
-func corpusMethod[P any](fn func(ctx context.Context, s *Server, c *corpus.Service, p *P) (any, error)) methodInfo {
+func corpusMethod[P, R any](fn func(ctx context.Context, s *Server, c *corpus.Service, p *P) (R, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
 		return fn(ctx, s, s.cfg.Corpus, p)
-	}), service: svcCorpus, params: reflect.TypeFor[P]()}
+	}), service: svcCorpus, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
 }

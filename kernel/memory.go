@@ -12,10 +12,10 @@ import (
 // decodes its params and calls the memory service, which checks the
 // principal's grants.
 var memoryMethods = map[string]methodInfo{
-	protocol.MethodMemoryReadContext: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ReadContextParams) (any, error) {
+	protocol.MethodMemoryReadContext: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ReadContextParams) (*protocol.ReadContextResult, error) {
 		return m.ReadContext(ctx, p)
 	}),
-	protocol.MethodMemoryIngest: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.IngestParams) (any, error) {
+	protocol.MethodMemoryIngest: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.IngestParams) (*protocol.IngestResult, error) {
 		token, progress := s.progress(p.WorkDoneToken, protocol.MethodMemoryIngest)
 		res, err := m.Ingest(ctx, p, progress)
 		if res != nil {
@@ -23,39 +23,39 @@ var memoryMethods = map[string]methodInfo{
 		}
 		return res, err
 	}),
-	protocol.MethodMemoryPropose: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposeParams) (any, error) {
+	protocol.MethodMemoryPropose: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposeParams) (*protocol.ProposeResult, error) {
 		return m.Propose(ctx, p)
 	}),
-	protocol.MethodMemoryProposals: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalsParams) (any, error) {
+	protocol.MethodMemoryProposals: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalsParams) (*protocol.ProposalsResult, error) {
 		return m.Proposals(ctx, p)
 	}),
-	protocol.MethodMemoryProposal: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (any, error) {
+	protocol.MethodMemoryProposal: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (*protocol.ProposalResult, error) {
 		return m.Proposal(ctx, p)
 	}),
-	protocol.MethodMemoryAccept: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (any, error) {
+	protocol.MethodMemoryAccept: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (*protocol.AcceptResult, error) {
 		return m.Accept(ctx, p)
 	}),
-	protocol.MethodMemoryReject: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.RejectParams) (any, error) {
+	protocol.MethodMemoryReject: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.RejectParams) (*protocol.RejectResult, error) {
 		return m.Reject(ctx, p)
 	}),
-	protocol.MethodMemoryRebase: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (any, error) {
+	protocol.MethodMemoryRebase: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.ProposalParams) (*protocol.RebaseResult, error) {
 		return m.Rebase(ctx, p)
 	}),
-	protocol.MethodMemoryPromote: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.PromoteParams) (any, error) {
+	protocol.MethodMemoryPromote: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.PromoteParams) (*protocol.PromoteResult, error) {
 		return m.Promote(ctx, p)
 	}),
-	protocol.MethodMemoryBaselines: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.MemoryRequest) (any, error) {
+	protocol.MethodMemoryBaselines: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.MemoryRequest) (*protocol.BaselinesResult, error) {
 		return m.Baselines(ctx, p)
 	}),
-	protocol.MethodMemoryVerifyCitations: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.VerifyCitationsParams) (any, error) {
+	protocol.MethodMemoryVerifyCitations: memoryMethod(func(ctx context.Context, s *Server, m *memory.Service, p *protocol.VerifyCitationsParams) (*protocol.VerifyCitationsResult, error) {
 		return m.VerifyCitations(ctx, p)
 	}),
 }
 
 // memoryMethod adapts a memory handler: typed params, and -32601 when the
 // kernel was started without a memory service.
-func memoryMethod[P any](fn func(ctx context.Context, s *Server, m *memory.Service, p *P) (any, error)) methodInfo {
+func memoryMethod[P, R any](fn func(ctx context.Context, s *Server, m *memory.Service, p *P) (R, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
 		return fn(ctx, s, s.cfg.Memory, p)
-	}), service: svcMemory, params: reflect.TypeFor[P]()}
+	}), service: svcMemory, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -75,6 +76,23 @@ func TestParamsNoGoTypeNamesOnWire(t *testing.T) {
 			if m := goTypeName.FindString(text); m != "" {
 				t.Errorf("%s(%s): Go type name %q on the wire: %s", name, p, m, text)
 			}
+		}
+	}
+}
+
+// TestMethodTableTypes checks the method table against the protocol: every
+// request method a domain service answers records the Go types of its
+// params and result (what JSON Schema and tool export reflect on).
+func TestMethodTableTypes(t *testing.T) {
+	for name, m := range methods {
+		if m.service == svcEngine {
+			continue
+		}
+		if m.params == nil || m.result == nil {
+			t.Errorf("%s: params %v, result %v: a row of a domain service must record both", name, m.params, m.result)
+		}
+		if m.result != nil && m.result.Kind() != reflect.Pointer {
+			t.Errorf("%s: result type %v is not a pointer to a result struct", name, m.result)
 		}
 	}
 }

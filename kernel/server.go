@@ -106,9 +106,11 @@ type methodInfo struct {
 	// is not is answered -32601 (decided here, in one place) and is not
 	// listed in capabilities.methods.
 	service service
-	// params is the Go type its params decode into (nil: none), for
-	// reflection over the table (JSON Schema, tools).
-	params reflect.Type
+	// params is the Go type its params decode into and result the Go type
+	// of its result (nil: not recorded yet, for the session and
+	// transaction rows), for reflection over the table (JSON Schema,
+	// tools).
+	params, result reflect.Type
 }
 
 // service names the service a method runs on.
