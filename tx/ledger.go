@@ -3,62 +3,38 @@ package tx
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/zeebo/blake3"
-
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/ledgerline"
 )
 
 // LedgerFile is the name of a transaction's append-only ledger.
 const LedgerFile = "events.jsonl"
 
-const checksumPrefix = `,"checksum":"blake3:`
-
-// encodeEvent renders ev as one ledger line (with its trailing newline). The
-// checksum covers the line's bytes up to the checksum field, so verifying
-// never depends on re-encoding the JSON the same way.
+// encodeEvent renders ev as one ledger line (with its trailing newline),
+// sealed by ledgerline (its checksum covers the line's bytes up to the
+// checksum member).
 func encodeEvent(ev protocol.Event) ([]byte, error) {
 	ev.Checksum = ""
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
 	}
-	sum := blake3.Sum256(body[:len(body)-1])
-	line := make([]byte, 0, len(body)+len(checksumPrefix)+64+4)
-	line = append(line, body[:len(body)-1]...)
-	line = append(line, checksumPrefix...)
-	line = hex.AppendEncode(line, sum[:])
-	line = append(line, "\"}\n"...)
-	return line, nil
+	return ledgerline.Seal(body)
 }
 
 // decodeEvent verifies and decodes one ledger line (without its newline).
 func decodeEvent(line []byte) (protocol.Event, error) {
 	var ev protocol.Event
-	const tailLen = len(checksumPrefix) + 64 + 2 // + `"}`
-	if len(line) < tailLen+2 || !bytes.HasSuffix(line, []byte(`"}`)) {
-		return ev, errors.New("no checksum")
-	}
-	at := len(line) - tailLen
-	if !bytes.Equal(line[at:at+len(checksumPrefix)], []byte(checksumPrefix)) {
-		return ev, errors.New("no checksum")
-	}
-	want, err := hex.DecodeString(string(line[at+len(checksumPrefix) : len(line)-2]))
-	if err != nil {
-		return ev, errors.New("checksum is not hex")
-	}
-	got := blake3.Sum256(line[:at])
-	if !bytes.Equal(want, got[:]) {
-		return ev, errors.New("checksum mismatch")
+	if err := ledgerline.Verify(line); err != nil {
+		return ev, err
 	}
 	if err := json.Unmarshal(line, &ev); err != nil {
 		return ev, fmt.Errorf("bad JSON: %w", err)

@@ -3,7 +3,6 @@ package scalefixture
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeebo/blake3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/ledgerline"
 	"github.com/txkernel/txkernel/workspace"
 )
 
@@ -253,24 +252,10 @@ func readTemplate(dir, id string, live bool) (*template, error) {
 	return t, nil
 }
 
-// checksumField starts the checksum at the end of every ledger line; the
-// checksum is blake3 over the line's bytes before it (tx's encodeEvent).
-var checksumField = []byte(`,"checksum":"blake3:`)
-
 // reseal returns line with every oldID replaced by newID and its checksum
-// recomputed.
+// recomputed (ledgerline, the engine's own codec).
 func reseal(line []byte, oldID, newID string) ([]byte, error) {
-	at := bytes.LastIndex(line, checksumField)
-	if at < 0 {
-		return nil, fmt.Errorf("ledger line without a checksum: %.80s", line)
-	}
-	body := bytes.ReplaceAll(line[:at], []byte(oldID), []byte(newID))
-	sum := blake3.Sum256(body)
-	out := make([]byte, 0, len(line)+1)
-	out = append(out, body...)
-	out = append(out, checksumField...)
-	out = hex.AppendEncode(out, sum[:])
-	return append(out, "\"}\n"...), nil
+	return ledgerline.Reseal(line, oldID, newID)
 }
 
 // copyAs writes t under dataDir as transaction id, and its active/ marker
