@@ -43,7 +43,7 @@ func newTestServer(tb testing.TB) *Server {
 	dataDir := tb.TempDir()
 	doct := document.New(document.Options{DBPath: filepath.Join(dataDir, store.FileName)})
 	tb.Cleanup(func() { doct.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, memory.NewTarget(doct.Store, nil)}, DataDir: dataDir,
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, memory.NewTarget(store.MemoryOf(doct.Store), nil)}, DataDir: dataDir,
 		Policy: approvals.Never, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
@@ -56,7 +56,7 @@ func newTestServer(tb testing.TB) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: w, Policy: pol, Logger: log})
+	ms := memory.New(memory.Config{Store: store.MemoryOf(doct.Store), Engine: eng, Workspace: w, Policy: pol, Logger: log})
 	s := &Server{
 		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
 		log: log, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),

@@ -57,15 +57,15 @@ func (s *Service) Propose(ctx context.Context, p *protocol.ProposeParams) (*prot
 	if err := checkID("provenance.actor_id", p.Provenance.ActorID); err != nil {
 		return nil, err
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
 	np := s.newProposal(scope, pr, p.ElementID, p.TargetVersionID, p.Summary, *p.Body, *p.Provenance)
-	if err := db.MemPropose(ctx, np); err != nil {
+	if err := db.Propose(ctx, np); err != nil {
 		return nil, err
 	}
-	head, err := db.MemHead(ctx, scope, p.ElementID)
+	head, err := db.Head(ctx, scope, p.ElementID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	row, err := db.MemProposal(ctx, scope, p.ProposalID)
+	row, err := db.Proposal(ctx, scope, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 			return nil, err
 		}
 		txID = res.TransactionID
-		if err := db.MemSetAcceptTx(ctx, row.ProposalID, txID); err != nil {
+		if err := db.SetAcceptTx(ctx, row.ProposalID, txID); err != nil {
 			return nil, err
 		}
 	}
@@ -202,13 +202,13 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 	if err := checkText("rationale", p.Rationale, MaxSummaryBytes); err != nil {
 		return nil, err
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// Who proposed it never changes, so it is checked outside the SQL
 	// transaction that rejects it.
-	row, err := db.MemProposal(ctx, scope, p.ProposalID)
+	row, err := db.Proposal(ctx, scope, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 	// find its proposal rejected when it commits.
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if err := db.MemReject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
+	if err := db.Reject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
 		return nil, err
 	}
 	return &protocol.RejectResult{ProposalID: p.ProposalID, DecisionID: dec}, nil
@@ -240,7 +240,7 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	old, err := db.MemProposal(ctx, scope, p.ProposalID)
+	old, err := db.Proposal(ctx, scope, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	next := s.newProposal(scope, pr, old.ElementID, old.CurrentVersionID, old.Summary, old.Body, prov)
 	next.ProposedBy = old.PrincipalID
 	dec := newID("dec_")
-	if err := db.MemRebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
+	if err := db.Rebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
 		return nil, err
 	}
 	return &protocol.RebaseResult{ProposalID: next.ProposalID, PreviousProposalID: old.ProposalID, TargetVersionID: old.CurrentVersionID, DecisionID: dec}, nil
@@ -276,11 +276,11 @@ func (s *Service) Promote(ctx context.Context, p *protocol.PromoteParams) (*prot
 
 // promote runs a promote transaction; the caller holds writeMu.
 func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr protocol.MemoryPrincipal, versions []string, reason string) (*protocol.PromoteResult, error) {
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	prev, _, err := db.MemPointer(ctx, scope)
+	prev, _, err := db.Pointer(ctx, scope)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams, progress
 		out.Note = dir + " is not in a git work tree: commit_sha is null"
 		out.SourceRepo = dir
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams, progress
 		if len(batch) == 0 {
 			return nil
 		}
-		res, err := db.MemIngest(ctx, scope, batch)
+		res, err := db.Ingest(ctx, scope, batch)
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 	case k < 0 || k > MaxK:
 		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "k", Reason: "out-of-range"}, "k must be 1..%d", MaxK)
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 		}
 		// With nothing published (bid 0) no element is in the baseline:
 		// the same not-found as for any other.
-		v, err := db.MemFetch(ctx, scope, bid, p.ElementID)
+		v, err := db.Fetch(ctx, scope, bid, p.ElementID)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 			if s.cfg.Embedder != nil {
 				depth = max(k, search.DefaultTuning.Depth)
 			}
-			hits, err := db.MemSearch(ctx, scope, bid, match, depth, titleWeight)
+			hits, err := db.Search(ctx, scope, bid, match, depth, titleWeight)
 			if err != nil {
 				return nil, err
 			}
@@ -104,7 +104,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 			}
 		}
 	}
-	if err := db.MemRecordReturned(ctx, pr.PrincipalID, vids); err != nil {
+	if err := db.RecordReturned(ctx, pr.PrincipalID, vids); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -112,7 +112,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 
 // selectBaseline resolves a selector (published when nil) to the baseline
 // it names and its row id (0 when nothing is published yet).
-func (s *Service) selectBaseline(ctx context.Context, db *store.DB, scope protocol.MemoryScope, raw json.RawMessage) (protocol.BaselineSelector, int64, error) {
+func (s *Service) selectBaseline(ctx context.Context, db store.Memory, scope protocol.MemoryScope, raw json.RawMessage) (protocol.BaselineSelector, int64, error) {
 	sel := &protocol.BaselineSelector{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, sel); err != nil {
@@ -120,13 +120,13 @@ func (s *Service) selectBaseline(ctx context.Context, db *store.DB, scope protoc
 		}
 	}
 	if sel.Kind == "" || sel.Kind == protocol.SelectorPublished {
-		id, bid, err := db.MemPointer(ctx, scope)
+		id, bid, err := db.Pointer(ctx, scope)
 		return protocol.BaselineSelector{Kind: protocol.SelectorPublished, BaselineID: id}, bid, err
 	}
 	if err := checkID("selector.baseline_id", sel.BaselineID); err != nil {
 		return protocol.BaselineSelector{}, 0, err
 	}
-	bid, err := db.MemBaseline(ctx, scope, sel.BaselineID)
+	bid, err := db.Baseline(ctx, scope, sel.BaselineID)
 	return protocol.BaselineSelector{Kind: protocol.SelectorBaselineID, BaselineID: sel.BaselineID}, bid, err
 }
 
@@ -170,11 +170,11 @@ func (s *Service) VerifyCitations(ctx context.Context, p *protocol.VerifyCitatio
 			}
 		}
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := db.MemVerify(ctx, scope, pr.PrincipalID, p.Citations)
+	res, err := db.Verify(ctx, scope, pr.PrincipalID, p.Citations)
 	if err != nil {
 		return nil, err
 	}
@@ -197,11 +197,11 @@ func (s *Service) Proposals(ctx context.Context, p *protocol.ProposalsParams) (*
 	default:
 		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "status", Reason: "unknown"}, "status must be open, accepted, rejected or rebased")
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.MemProposals(ctx, scope, p.Status)
+	rows, err := db.Proposals(ctx, scope, p.Status)
 	if err != nil {
 		return nil, err
 	}
@@ -231,15 +231,15 @@ func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*pr
 	if err != nil {
 		return nil, err
 	}
-	r, err := db.MemProposal(ctx, scope, p.ProposalID)
+	r, err := db.Proposal(ctx, scope, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}
-	target, err := db.MemVersionByID(ctx, scope, r.TargetVersionID)
+	target, err := db.VersionByID(ctx, scope, r.TargetVersionID)
 	if err != nil {
 		return nil, err
 	}
-	hist, err := db.MemLedger(ctx, scope, r.ProposalID)
+	hist, err := db.Ledger(ctx, scope, r.ProposalID)
 	if err != nil {
 		return nil, err
 	}
@@ -268,15 +268,15 @@ func (s *Service) Baselines(ctx context.Context, p *protocol.MemoryRequest) (*pr
 	if err != nil {
 		return nil, err
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pub, _, err := db.MemPointer(ctx, scope)
+	pub, _, err := db.Pointer(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
-	bs, hs, err := db.MemBaselines(ctx, scope)
+	bs, hs, err := db.Baselines(ctx, scope)
 	if err != nil {
 		return nil, err
 	}

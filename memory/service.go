@@ -55,8 +55,9 @@ const PolicyFlag = "--memory-policy"
 
 // Config configures a Service.
 type Config struct {
-	// DB returns kernel.db, opening it on first use.
-	DB func(context.Context) (*store.DB, error)
+	// Store returns the memory store (store.Memory: kernel.db's
+	// MemoryStore), opening it on first use.
+	Store func(context.Context) (store.Memory, error)
 	// Engine runs accepts and promotes on its memory target.
 	Engine *tx.Engine
 	// Workspace confines ingest.
@@ -211,7 +212,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // onProposal is the start of every method on one proposal: the grant of
 // action, a well-formed proposal id, and kernel.db.
-func (s *Service) onProposal(ctx context.Context, req protocol.MemoryRequest, action, proposalID string) (protocol.MemoryScope, protocol.MemoryPrincipal, *store.DB, error) {
+func (s *Service) onProposal(ctx context.Context, req protocol.MemoryRequest, action, proposalID string) (protocol.MemoryScope, protocol.MemoryPrincipal, store.Memory, error) {
 	scope, pr, err := s.authorize(req, action)
 	if err != nil {
 		return scope, pr, nil, err
@@ -219,6 +220,6 @@ func (s *Service) onProposal(ctx context.Context, req protocol.MemoryRequest, ac
 	if err := checkID("proposal_id", proposalID); err != nil {
 		return scope, pr, nil, err
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	return scope, pr, db, err
 }

@@ -42,14 +42,14 @@ const fpBeforeSQLCommit = "memory.before-sql-commit"
 // Target is the memory target. It implements tx.Target and is safe for
 // concurrent use.
 type Target struct {
-	db func(context.Context) (*store.DB, error)
+	db func(context.Context) (store.Memory, error)
 	fp *failpoint.Set
 }
 
 var _ tx.Target = (*Target)(nil)
 
 // New returns the memory target over kernel.db (db opens it on first use).
-func NewTarget(db func(context.Context) (*store.DB, error), fps *failpoint.Set) *Target {
+func NewTarget(db func(context.Context) (store.Memory, error), fps *failpoint.Set) *Target {
 	return &Target{db: db, fp: fps}
 }
 
@@ -171,14 +171,14 @@ func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	var text string
 	switch kind {
 	case protocol.KindMemoryAccept:
-		p, err := db.MemProposal(ctx, m.Scope, m.ProposalID)
+		p, err := db.Proposal(ctx, m.Scope, m.ProposalID)
 		if err != nil {
 			return nil, err
 		}
 		if p.Status != protocol.ProposalOpen {
 			return nil, notOpen(p.ProposalID, p.Status)
 		}
-		target, err := db.MemVersionByID(ctx, m.Scope, p.TargetVersionID)
+		target, err := db.VersionByID(ctx, m.Scope, p.TargetVersionID)
 		if err != nil {
 			return nil, err
 		}
@@ -186,11 +186,11 @@ func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		changes = []protocol.FileChange{{Path: elementPath(m.Scope, p.ElementID), Kind: protocol.ChangeModify}}
 		text = string(unidiff.FileDiff(p.ElementID, p.ElementID, []byte(target.Body), []byte(p.Body), true, true, 0o644, 0o644))
 	case protocol.KindMemoryPromote:
-		parent, bid, err := db.MemPointer(ctx, m.Scope)
+		parent, bid, err := db.Pointer(ctx, m.Scope)
 		if err != nil {
 			return nil, err
 		}
-		versions, err := db.MemPromotable(ctx, m.Scope, bid, m.Versions)
+		versions, err := db.Promotable(ctx, m.Scope, bid, m.Versions)
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +291,7 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 		return err
 	}
 	if r.ProposalID == "" {
-		cur, _, err := db.MemPointer(ctx, r.Scope)
+		cur, _, err := db.Pointer(ctx, r.Scope)
 		if err != nil {
 			return err
 		}
@@ -301,14 +301,14 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 		}
 		return nil
 	}
-	prop, err := db.MemProposal(ctx, r.Scope, r.ProposalID)
+	prop, err := db.Proposal(ctx, r.Scope, r.ProposalID)
 	if err != nil {
 		return err
 	}
 	if prop.Status != protocol.ProposalOpen {
 		return notOpen(r.ProposalID, prop.Status)
 	}
-	head, err := db.MemHead(ctx, r.Scope, r.ElementID)
+	head, err := db.Head(ctx, r.Scope, r.ElementID)
 	if err != nil {
 		return err
 	}
@@ -367,10 +367,10 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitR
 		return err
 	}
 	if r.ProposalID != "" {
-		return db.MemCommitAccept(ctx, store.MemAccept{Scope: r.Scope, Principal: r.Principal, ProposalID: r.ProposalID, TxID: c.TxID,
+		return db.CommitAccept(ctx, store.MemAccept{Scope: r.Scope, Principal: r.Principal, ProposalID: r.ProposalID, TxID: c.TxID,
 			VersionID: VersionID(c.TxID), DecisionID: DecisionID(c.TxID), Chunks: Chunks})
 	}
-	return db.MemCommitPromote(ctx, store.MemPromote{Scope: r.Scope, Principal: r.Principal, TxID: c.TxID, BaselineID: BaselineID(c.TxID),
+	return db.CommitPromote(ctx, store.MemPromote{Scope: r.Scope, Principal: r.Principal, TxID: c.TxID, BaselineID: BaselineID(c.TxID),
 		ParentBaselineID: r.ParentBaselineID, Versions: r.Versions, Reason: r.Reason, DecisionID: DecisionID(c.TxID)})
 }
 

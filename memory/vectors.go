@@ -22,11 +22,11 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 	if emb == nil || len(versions) == 0 {
 		return 0, nil
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return 0, err
 	}
-	chunks, err := db.MemChunksToEmbed(ctx, versions, emb.Info().Dims)
+	chunks, err := db.ChunksToEmbed(ctx, versions, emb.Info().Dims)
 	if err != nil {
 		return 0, err
 	}
@@ -41,7 +41,7 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 		if err != nil {
 			return done, err
 		}
-		if err := db.MemPutVectors(ctx, part, vecs); err != nil {
+		if err := db.PutVectors(ctx, part, vecs); err != nil {
 			return done, err
 		}
 		done += len(part)
@@ -54,13 +54,13 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 // convex fusion of normalised scores), at most k. Both rankings are
 // trimmed inside their queries. It returns nil hits when the embedder
 // fails, so the caller keeps the keyword ranking.
-func (s *Service) hybrid(ctx context.Context, db *store.DB, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, error) {
+func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, error) {
 	vecs, err := s.cfg.Embedder.Embed(ctx, []string{query}, embedding.Query)
 	if err != nil {
 		s.log.Warn("memory: embedder failed; keyword ranking only", "err", err)
 		return nil, nil
 	}
-	sem, nearest, err := db.MemSearchVector(ctx, scope, bid, vecs[0], search.DefaultTuning.Depth)
+	sem, nearest, err := db.SearchVector(ctx, scope, bid, vecs[0], search.DefaultTuning.Depth)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (s *Service) hybrid(ctx context.Context, db *store.DB, scope protocol.Memor
 			missing = append(missing, nearest[f.ID])
 		}
 	}
-	more, err := db.MemHitsByChunk(ctx, missing)
+	more, err := db.HitsByChunk(ctx, missing)
 	if err != nil {
 		return nil, err
 	}

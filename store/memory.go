@@ -66,7 +66,7 @@ type MemIngestOutcome struct {
 // version; an element whose newest ingested version has another body hash
 // gets a new version; otherwise nothing is written. An element id used by
 // an element of another type is errs.Conflict.
-func (s *DB) MemIngest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error) {
+func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error) {
 	out := make([]MemIngestOutcome, 0, len(files))
 	ts := now()
 	err := s.tx(ctx, func(t *sql.Tx) error {
@@ -261,7 +261,7 @@ func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDec
 
 // MemSetAcceptTx records txID as the transaction accepting proposalID, so
 // that an accept repeated after a crash finds and finishes it.
-func (s *DB) MemSetAcceptTx(ctx context.Context, proposalID, txID string) error {
+func (s *MemoryStore) SetAcceptTx(ctx context.Context, proposalID, txID string) error {
 	return s.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `UPDATE mem_proposals SET accept_tx_id = ? WHERE proposal_id = ? AND status = ?`, txID, proposalID, protocol.ProposalOpen)
 		if err != nil {
@@ -287,7 +287,7 @@ type MemAccept struct {
 
 // MemCommitAccept commits a. It is idempotent: when a version with a.TxID
 // exists it does nothing, so recovery may call it again.
-func (s *DB) MemCommitAccept(ctx context.Context, a MemAccept) error {
+func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		var n int
@@ -355,7 +355,7 @@ type MemPromote struct {
 
 // MemCommitPromote commits p. It is idempotent: when a baseline with
 // p.TxID exists it does nothing.
-func (s *DB) MemCommitPromote(ctx context.Context, p MemPromote) error {
+func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		var n int
@@ -416,7 +416,7 @@ func (s *DB) MemCommitPromote(ctx context.Context, p MemPromote) error {
 // MemRecordReturned remembers that read_context returned versions vids to
 // principalID (for memory/verify_citations). A pair already recorded is
 // left alone, so a repeated read writes nothing.
-func (s *DB) MemRecordReturned(ctx context.Context, principalID string, vids []int64) error {
+func (s *MemoryStore) RecordReturned(ctx context.Context, principalID string, vids []int64) error {
 	if len(vids) == 0 {
 		return nil
 	}

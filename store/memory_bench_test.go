@@ -106,18 +106,18 @@ func memBenchFixture(b *testing.B) (*DB, int64) {
 						heads = append(heads, id)
 					}
 				}
-				if _, err := db.MemIngest(ctx, sc, files); err != nil {
+				if _, err := db.Memory().Ingest(ctx, sc, files); err != nil {
 					benchErr = err
 					return
 				}
 			}
-			if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, Principal: protocol.MemoryPrincipal{PrincipalID: "bench"}, TxID: fmt.Sprintf("tx-%d", r),
+			if err := db.Memory().CommitPromote(ctx, MemPromote{Scope: sc, Principal: protocol.MemoryPrincipal{PrincipalID: "bench"}, TxID: fmt.Sprintf("tx-%d", r),
 				BaselineID: fmt.Sprintf("bl_%03d", r), Versions: heads, Reason: "ingest", DecisionID: fmt.Sprintf("dec_%03d", r)}); err != nil {
 				benchErr = err
 				return
 			}
 		}
-		_, bid, err := db.MemPointer(ctx, benchScope(42))
+		_, bid, err := db.Memory().Pointer(ctx, benchScope(42))
 		benchDB, benchBid, benchErr = db, bid, err
 	})
 	if benchErr != nil {
@@ -144,7 +144,7 @@ func BenchmarkReadContext(b *testing.B) {
 	b.Run("impl=trimmed", func(b *testing.B) {
 		n := 0
 		for b.Loop() {
-			hits, err := db.MemSearch(ctx, benchScope(42), bid, match, 10, 2)
+			hits, err := db.Memory().Search(ctx, benchScope(42), bid, match, 10, 2)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -35,7 +35,7 @@ type MemNewProposal struct {
 // element must be a document of p.Scope (errs.NotFound otherwise, the same
 // as for one that does not exist) and TargetVersionID one of its versions
 // (errs.Invalid with reason other-element otherwise).
-func (s *DB) MemPropose(ctx context.Context, p MemNewProposal) error {
+func (s *MemoryStore) Propose(ctx context.Context, p MemNewProposal) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		target, tvid, err := proposalTarget(ctx, t, p.Scope, p.TargetElementID, p.TargetVersionID)
@@ -98,7 +98,7 @@ func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *mem
 // MemReject rejects an open proposal: a decision artefact with the
 // rationale, a rejected_because relationship to it and the status.
 // errs.Closed when the proposal is no longer open.
-func (s *DB) MemReject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d MemDecision) error {
+func (s *MemoryStore) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d MemDecision) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		peid, err := openProposal(ctx, t, scope, proposalID)
@@ -146,7 +146,7 @@ func openProposal(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id
 // element's current version: next is recorded, the old proposal is marked
 // rebased with a rebased_to relationship, and a decision artefact names
 // the principal. errs.Conflict when the old proposal is not stale.
-func (s *DB) MemRebase(ctx context.Context, oldID string, next MemNewProposal, d MemDecision) error {
+func (s *MemoryStore) Rebase(ctx context.Context, oldID string, next MemNewProposal, d MemDecision) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		peid, err := openProposal(ctx, t, next.Scope, oldID)

@@ -61,7 +61,7 @@ func scopeArgs(s protocol.MemoryScope) []any {
 
 // MemHead returns the newest version of scope's element id: errs.NotFound
 // when scope has no such element.
-func (s *DB) MemHead(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
+func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 		WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -75,7 +75,7 @@ func (s *DB) MemHead(ctx context.Context, scope protocol.MemoryScope, id string)
 
 // MemVersionByID returns scope's version id: errs.NotFound when scope has
 // none.
-func (s *DB) MemVersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
+func (s *MemoryStore) VersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE `+scopeWhere+` AND v.version_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -125,7 +125,7 @@ func scanProposal(row interface{ Scan(...any) error }) (*MemProposalRow, error) 
 
 // MemProposal returns scope's proposal id: errs.NotFound when scope has
 // none.
-func (s *DB) MemProposal(ctx context.Context, scope protocol.MemoryScope, id string) (*MemProposalRow, error) {
+func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*MemProposalRow, error) {
 	p, err := scanProposal(s.db.QueryRowContext(ctx, memProposalQuery+` AND p.proposal_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
@@ -138,7 +138,7 @@ func (s *DB) MemProposal(ctx context.Context, scope protocol.MemoryScope, id str
 
 // MemProposals lists scope's proposals with status (all when empty),
 // newest first.
-func (s *DB) MemProposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]MemProposalRow, error) {
+func (s *MemoryStore) Proposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]MemProposalRow, error) {
 	q, args := memProposalQuery, scopeArgs(scope)
 	if status != "" {
 		q += ` AND p.status = ?`
@@ -173,7 +173,7 @@ type MemLedgerEvent struct {
 }
 
 // MemLedger returns scope's ledger events about subjects, oldest first.
-func (s *DB) MemLedger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]MemLedgerEvent, error) {
+func (s *MemoryStore) Ledger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]MemLedgerEvent, error) {
 	q := `SELECT seq, ts, type, principal_id, subject, COALESCE(decision_id, ''), COALESCE(tx_id, ''), data FROM mem_ledger e WHERE ` + scopeWhere
 	args := scopeArgs(scope)
 	if len(subjects) > 0 {
@@ -202,7 +202,7 @@ func (s *DB) MemLedger(ctx context.Context, scope protocol.MemoryScope, subjects
 
 // MemPointer returns scope's published baseline id and its row id, or ""
 // and 0 when nothing was published.
-func (s *DB) MemPointer(ctx context.Context, scope protocol.MemoryScope) (string, int64, error) {
+func (s *MemoryStore) Pointer(ctx context.Context, scope protocol.MemoryScope) (string, int64, error) {
 	var id string
 	var bid int64
 	err := s.db.QueryRowContext(ctx, `SELECT b.baseline_id, b.bid FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeWhere, scopeArgs(scope)...).Scan(&id, &bid)
@@ -217,7 +217,7 @@ func (s *DB) MemPointer(ctx context.Context, scope protocol.MemoryScope) (string
 
 // MemBaseline returns the row id of scope's baseline id: errs.NotFound
 // when scope has none.
-func (s *DB) MemBaseline(ctx context.Context, scope protocol.MemoryScope, id string) (int64, error) {
+func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, id string) (int64, error) {
 	var bid int64
 	err := s.db.QueryRowContext(ctx, `SELECT bid FROM mem_baselines e WHERE `+scopeWhere+` AND baseline_id = ?`, append(scopeArgs(scope), id)...).Scan(&bid)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -235,7 +235,7 @@ func (s *DB) MemBaseline(ctx context.Context, scope protocol.MemoryScope, id str
 // Given versions must be document versions of scope (errs.NotFound
 // otherwise); one whose element bid already holds at the same or a newer
 // version is left out, so a promote never moves an element back.
-func (s *DB) MemPromotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error) {
+func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error) {
 	var out []string
 	if len(versions) == 0 {
 		rows, err := s.db.QueryContext(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
@@ -294,7 +294,7 @@ type MemPointerMove struct {
 
 // MemBaselines lists scope's baselines and its pointer's history, newest
 // first.
-func (s *DB) MemBaselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error) {
+func (s *MemoryStore) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT e.baseline_id, COALESCE(p.baseline_id, ''), e.created_at, e.principal_id, e.reason, e.tx_id, e.items
 		FROM mem_baselines e LEFT JOIN mem_baselines p ON p.bid = e.parent_bid WHERE `+scopeWhere+` ORDER BY e.bid DESC`, scopeArgs(scope)...)
 	if err != nil {
@@ -342,7 +342,7 @@ type MemHit struct {
 // weighted wTitle, body 1), best first, at most k. The scope and the
 // baseline are predicates of the ranking query itself: every row it ranks
 // is one the caller may see.
-func (s *DB) MemSearch(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error) {
+func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error) {
 	// bm25() cannot run inside an aggregate, so the chunks are ranked in
 	// a materialised step and the best chunk per version picked after.
 	q := `WITH ranked AS MATERIALIZED (
@@ -376,7 +376,7 @@ func (s *DB) MemSearch(ctx context.Context, scope protocol.MemoryScope, bid int6
 // MemFetch returns the version baseline bid holds for scope's element id:
 // errs.NotFound, the same as for an element that does not exist, when the
 // element is outside scope or not in the baseline.
-func (s *DB) MemFetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error) {
+func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_baseline_items bi ON bi.bid = ? AND bi.eid = e.eid
 		JOIN mem_versions v ON v.vid = bi.vid WHERE `+scopeWhere+` AND e.element_id = ?`, append(append([]any{bid}, scopeArgs(scope)...), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -390,7 +390,7 @@ func (s *DB) MemFetch(ctx context.Context, scope protocol.MemoryScope, bid int64
 
 // MemFirstChunk returns the key and offsets of a version's first chunk,
 // or ok false when it has none.
-func (s *DB) MemFirstChunk(ctx context.Context, vid int64) (key string, start, end int, ok bool, err error) {
+func (s *MemoryStore) FirstChunk(ctx context.Context, vid int64) (key string, start, end int, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT chunk_key, start_offset, end_offset FROM mem_chunks WHERE vid = ? ORDER BY id LIMIT 1`, vid).Scan(&key, &start, &end)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, 0, false, nil
@@ -411,7 +411,7 @@ const (
 // MemVerify reports, for each citation, whether read_context returned its
 // version to principalID, and if not why: the version is unknown in scope,
 // belongs to another element, or was never returned.
-func (s *DB) MemVerify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error) {
+func (s *MemoryStore) Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error) {
 	out := make([]protocol.CitationCheck, len(cits))
 	for i, c := range cits {
 		out[i] = protocol.CitationCheck{MemoryCitation: c}

@@ -34,7 +34,7 @@ func TestMemSearchTrimsInsideTheQuery(t *testing.T) {
 		r2Files = append(r2Files, memTestFile(fmt.Sprintf("b%d.md", i), "lanterns lanterns lanterns"))
 	}
 	publish := func(sc protocol.MemoryScope, files []MemIngestFile, tx string) int64 {
-		out, err := db.MemIngest(ctx, sc, files)
+		out, err := db.Memory().Ingest(ctx, sc, files)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,10 +42,10 @@ func TestMemSearchTrimsInsideTheQuery(t *testing.T) {
 		for _, o := range out {
 			vs = append(vs, o.VersionID)
 		}
-		if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
+		if err := db.Memory().CommitPromote(ctx, MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
 			t.Fatal(err)
 		}
-		_, bid, err := db.MemPointer(ctx, sc)
+		_, bid, err := db.Memory().Pointer(ctx, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,11 +54,11 @@ func TestMemSearchTrimsInsideTheQuery(t *testing.T) {
 	bid1 := publish(r1, r1Files, "tx1")
 	publish(r2, r2Files, "tx2")
 	// A new version of a0.md that is not published: never ranked.
-	if _, err := db.MemIngest(ctx, r1, []MemIngestFile{memTestFile("a0.md", "lanterns lanterns lanterns lanterns")}); err != nil {
+	if _, err := db.Memory().Ingest(ctx, r1, []MemIngestFile{memTestFile("a0.md", "lanterns lanterns lanterns lanterns")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []int{1, 3, 5, 10} {
-		hits, err := db.MemSearch(ctx, r1, bid1, `"lanterns"`, k, 2)
+		hits, err := db.Memory().Search(ctx, r1, bid1, `"lanterns"`, k, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestMemSearchTrimsInsideTheQuery(t *testing.T) {
 		}
 	}
 	// The same baseline read from another scope finds nothing.
-	if hits, err := db.MemSearch(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
+	if hits, err := db.Memory().Search(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
 		t.Fatalf("r1's baseline through r2's scope: %v %v", hits, err)
 	}
 }
@@ -87,27 +87,27 @@ func TestMemPromotableNeverMovesBack(t *testing.T) {
 	}
 	defer db.Close()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
-	v1, err := db.MemIngest(ctx, sc, []MemIngestFile{memTestFile("a.md", "one")})
+	v1, err := db.Memory().Ingest(ctx, sc, []MemIngestFile{memTestFile("a.md", "one")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2, err := db.MemIngest(ctx, sc, []MemIngestFile{memTestFile("a.md", "two")})
+	v2, err := db.Memory().Ingest(ctx, sc, []MemIngestFile{memTestFile("a.md", "two")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v2[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+	if err := db.Memory().CommitPromote(ctx, MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v2[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
 		t.Fatal(err)
 	}
 	// Idempotent: committing the same transaction again changes nothing.
-	if err := db.MemCommitPromote(ctx, MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v1[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+	if err := db.Memory().CommitPromote(ctx, MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v1[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
 		t.Fatal(err)
 	}
-	_, bid, _ := db.MemPointer(ctx, sc)
-	got, err := db.MemPromotable(ctx, sc, bid, []string{v1[0].VersionID, v2[0].VersionID})
+	_, bid, _ := db.Memory().Pointer(ctx, sc)
+	got, err := db.Memory().Promotable(ctx, sc, bid, []string{v1[0].VersionID, v2[0].VersionID})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("MemPromotable = %v, %v; want nothing", got, err)
 	}
-	v, err := db.MemFetch(ctx, sc, bid, "a.md")
+	v, err := db.Memory().Fetch(ctx, sc, bid, "a.md")
 	if err != nil || v.Body != "two" {
 		t.Fatalf("baseline holds %v, %v", v, err)
 	}

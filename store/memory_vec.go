@@ -31,7 +31,7 @@ type MemChunkText struct {
 
 // MemChunksToEmbed returns the chunks of versions (by version id) that
 // have no vector of dimension dims yet.
-func (s *DB) MemChunksToEmbed(ctx context.Context, versions []string, dims int) ([]MemChunkText, error) {
+func (s *MemoryStore) ChunksToEmbed(ctx context.Context, versions []string, dims int) ([]MemChunkText, error) {
 	if len(versions) == 0 {
 		return nil, nil
 	}
@@ -88,7 +88,7 @@ func (s *DB) tableExists(ctx context.Context, name string) (bool, error) {
 // MemPutVectors stores one unit vector per chunk (vectors[i] for
 // chunks[i]) in one SQL transaction, creating the table of their
 // dimension on first use. A chunk that has a vector keeps it.
-func (s *DB) MemPutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error {
+func (s *MemoryStore) PutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error {
 	if len(chunks) == 0 {
 		return nil
 	}
@@ -119,7 +119,7 @@ func (s *DB) MemPutVectors(ctx context.Context, chunks []MemChunkText, vectors [
 // most k versions. The scope (the partition key) and the baseline
 // (`rowid IN` the baseline's chunks of scope) are predicates of the KNN
 // query itself. Scored.ID is the version's row id; Score the distance.
-func (s *DB) MemSearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]Scored, map[int64]int64, error) {
+func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]Scored, map[int64]int64, error) {
 	table := memVecTable(len(q))
 	if ok, err := s.tableExists(ctx, table); err != nil || !ok {
 		return nil, nil, err
@@ -153,7 +153,7 @@ func (s *DB) MemSearchVector(ctx context.Context, scope protocol.MemoryScope, bi
 
 // MemHitsByChunk returns, for chunk ids, their versions as hits (Score 0),
 // in the order given.
-func (s *DB) MemHitsByChunk(ctx context.Context, chunks []int64) ([]MemHit, error) {
+func (s *MemoryStore) HitsByChunk(ctx context.Context, chunks []int64) ([]MemHit, error) {
 	out := make([]MemHit, 0, len(chunks))
 	for _, id := range chunks {
 		var h MemHit

@@ -197,8 +197,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		PatchPolicy: dpol,
 	})
 	defer doct.Close()
+	// One lazy kernel.db opener (the document target's) serves every
+	// domain; the memory domain sees it through its store.Memory view.
+	memStore := store.MemoryOf(doct.Store)
 	eng, err := tx.Open(ctx, tx.Options{
-		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(doct.Store, fps)},
+		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(memStore, fps)},
 		DataDir: dd, Failpoints: fps, Logger: log,
 	})
 	if err != nil {
@@ -214,7 +217,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	defer cs.Close()
-	ms := memory.New(memory.Config{DB: doct.Store, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
+	ms := memory.New(memory.Config{Store: memStore, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
 	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
 	err = kernel.Serve(ctx, kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol, Framing: fr, MaxMessageBytes: *maxMsg, Version: version, Logger: log,
