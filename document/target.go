@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/txkernel/txkernel/approvals"
@@ -41,8 +40,11 @@ const DefaultTTL = 10 * time.Minute
 
 // Options configure the document target.
 type Options struct {
-	// DBPath is kernel.db's path. It is opened on first use, so a
-	// kernel that never touches a document never creates it.
+	// DB returns kernel.db, opening it on first use (cmd's store.Opener),
+	// so a kernel that never touches a document never creates it.
+	DB func(context.Context) (*store.DB, error)
+	// DBPath, when DB is nil, is kernel.db's path: the target opens it
+	// itself, on first use, and closes it in Close (tests and benchmarks).
 	DBPath     string
 	Limits     jsondoc.Limits   // zero means jsondoc.DefaultLimits()
 	TTL        time.Duration    // validation_id lifetime; zero means DefaultTTL
@@ -58,9 +60,8 @@ type Options struct {
 // Target is the document target. It implements tx.Target and is safe for
 // concurrent use.
 type Target struct {
-	dbPath  string
-	dbMu    sync.Mutex
-	db      *store.DB // nil until first use
+	db      func(context.Context) (*store.DB, error)
+	own     *store.Opener // the opener made from DBPath, closed by Close
 	lim     jsondoc.Limits
 	ttl     time.Duration
 	now     func() time.Time
@@ -73,7 +74,11 @@ var _ tx.Target = (*Target)(nil)
 
 // New returns the document target over opts.DB.
 func New(opts Options) *Target {
-	t := &Target{dbPath: opts.DBPath, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: secrets.NewScanner(), policy: opts.PatchPolicy}
+	t := &Target{db: opts.DB, lim: opts.Limits, ttl: opts.TTL, now: opts.Now, fp: opts.Failpoints, scanner: secrets.NewScanner(), policy: opts.PatchPolicy}
+	if t.db == nil {
+		t.own = store.NewOpener(opts.DBPath)
+		t.db = t.own.Open
+	}
 	if t.policy == "" {
 		t.policy = approvals.Never
 	}
@@ -89,34 +94,16 @@ func New(opts Options) *Target {
 	return t
 }
 
-// store returns kernel.db, opening it (and migrating it) on first use.
-// Store returns kernel.db, opening it on first use. Other services of the
-// same kernel (the corpus) share this handle.
-func (d *Target) Store(ctx context.Context) (*store.DB, error) { return d.store(ctx) }
+// store returns kernel.db, opening it on first use.
+func (d *Target) store(ctx context.Context) (*store.DB, error) { return d.db(ctx) }
 
-func (d *Target) store(ctx context.Context) (*store.DB, error) {
-	d.dbMu.Lock()
-	defer d.dbMu.Unlock()
-	if d.db == nil {
-		db, err := store.Open(ctx, d.dbPath)
-		if err != nil {
-			return nil, err
-		}
-		d.db = db
-	}
-	return d.db, nil
-}
-
-// Close closes kernel.db if it was opened.
+// Close closes kernel.db when the target opened it itself (Options.DBPath);
+// a database from Options.DB is its opener's to close.
 func (d *Target) Close() error {
-	d.dbMu.Lock()
-	defer d.dbMu.Unlock()
-	if d.db == nil {
+	if d.own == nil {
 		return nil
 	}
-	err := d.db.Close()
-	d.db = nil
-	return err
+	return d.own.Close()
 }
 
 // Name implements tx.Target: "document".

@@ -41,22 +41,23 @@ func newTestServer(tb testing.TB) *Server {
 	tb.Cleanup(func() { w.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dataDir := tb.TempDir()
-	doct := document.New(document.Options{DBPath: filepath.Join(dataDir, store.FileName)})
-	tb.Cleanup(func() { doct.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, memory.NewTarget(store.MemoryOf(doct.Store), nil)}, DataDir: dataDir,
+	kdb := store.NewOpener(filepath.Join(dataDir, store.FileName))
+	tb.Cleanup(func() { kdb.Close() })
+	doct := document.New(document.Options{DB: kdb.Open})
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log), doct, memory.NewTarget(store.MemoryOf(kdb.Open), nil)}, DataDir: dataDir,
 		Policy: approvals.Never, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { eng.Close() })
-	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: w, DataDir: dataDir, Logger: log})
+	cs := corpus.NewService(corpus.Config{DB: kdb.Open, Workspace: w, DataDir: dataDir, Logger: log})
 	tb.Cleanup(func() { cs.Close() })
 	pol, err := memory.ParsePolicy([]byte(`{"grants": [{"role": "curator", "actions": ["read", "propose", "curate", "publish", "ingest"],
 		"scope": {"tenant_id": "*", "organization_id": "*", "repository_id": "*"}}]}`))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ms := memory.New(memory.Config{Store: store.MemoryOf(doct.Store), Engine: eng, Workspace: w, Policy: pol, Logger: log})
+	ms := memory.New(memory.Config{Store: store.MemoryOf(kdb.Open), Engine: eng, Workspace: w, Policy: pol, Logger: log})
 	s := &Server{
 		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
 		log: log, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sync"
 
 	vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
 	"github.com/mattn/go-sqlite3"
@@ -120,4 +121,44 @@ func isUnique(err error) bool {
 // internal wraps an unexpected SQL error.
 func internal(err error, what string) error {
 	return errs.Wrap(errs.Internal, err, nil, "kernel.db: %s", what)
+}
+
+// Opener opens kernel.db once, on first use, for every domain of one
+// kernel: a kernel that never touches a document, the corpus or memory
+// never creates the file. cmd owns it and closes it last. It is safe for
+// concurrent use.
+type Opener struct {
+	path string
+	mu   sync.Mutex
+	db   *DB
+}
+
+// NewOpener returns an Opener of the database at path (not opened yet).
+func NewOpener(path string) *Opener { return &Opener{path: path} }
+
+// Open returns the database, opening and migrating it on the first call
+// (errors as Open's; a failed open is retried by the next call).
+func (o *Opener) Open(ctx context.Context) (*DB, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.db == nil {
+		db, err := Open(ctx, o.path)
+		if err != nil {
+			return nil, err
+		}
+		o.db = db
+	}
+	return o.db, nil
+}
+
+// Close closes the database if it was opened.
+func (o *Opener) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.db == nil {
+		return nil
+	}
+	err := o.db.Close()
+	o.db = nil
+	return err
 }

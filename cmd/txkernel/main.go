@@ -191,15 +191,19 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// workspace's follow --approval-policy, json_patch follows
 	// --document-approval-policy, a recipe PatchSet always waits for a
 	// person (seed 003), and memory's are the curator's own decision.
+	// One lazy kernel.db opener for every domain (docs/DESIGN.md §5): a
+	// kernel that never touches a document, the corpus or memory never
+	// creates the file. It is closed after everything that uses it.
+	kdb := store.NewOpener(filepath.Join(dd, store.FileName))
+	defer kdb.Close()
 	doct := document.New(document.Options{
-		DBPath: filepath.Join(dd, store.FileName), Failpoints: fps, TTL: *validationTTL,
+		DB: kdb.Open, Failpoints: fps, TTL: *validationTTL,
 		Limits:      jsondoc.Limits{MaxBytes: *docMaxBytes, MaxDepth: *docMaxDepth},
 		PatchPolicy: dpol,
 	})
 	defer doct.Close()
-	// One lazy kernel.db opener (the document target's) serves every
-	// domain; the memory domain sees it through its store.Memory view.
-	memStore := store.MemoryOf(doct.Store)
+	// The memory domain sees kernel.db through its store.Memory view.
+	memStore := store.MemoryOf(kdb.Open)
 	eng, err := tx.Open(ctx, tx.Options{
 		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(memStore, fps)},
 		DataDir: dd, Failpoints: fps, Logger: log,
@@ -215,7 +219,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	cs := corpus.NewService(corpus.Config{DB: doct.Store, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
+	cs := corpus.NewService(corpus.Config{DB: kdb.Open, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	defer cs.Close()
 	ms := memory.New(memory.Config{Store: memStore, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
 	log.Info("serving", "workspace", ws.Dir(), "dataDir", dd, "sandbox", mode, "approvalPolicy", pol, "framing", fr)
