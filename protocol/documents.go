@@ -2,7 +2,7 @@ package protocol
 
 import "encoding/json"
 
-// Document methods (seeds 000 and 003; PROTOCOL.md §7). A document is a JSON
+// Document methods (seeds 000 and 003; PROTOCOL.md §11). A document is a JSON
 // value in kernel.db with a type, a revision and a patch log; every change
 // to it is a transaction of the engine (target "document").
 const (
