@@ -15,26 +15,6 @@ import (
 	"time"
 )
 
-// repoRoot is the directory holding go.mod, found by walking up from the
-// package directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the package directory")
-		}
-		dir = parent
-	}
-}
-
 // protocolDoc returns PROTOCOL.md's text.
 func protocolDoc(t *testing.T) string {
 	t.Helper()
