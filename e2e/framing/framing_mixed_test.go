@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/textproto"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 func TestFramingDetectedAndMixed(t *testing.T) {
 	t.Parallel()
 	t.Run("content-length detected", func(t *testing.T) {
-		cmd := exec.Command(harness.Bin(t), "serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--log-level", "error")
+		cmd := harness.Command(t, "serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--log-level", "error")
 		stdin, _ := cmd.StdinPipe()
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {

@@ -20,7 +20,7 @@ import (
 // a request, a garbled frame, and a request after it.
 func TestContentLengthFraming(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(harness.Bin(t), "serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--framing", "content-length", "--log-level", "error")
+	cmd := harness.Command(t, "serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--framing", "content-length", "--log-level", "error")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -80,7 +80,7 @@ type clProc struct {
 
 func startCL(t *testing.T, args ...string) *clProc {
 	t.Helper()
-	cmd := exec.Command(harness.Bin(t), append([]string{"serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--log-level", "error"}, args...)...)
+	cmd := harness.Command(t, append([]string{"serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--log-level", "error"}, args...)...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -271,7 +271,7 @@ func TestFramingPinned(t *testing.T) {
 		}
 	})
 	t.Run("unknown value", func(t *testing.T) {
-		out, err := exec.Command(harness.Bin(t), "serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--framing", "lsp").CombinedOutput()
+		out, err := harness.Command(t, "serve", "--workspace", t.TempDir(), "--data-dir", t.TempDir(), "--framing", "lsp").CombinedOutput()
 		var ee *exec.ExitError
 		// A bad flag value is a start-up failure, exit 1 (PROTOCOL.md §1).
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), `"auto"`) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,12 +55,41 @@ func Start(tb testing.TB, env []string, args ...string) *Proc {
 	return StartCmd(tb, exec.Command(Bin(tb), args...), env)
 }
 
+// Command returns a command that runs Bin with args, in this process's
+// environment plus the race detector's options (Env). For a kernel the
+// test speaks to on its own terms (another framing, raw bytes) or runs to
+// completion (a start-up that must fail, txkernel prune).
+func Command(tb testing.TB, args ...string) *exec.Cmd {
+	tb.Helper()
+	cmd := exec.Command(Bin(tb), args...)
+	cmd.Env = Env(nil)
+	return cmd
+}
+
+// Env returns this process's environment plus env (NAME=VALUE entries),
+// with GORACE=atexit_sleep_ms=50 unless GORACE is set: a binary built with
+// -race sleeps 1 s before it exits (atexit_sleep_ms, 1000 by default), to
+// let late race reports through, and the suite stops kernels hundreds of
+// times; 50 ms still lets them through.
+func Env(env []string) []string {
+	e := os.Environ()
+	if _, ok := os.LookupEnv("GORACE"); !ok {
+		e = append(e, "GORACE=atexit_sleep_ms=50")
+	}
+	return append(e, env...)
+}
+
+// raceReport is how the race detector's reports start (on stderr).
+const raceReport = "WARNING: DATA RACE"
+
 // StartCmd starts cmd, which runs the kernel (perhaps under a wrapper such
 // as strace, or is another program that speaks NDJSON), with env added to
-// this process's environment, and kills it at the end of tb.
+// this process's environment (Env). At the end of tb it kills the process
+// and fails tb if the kernel reported a data race (it is built with -race
+// when the tests run under -race, Bin), whatever the test checked.
 func StartCmd(tb testing.TB, cmd *exec.Cmd, env []string) *Proc {
 	tb.Helper()
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = Env(env)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -95,7 +125,12 @@ func StartCmd(tb testing.TB, cmd *exec.Cmd, env []string) *Proc {
 		close(p.Out)
 		close(p.Done)
 	}()
-	tb.Cleanup(p.Kill)
+	tb.Cleanup(func() {
+		p.Kill()
+		if s := p.StderrText(); strings.Contains(s, raceReport) {
+			tb.Errorf("the kernel (%s) reported a data race:\n%s", strings.Join(cmd.Args, " "), s)
+		}
+	})
 	return p
 }
 

@@ -369,7 +369,7 @@ func TestMemoryBadInput(t *testing.T) {
 		if err := os.WriteFile(pol, []byte(tc.policy), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(harness.Bin(t), "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
+		out, err := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "policy.json"+tc.want) && !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "--memory-policy") {
 			t.Fatalf("%s: start-up gave %v\n%s\nwant it to stop naming %q", tc.name, err, out, tc.want)
 		}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -205,7 +204,7 @@ func (s *session) exec(line string) error {
 		}
 		text := strings.ReplaceAll(args[0], "_", " ")
 		argv := append([]string{"serve", "--workspace", filepath.Join(s.work, "ws"), "--data-dir", filepath.Join(s.work, "data")}, expandAll(s, args[1:])...)
-		c := exec.Command(harness.Bin(s.t), argv...)
+		c := harness.Command(s.t, argv...)
 		var stderr bytes.Buffer
 		c.Stderr = &stderr
 		c.Stdin = strings.NewReader("")

@@ -136,7 +136,7 @@ func errCode(resp map[string]any) float64 {
 func runPrune(t *testing.T, data, olderThan string) (string, int) {
 	t.Helper()
 	var buf bytes.Buffer
-	cmd := exec.Command(harness.Bin(t), "prune", "--data-dir", data, "--older-than", olderThan)
+	cmd := harness.Command(t, "prune", "--data-dir", data, "--older-than", olderThan)
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
