@@ -1,6 +1,6 @@
-// Package bench holds end-to-end tests and benchmarks that measure the real binary
-// as a host runs it: round trips, the fzf commits against git apply, the
-// fsyncs per transaction, and start-up against the data dir's history.
+// Package bench holds end-to-end tests and benchmarks that measure the real
+// binary as a host runs it: round trips, the fzf commits against git apply,
+// the fsyncs per transaction, and start-up against the data dir's history.
 package bench
 
 import (

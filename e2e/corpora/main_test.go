@@ -1,6 +1,6 @@
-// Package corpora holds end-to-end tests on the shared corpora and conformance
-// suites beside the repository: the 100 real fzf commits and the RFC 6902
-// JSON Patch suite, through the real binary.
+// Package corpora holds end-to-end tests on the shared corpora and
+// conformance suites beside the repository: the 100 real fzf commits and the
+// RFC 6902 JSON Patch suite, through the real binary.
 package corpora
 
 import (

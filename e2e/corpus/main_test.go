@@ -1,6 +1,6 @@
 // Package corpus holds end-to-end tests of the markdown corpus (seed 004,
-// PROTOCOL.md §12): the seed's gates, folders, the watcher, bad input and
-// an embedder that goes down.
+// PROTOCOL.md §12): the seed's gates, folders, the watcher, bad input and an
+// embedder that goes down.
 package corpus
 
 import (

@@ -1,6 +1,6 @@
-// Package crash holds end-to-end tests of crash recovery (RELIABILITY.md): the
-// crash harness (kill -9 at random moments and at every failpoint) and the
-// power-loss model, on the real fzf commits, and the checks both share.
+// Package crash holds end-to-end tests of crash recovery (RELIABILITY.md):
+// the crash harness (kill -9 at random moments and at every failpoint) and
+// the power-loss model, on the real fzf commits, and the checks both share.
 package crash
 
 import (

@@ -1,6 +1,7 @@
-// Package framing holds end-to-end tests of the wire: NDJSON and Content-Length
-// framing, their detection, parse errors with their byte offsets, and the
-// message size limit with the kernel's memory bounded (PROTOCOL.md §2).
+// Package framing holds end-to-end tests of the wire: NDJSON and
+// Content-Length framing, their detection, parse errors with their byte
+// offsets, and the message size limit with the kernel's memory bounded
+// (PROTOCOL.md §2).
 package framing
 
 import (

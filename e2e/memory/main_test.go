@@ -1,6 +1,7 @@
-// Package memory holds end-to-end tests of curated memory (seed 002, PROTOCOL.md
-// §13): the smoke on the RFC backlog, bad input, the role policy, crashes
-// during accept and publish, hybrid retrieval, and the ingest benchmark.
+// Package memory holds end-to-end tests of curated memory (seed 002,
+// PROTOCOL.md §13): the smoke on the RFC backlog, bad input, the role
+// policy, crashes during accept and publish, hybrid retrieval, and the
+// ingest benchmark.
 package memory
 
 import (
