@@ -50,11 +50,13 @@ check-release: build
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
 ## test: vet and check-release, then every test with the race detector
-## (the end-to-end tests build and drive the real binary, also with -race)
+## (the end-to-end tests, under e2e/, build and drive the real binary,
+## also with -race; go test runs their packages in parallel)
 test: vet check-release
 	$(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m ./...
 
 ## test-short: vet and check-release, then the tests with -short, no -race
+## (the heavy end-to-end tests skip: crash harness, power loss, corpora)
 test-short: vet check-release
 	$(GO) test -tags "$(TEST_TAGS)" -short -count=1 ./...
 
@@ -119,10 +121,10 @@ bench:
 CRASH_ITERATIONS ?= 600
 crash:
 	@mkdir -p bench
-	@$(GO) test -tags "$(TEST_TAGS)" -count=1 -timeout 120m -run 'TestCrashHarness|TestPowerLoss' ./cmd/txkernel -v \
+	@$(GO) test -tags "$(TEST_TAGS)" -count=1 -timeout 120m -run 'TestCrashHarness|TestPowerLoss' ./e2e/crash -v \
 	  -crash.iterations $(CRASH_ITERATIONS) -crash.commits 5 \
 	  -powerloss.commits all-largest -powerloss.max 256 > bench/crash.txt 2>&1; status=$$?; \
-	  grep -v -e '^=== RUN' -e '^    --- PASS' bench/crash.txt; exit $$status
+	  grep -v -e '^=== ' -e '^  *--- PASS' bench/crash.txt; exit $$status
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

@@ -126,7 +126,7 @@ func (s *Stream) setFraming(f Framing) {
 // complete and within the limit. Growing one slice with append instead
 // copies the line at every growth and leaves each old array as garbage:
 // a 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
-// against about 40 MiB this way (cmd/txkernel TestOversizeLineBoundedMemory).
+// against about 40 MiB this way (e2e/framing TestOversizeLineBoundedMemory).
 func (s *Stream) readLine() ([]byte, *wireError, error) {
 	for {
 		var (

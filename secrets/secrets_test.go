@@ -268,7 +268,7 @@ func TestRedactMisc(t *testing.T) {
 }
 
 // sharedDir returns ../shared/<sub> relative to the repository root, where
-// the shared test data lives (as cmd/txkernel and tx find it), or skips.
+// the shared test data lives (as e2e/harness and tx find it), or skips.
 func sharedDir(t testing.TB, sub string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)

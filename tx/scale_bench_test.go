@@ -47,7 +47,7 @@ func checkScale(b *testing.B, s *scalefixture.Set, e *tx.Engine) {
 //   - Status: tx/status's work, in process, on each transaction in turn;
 //     it should not depend on how many other transactions there are.
 //
-// cmd/txkernel's BenchmarkScale measures the same through the real binary.
+// e2e/bench's BenchmarkScale measures the same through the real binary.
 func BenchmarkScale(b *testing.B) {
 	for _, n := range scalefixture.Sizes {
 		s := scalefixture.Build(b, n)

@@ -43,7 +43,7 @@ const HistoryVersion = 1
 // 8), one millisecond apart, older than any transaction made afterwards,
 // and the live ones are spread evenly through history. A copy is a real
 // transaction: the engine verifies and loads it, and it applies
-// (TestHistoryIsReal in this package and cmd/txkernel's
+// (TestHistoryIsReal in this package and e2e/bench's
 // TestScaleHistoryServed prove it).
 type History struct {
 	WS, DataDir string

@@ -1,5 +1,5 @@
 // Package scalefixture builds a workspace and data dir holding many
-// transactions, for the scale benchmarks of tx and cmd/txkernel (see
+// transactions, for the scale benchmarks of tx and e2e/bench (see
 // RELIABILITY.md §5). It is test support: nothing in the kernel imports it.
 package scalefixture
 

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+// BenchmarkTxStatusRoundTrip measures one tx/status request and its response
+// over the real binary's stdin/stdout pipes: the latency a host sees.
+func BenchmarkTxStatusRoundTrip(b *testing.B) {
+	ws, dd := b.TempDir(), b.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
+	p.Initialize()
+	res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
+	params := map[string]any{"transactionId": res["transactionId"]}
+	lat := make([]time.Duration, 0, 1024)
+	for b.Loop() {
+		start := time.Now()
+		p.MustResult("tx/status", params)
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+	p.Stop()
+}
+
+// BenchmarkPipeEchoFloor is the floor under BenchmarkTxStatusRoundTrip: the
+// same client round-tripping one JSON line through `cat` over the same kind
+// of pipes, so the two figures can be read side by side.
+func BenchmarkPipeEchoFloor(b *testing.B) {
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		b.Skip("cat not installed")
+	}
+	p := harness.StartCmd(b, exec.Command(cat), nil)
+	line := `{"jsonrpc":"2.0","id":1,"result":{"state":"proposed"}}`
+	lat := make([]time.Duration, 0, 1024)
+	for b.Loop() {
+		start := time.Now()
+		p.Send(line)
+		p.Next(10 * time.Second)
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+}
+
+// BenchmarkFzfApply compares, in one run, the 100 real fzf commits applied
+// by txkernel (kernel start, turn/start, apply/execute → approval/respond →
+// apply/execute, all durable with fsync) and by `git -c core.fsync=all
+// apply` on copies of the same base trees. Copying the bases is not timed.
+// It starts a cold kernel for every commit, so it measures start-up plus one
+// transaction; BenchmarkHostSession (hostbench_test.go) is the long-lived
+// kernel a host runs, serving the same commits one after another.
+func BenchmarkFzfApply(b *testing.B) {
+	commits := harness.FzfCommits(b)
+	prepare := func(b *testing.B) []string {
+		b.StopTimer()
+		defer b.StartTimer()
+		root := b.TempDir()
+		dirs := make([]string, len(commits))
+		for i, c := range commits {
+			dirs[i] = filepath.Join(root, c.Name)
+			if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(c.Dir, "base")); err == nil {
+				harness.CopyTree(b, filepath.Join(c.Dir, "base"), dirs[i])
+			}
+		}
+		return dirs
+	}
+	b.Run("txkernel", func(b *testing.B) {
+		for b.Loop() {
+			dirs := prepare(b)
+			for i, c := range commits {
+				dd := dirs[i] + ".data"
+				p := harness.Start(b, nil, "serve", "--workspace", dirs[i], "--data-dir", dd, "--log-level", "warn")
+				p.Initialize()
+				harness.ProposeApproveApply(b, p, c.Diff)
+				p.Stop()
+			}
+		}
+	})
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	b.Run("git-apply", func(b *testing.B) {
+		for b.Loop() {
+			dirs := prepare(b)
+			for i, c := range commits {
+				cmd := exec.Command("git", "-c", "core.fsync=all", "apply", "--whitespace=nowarn", filepath.Join(c.Dir, "patch.diff"))
+				cmd.Dir = dirs[i]
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s: git apply: %v\n%s", c.Name, err, out)
+				}
+			}
+		}
+	})
+}

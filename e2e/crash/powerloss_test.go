@@ -1,0 +1,253 @@
+package crash
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/powerloss"
+)
+
+var (
+	powerlossCommits = flag.String("powerloss.commits", "084-8bbf9335e13f",
+		"comma-separated fzf commits whose session TestPowerLoss records (\"all-largest\" for the 5 largest)")
+	powerlossKeep = flag.String("powerloss.keep", "",
+		"a directory to which the first failing crash state is copied, before recovery, for a post-mortem")
+	powerlossMax = flag.Int("powerloss.max", 16,
+		"most crash states built per crash point; points with more choices are sampled (make crash raises it)")
+)
+
+// TestPowerLoss is the ALICE method on the real binary. It records, with
+// strace, every file-system operation of a real session (turn/start,
+// approval/respond, apply/execute, tx/close) on a real fzf commit, then
+// builds every on-disk state a power cut could leave (see
+// powerloss.Trace.States for the persistence model), runs recovery on each
+// and checks: recovery succeeds and every ledger loads; the workspace is
+// base/ or expected/, never a mix, and agrees with the ledgers; no staged
+// or temp file remains; everything the host had received before the cut is
+// on disk; and finishing the work yields expected/.
+func TestPowerLoss(t *testing.T) {
+	harness.SkipIfShort(t, "the power-loss model, which recovers every crash state of a traced session")
+	t.Parallel()
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace is not installed (.ci/run installs it)")
+	}
+	names := strings.Split(*powerlossCommits, ",")
+	if *powerlossCommits == "all-largest" {
+		names = harness.LargestFzfCommits
+	}
+	all := map[string]harness.FzfCommit{}
+	for _, c := range harness.FzfCommits(t) {
+		all[c.Name] = c
+	}
+	for _, name := range names {
+		c, ok := all[name]
+		if !ok {
+			t.Fatalf("no fzf commit %q", name)
+		}
+		t.Run(name, func(t *testing.T) {
+			if *powerlossKeep == "" {
+				t.Parallel() // -powerloss.keep keeps one state: run one commit at a time
+			}
+			powerLossCommit(t, c)
+		})
+	}
+}
+
+func powerLossCommit(t *testing.T, c harness.FzfCommit) {
+	work := t.TempDir()
+	root := filepath.Join(work, "root")
+	ws, dataDir := filepath.Join(root, "ws"), filepath.Join(root, "state", "data")
+	if err := os.MkdirAll(filepath.Join(root, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	harness.CopyTree(t, filepath.Join(c.Dir, "base"), ws)
+	wsInitial, err := treeDigest(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := powerloss.Snapshot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Record the session.
+	logFile := filepath.Join(work, "strace.log")
+	args := append(append([]string{}, powerloss.StraceArgs...), "-o", logFile, harness.Bin(t),
+		"serve", "--workspace", ws, "--data-dir", dataDir, "--approval-policy", "untrusted")
+	p := harness.StartCmd(t, exec.Command("strace", args...), nil)
+	methods := map[string]string{}
+	call := func(method string, params any) map[string]any {
+		methods[strconv.Itoa(p.NextID+1)] = method
+		return p.MustResult(method, params)
+	}
+	call("initialize", map[string]any{"clientInfo": map[string]any{"name": "powerloss"}})
+	p.Send(`{"jsonrpc":"2.0","method":"initialized"}`)
+	res := call("turn/start", harness.DiffParams(c.Diff))
+	txID := res["transactionId"].(string)
+	ap := call("apply/execute", map[string]any{"transactionId": txID})
+	for _, pa := range ap["pendingApprovals"].([]any) {
+		call("approval/respond", map[string]any{"transactionId": txID,
+			"approvalRequestId": pa.(map[string]any)["approvalRequestId"], "decision": "approve"})
+	}
+	if ap = call("apply/execute", map[string]any{"transactionId": txID}); ap["ok"] != true {
+		t.Fatalf("apply: %v", ap)
+	}
+	call("tx/close", map[string]any{"transactionId": txID})
+	call("shutdown", nil)
+	p.Send(`{"jsonrpc":"2.0","method":"exit"}`)
+	select {
+	case <-p.Done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("kernel did not exit")
+	}
+	harness.AssertTree(t, ws, filepath.Join(c.Dir, "base"), filepath.Join(c.Dir, "expected"))
+
+	f, err := os.Open(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := powerloss.Parse(f, root, snap)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[powerloss.Kind]int{}
+	for _, op := range tr.Ops {
+		counts[op.Kind]++
+	}
+	t.Logf("recorded %d operations: %v", len(tr.Ops), counts)
+	if counts[powerloss.OpFsync] == 0 || counts[powerloss.OpRename] == 0 || counts[powerloss.OpOutput] == 0 {
+		t.Fatalf("the trace misses operations the session must perform: %v", counts)
+	}
+
+	stats, n, problems := checkPowerLoss(t, tr, c, wsInitial, methods, *powerlossMax)
+	for _, p := range problems[:min(len(problems), 10)] {
+		t.Error(p)
+	}
+	if len(problems) > 10 {
+		t.Errorf("... and %d more failing states", len(problems)-10)
+	}
+	js, _ := json.Marshal(stats)
+	t.Logf("power-loss model: %d crash points, %d crash states checked, %d distinct disks recovered and finished, %d failing; %s",
+		stats.Points, stats.States, n, len(problems), js)
+
+	// Negative control: the same trace without the fsyncs of the staged
+	// files' directories before the commit record (the bug this model
+	// found) must fail, or the model could not see that bug.
+	if cut := withoutStagedDirFsyncs(tr); cut == nil {
+		t.Error("negative control: no staged-directory fsync found before the commit record")
+	} else if _, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4); len(problems) == 0 {
+		t.Error("negative control: without the staged-directory fsyncs no state failed; the model cannot see the bug it exists for")
+	} else {
+		t.Logf("negative control: without the staged-directory fsyncs, %d states fail, e.g.\n%s", len(problems), problems[0])
+	}
+}
+
+// withoutStagedDirFsyncs returns a copy of tr without the fsyncs of
+// workspace directories that precede the commit record, as if the kernel
+// did not make staged names durable; nil if there are none.
+func withoutStagedDirFsyncs(tr *powerloss.Trace) *powerloss.Trace {
+	commit := slices.IndexFunc(tr.Ops, func(op powerloss.Op) bool {
+		return op.Kind == powerloss.OpWrite && bytes.Contains(op.Data, []byte(`"type":"apply/commit"`))
+	})
+	if commit < 0 {
+		return nil
+	}
+	cut := *tr
+	cut.Ops = nil
+	dropped := 0
+	for i, op := range tr.Ops {
+		if i < commit && op.Kind == powerloss.OpFsync && (op.Path == "ws" || strings.HasPrefix(op.Path, "ws/")) && !strings.Contains(op.Path, ".txk-") {
+			dropped++
+			continue
+		}
+		cut.Ops = append(cut.Ops, op)
+	}
+	if dropped == 0 {
+		return nil
+	}
+	return &cut
+}
+
+// checkPowerLoss recovers every crash state of tr (at most maxPerPoint per
+// crash point, see powerloss.Options) and returns the enumeration's
+// figures, the number of distinct disks recovered, and one message per
+// failing state. Recovery results are cached by the state's digest: the
+// same disk may be reached at many crash points, with different things
+// acknowledged.
+func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsInitial map[string]string, methods map[string]string, maxPerPoint int) (powerloss.Stats, int, []string) {
+	t.Helper()
+	ctx := context.Background()
+	work := t.TempDir()
+	type result struct {
+		r   *recoveryReport
+		err error
+	}
+	cache := map[string]result{}
+	n := 0
+	var failing []string
+	stats, err := tr.States(powerloss.Options{MaxPerPoint: maxPerPoint, Seed: 1}, func(s *powerloss.State) error {
+		key := s.Key()
+		res, ok := cache[key]
+		if !ok {
+			n++
+			dir := filepath.Join(work, strconv.Itoa(n))
+			if err := s.Materialize(dir); err != nil {
+				return err
+			}
+			if *powerlossKeep != "" && len(failing) == 0 {
+				if err := s.Materialize(filepath.Join(work, "pristine")); err != nil {
+					return err
+				}
+			}
+			r, err := recoverState(ctx, filepath.Join(dir, "ws"), filepath.Join(dir, "state", "data"), c, wsInitial, true)
+			if err == nil && len(r.problems) > 0 && *powerlossKeep != "" && len(failing) == 0 {
+				if err := os.CopyFS(*powerlossKeep, os.DirFS(filepath.Join(work, "pristine"))); err != nil {
+					return err
+				}
+				t.Logf("the first failing state is kept in %s", *powerlossKeep)
+			}
+			os.RemoveAll(filepath.Join(work, "pristine"))
+			res = result{r, err}
+			cache[key] = res
+			os.RemoveAll(dir)
+		}
+		if res.err != nil {
+			return res.err
+		}
+		var out bytes.Buffer
+		for _, a := range s.Acked {
+			out.Write(a)
+		}
+		problems := append(slices.Clone(res.r.problems), checkAcknowledged(out.Bytes(), methods, res.r)...)
+		if len(problems) > 0 {
+			failing = append(failing, fmt.Sprintf("crash point %d of %d (%s; %d ops pending, last op: %s):\n  %s",
+				s.Point, len(tr.Ops), s.Choice, s.Pending, describeOp(tr, s.Point), strings.Join(problems, "\n  ")))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats, n, failing
+}
+
+func describeOp(tr *powerloss.Trace, point int) string {
+	if point == 0 {
+		return "none"
+	}
+	op := tr.Ops[point-1]
+	return fmt.Sprintf("%s %s (strace line %d)", op.Kind, op.Path, op.Line)
+}

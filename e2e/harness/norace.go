@@ -1,0 +1,7 @@
+//go:build !race
+
+package harness
+
+// RaceEnabled reports whether the tests run under the race detector; Bin
+// then builds the kernel with -race too.
+const RaceEnabled = false

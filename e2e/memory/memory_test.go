@@ -1,0 +1,582 @@
+package memory
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+// memPolicy is the grants the memory tests run under: agent-7 reads and
+// proposes in t1/o1/r1 only; curators (cora alone holds the role) do
+// everything in tenant t1; a reader of r2 reads r2 only.
+const memPolicy = `{"roles": {"curator": ["cora"]},
+ "grants": [
+  {"principal_id": "agent-7", "actions": ["read", "propose"],
+   "scope": {"tenant_id": "t1", "organization_id": "o1", "repository_id": "r1"}},
+  {"role": "curator", "actions": ["read", "propose", "curate", "publish", "ingest"],
+   "scope": {"tenant_id": "t1", "organization_id": "*", "repository_id": "*"}},
+  {"principal_id": "reader-2", "actions": ["read"],
+   "scope": {"tenant_id": "t1", "organization_id": "o1", "repository_id": "r2"}}
+]}
+`
+
+var (
+	scopeR1  = map[string]any{"tenant_id": "t1", "organization_id": "o1", "repository_id": "r1"}
+	scopeR2  = map[string]any{"tenant_id": "t1", "organization_id": "o1", "repository_id": "r2"}
+	agent7   = map[string]any{"principal_id": "agent-7", "roles": []string{}, "purpose": "coding"}
+	curator  = map[string]any{"principal_id": "cora", "roles": []string{"curator"}, "purpose": "curation"}
+	reader2  = map[string]any{"principal_id": "reader-2", "roles": []string{}, "purpose": "qa"}
+	agentPrv = map[string]any{"actor_type": "agent", "actor_id": "agent-7", "tool_id": "txkernel-test"}
+)
+
+// memReq builds memory params: scope, principal and the rest.
+func memReq(scope, principal map[string]any, kv ...any) map[string]any {
+	m := map[string]any{"scope": scope, "principal": principal}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// gitRepo makes dir a git work tree with one commit of everything in it,
+// and returns HEAD.
+func gitRepo(t testing.TB, dir string) string {
+	t.Helper()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "backlog")
+	return git("rev-parse", "HEAD")
+}
+
+// startMemoryKernel starts a kernel on ws with the memory policy.
+func startMemoryKernel(t testing.TB, ws, dataDir string, env []string) *harness.Proc {
+	t.Helper()
+	pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
+	if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.Start(t, env, "serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error")
+	p.Initialize()
+	return p
+}
+
+func items(t testing.TB, res map[string]any) []map[string]any {
+	t.Helper()
+	raw, _ := res["items"].([]any)
+	out := make([]map[string]any, len(raw))
+	for i, x := range raw {
+		out[i] = x.(map[string]any)
+	}
+	return out
+}
+
+// wantCode fails unless resp is an error with code.
+func wantCode(t testing.TB, what string, resp map[string]any, code int) map[string]any {
+	t.Helper()
+	got, data := harness.RPCError(resp)
+	if got != code {
+		t.Fatalf("%s: got %v, want error %d", what, resp, code)
+	}
+	return data
+}
+
+// TestMemorySmoke is seed 002's smoke (§6) through the real binary on the
+// real RFC backlog, copied into a temporary git repository as backlog/:
+// ingest, read (published) with citations, propose on a pinned version,
+// accept, promote, and read the new version by default; then the negative
+// checks: permission trimming, a stale proposal that needs a rebase, no
+// existence leak, and verify_citations flagging an invented citation.
+func TestMemorySmoke(t *testing.T) {
+	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
+	t.Parallel()
+	rfcs := harness.SharedDir(t, "corpora/rust-rfcs/text")
+	ws := t.TempDir()
+	harness.CopyTree(t, rfcs, filepath.Join(ws, "backlog"))
+	head := gitRepo(t, ws)
+	var mdFiles []string
+	_ = filepath.WalkDir(rfcs, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			mdFiles = append(mdFiles, path)
+		}
+		return nil
+	})
+	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil)
+	defer p.Stop()
+
+	// 1. Ingest the backlog, as a curator.
+	resp, notes := p.Call("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	ing, ok := resp["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("ingest: %v", resp["error"])
+	}
+	if harness.Num(ing["created"]) != len(mdFiles) || harness.Num(ing["new_versions"]) != 0 || harness.Str(ing["commit_sha"]) != head || harness.Str(ing["baseline_id"]) == "" {
+		t.Fatalf("ingest: %d files in the backlog, head %s; got %v", len(mdFiles), head, summarize(ing))
+	}
+	var progress int
+	for _, n := range notes {
+		if n.Method == "$/progress" {
+			progress++
+		}
+	}
+	if progress < 3 {
+		t.Fatalf("ingest reported %d $/progress notifications, want begin, reports and end", progress)
+	}
+	b1 := harness.Str(ing["baseline_id"])
+	again := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if harness.Num(again["created"]) != 0 || harness.Num(again["new_versions"]) != 0 || harness.Num(again["unchanged"]) != len(mdFiles) || again["baseline_id"] != nil {
+		t.Fatalf("re-ingest of an unchanged backlog: %v", summarize(again))
+	}
+
+	// 2. Read the context (published): it cites exact versions.
+	rc := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "closures capture their environment by reference", "k", 5))
+	if sel := rc["baseline_selector_used"].(map[string]any); sel["kind"] != "published" || sel["baseline_id"] != b1 {
+		t.Fatalf("baseline_selector_used = %v, want published %s", sel, b1)
+	}
+	its := items(t, rc)
+	if len(its) != 5 {
+		t.Fatalf("read_context returned %d items, want 5", len(its))
+	}
+	for _, it := range its {
+		cits := it["citations"].([]any)
+		c := cits[0].(map[string]any)
+		if it["why_included"] != "keyword_match" || it["source_kind"] != "INGESTED_EVIDENCE" || c["version_id"] != it["version_id"] || c["element_id"] != it["element_id"] || c["repository_id"] != "r1" {
+			t.Fatalf("item %v", it)
+		}
+		prov := it["provenance"].(map[string]any)
+		if prov["commit_sha"] != head || !strings.HasPrefix(harness.Str(prov["path"]), "backlog/") || prov["source_repo"] == "" {
+			t.Fatalf("provenance %v", prov)
+		}
+		ex := c["excerpt"].(map[string]any)
+		body := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", it["element_id"]))
+		full := harness.Str(items(t, body)[0]["content"])
+		if full[harness.Num(ex["start"]):harness.Num(ex["end"])] != it["content"] {
+			t.Fatalf("excerpt %v does not locate the item's content in the version body", ex)
+		}
+	}
+	elem, v0 := harness.Str(its[0]["element_id"]), harness.Str(its[0]["version_id"])
+	cited := its[0]["citations"].([]any)[0].(map[string]any)
+
+	// 3. A proposal against the pinned version.
+	v0body := harness.Str(items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem)))[0]["content"])
+	newBody := v0body + "\n\n## Curated note\n\nThe zygomorphic capture rule was confirmed by the lang team.\n"
+	prop := p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", elem, "target_version_id", v0, "body", newBody, "summary", "add the curated note", "provenance", agentPrv))
+	p1 := harness.Str(prop["proposal_id"])
+	if p1 == "" || prop["stale"] != false {
+		t.Fatalf("propose: %v", prop)
+	}
+	show := p.MustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", p1))
+	if show["target"].(map[string]any)["version_id"] != v0 || show["proposed_body"] != newBody || !strings.Contains(harness.Str(show["diff"]), "+The zygomorphic capture rule") {
+		t.Fatalf("memory/proposal: %v", show["diff"])
+	}
+
+	// Execution agents cannot accept, nor make themselves curators.
+	r, _ := p.Call("memory/accept", memReq(scopeR1, agent7, "proposal_id", p1))
+	wantCode(t, "agent accepts", r, -32018)
+	r, _ = p.Call("memory/accept", memReq(scopeR1, map[string]any{"principal_id": "agent-7", "roles": []string{"curator"}}, "proposal_id", p1))
+	if d := wantCode(t, "agent claims curator", r, -32018); d["reason"] != "role-not-held" {
+		t.Fatalf("agent claims curator: %v", d)
+	}
+
+	// 4. The curator accepts: a new version exists, published is unchanged.
+	acc := p.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", p1))
+	v1 := harness.Str(acc["version_id"])
+	if v1 == "" || v1 == v0 || acc["already_accepted"] != false {
+		t.Fatalf("accept: %v", acc)
+	}
+	twice := p.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", p1))
+	if twice["version_id"] != v1 || twice["already_accepted"] != true || twice["transaction_id"] != acc["transaction_id"] {
+		t.Fatalf("second accept: %v, first %v", twice, acc)
+	}
+	if got := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem)))[0]["version_id"]; got != v0 {
+		t.Fatalf("after accept, published reads %v, want still %s", got, v0)
+	}
+	list := p.MustResult("tx/list", map[string]any{})
+	if !strings.Contains(harness.JSONText(list), harness.Str(acc["transaction_id"])) {
+		t.Fatalf("tx/list lacks the accept transaction %s", acc["transaction_id"])
+	}
+
+	// 5. The curator promotes: published now reads the new version.
+	pro := p.MustResult("memory/promote", memReq(scopeR1, curator))
+	b2 := harness.Str(pro["baseline_id"])
+	if b2 == "" || pro["previous_baseline_id"] != b1 || harness.Num(pro["published"]) != 1 {
+		t.Fatalf("promote: %v", pro)
+	}
+	got := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem)))[0]
+	if got["version_id"] != v1 || got["source_kind"] != "CURATED" {
+		t.Fatalf("after promote, published reads %v", got["version_id"])
+	}
+	hit := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "zygomorphic")))
+	if len(hit) != 1 || hit[0]["version_id"] != v1 {
+		t.Fatalf("query for the curated text: %v", hit)
+	}
+	old := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem, "selector", map[string]any{"baseline_id": b1}))
+	if items(t, old)[0]["version_id"] != v0 || old["baseline_selector_used"].(map[string]any)["baseline_id"] != b1 {
+		t.Fatalf("an explicit baseline_id must read exactly that baseline: %v", old["baseline_selector_used"])
+	}
+	bl := p.MustResult("memory/baselines", memReq(scopeR1, agent7))
+	if bl["published"] != b2 || len(bl["baselines"].([]any)) != 2 || len(bl["pointer_history"].([]any)) != 2 {
+		t.Fatalf("baselines: %v", bl)
+	}
+
+	// Permission trimming: outside its scope an agent can neither read nor propose.
+	r, _ = p.Call("memory/read_context", memReq(scopeR2, agent7, "query", "closures"))
+	wantCode(t, "agent-7 reads r2", r, -32018)
+	r, _ = p.Call("memory/propose", memReq(scopeR2, agent7, "element_id", elem, "target_version_id", v1, "body", "x", "summary", "x", "provenance", agentPrv))
+	wantCode(t, "agent-7 proposes in r2", r, -32018)
+	r, _ = p.Call("memory/read_context", memReq(scopeR1, reader2, "element_id", elem))
+	wantCode(t, "reader-2 reads r1", r, -32018)
+
+	// No existence leak: an element of r1 fetched in r2 is as missing as one that never existed.
+	p.MustResult("memory/ingest", memReq(scopeR2, curator, "path", "backlog", "glob", "0001-*.md"))
+	r, _ = p.Call("memory/read_context", memReq(scopeR2, reader2, "element_id", elem))
+	d1 := wantCode(t, "r1's element from r2", r, -32002)
+	r, _ = p.Call("memory/read_context", memReq(scopeR2, reader2, "element_id", "backlog/no-such-rfc.md"))
+	d2 := wantCode(t, "a missing element", r, -32002)
+	if len(d1) != len(d2) || d1["element_id"] != elem || d2["element_id"] != "backlog/no-such-rfc.md" {
+		t.Fatalf("outside scope and missing must look alike: %v vs %v", d1, d2)
+	}
+
+	// A proposal made stale by another accept cannot be accepted until rebased.
+	pa := harness.Str(p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", elem, "target_version_id", v1, "body", newBody+"\nA.\n", "summary", "a", "provenance", agentPrv))["proposal_id"])
+	pb := harness.Str(p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", elem, "target_version_id", v1, "body", newBody+"\nB.\n", "summary", "b", "provenance", agentPrv))["proposal_id"])
+	v2 := harness.Str(p.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", pa))["version_id"])
+	r, _ = p.Call("memory/accept", memReq(scopeR1, curator, "proposal_id", pb))
+	sd := wantCode(t, "accept a stale proposal", r, -32001)
+	if sd["rebase"] != "memory/rebase" || sd["current_version_id"] != v2 || sd["target_version_id"] != v1 {
+		t.Fatalf("stale data: %v", sd)
+	}
+	rb := p.MustResult("memory/rebase", memReq(scopeR1, agent7, "proposal_id", pb))
+	pc := harness.Str(rb["proposal_id"])
+	if rb["target_version_id"] != v2 || pc == pb {
+		t.Fatalf("rebase: %v", rb)
+	}
+	v3 := harness.Str(p.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", pc))["version_id"])
+	if v3 == "" || v3 == v2 {
+		t.Fatalf("accept after rebase gave %q", v3)
+	}
+	pbInfo := p.MustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", pb))
+	if pbInfo["status"] != "rebased" || pbInfo["rebased_to"] != pc || pbInfo["decision_id"] == "" {
+		t.Fatalf("rebased proposal: %v", summarize(pbInfo))
+	}
+	// Reject writes a decision artefact and a ledger event naming the principal.
+	pd := harness.Str(p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", elem, "target_version_id", v3, "body", "junk", "summary", "junk", "provenance", agentPrv))["proposal_id"])
+	rj := p.MustResult("memory/reject", memReq(scopeR1, curator, "proposal_id", pd, "rationale", "not an improvement"))
+	pdInfo := p.MustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", pd))
+	hist := harness.JSONText(pdInfo["history"])
+	if pdInfo["status"] != "rejected" || pdInfo["decision_id"] != rj["decision_id"] || !strings.Contains(hist, `"memory/reject"`) || !strings.Contains(hist, `"principal_id":"cora"`) || !strings.Contains(hist, "not an improvement") {
+		t.Fatalf("rejected proposal: %v %s", summarize(pdInfo), hist)
+	}
+	open := p.MustResult("memory/proposals", memReq(scopeR1, curator, "status", "open"))
+	if n := len(open["proposals"].([]any)); n != 0 {
+		t.Fatalf("%d proposals still open", n)
+	}
+
+	// verify_citations: what read_context returned passes; an invented one does not.
+	ver := p.MustResult("memory/verify_citations", memReq(scopeR1, agent7, "citations", []any{
+		cited,
+		map[string]any{"repository_id": "r1", "element_id": elem, "version_id": v3},
+		map[string]any{"repository_id": "r1", "element_id": elem, "version_id": "ver_invented"},
+		map[string]any{"repository_id": "r1", "element_id": "backlog/other.md", "version_id": v0},
+	}))
+	res := ver["results"].([]any)
+	want := []string{"", "never-returned", "unknown-version", "other-element"}
+	for i, x := range res {
+		c := x.(map[string]any)
+		if (c["returned"] == true) != (want[i] == "") || harness.Str(c["reason"]) != want[i] {
+			t.Fatalf("verify_citations[%d] = %v, want reason %q", i, c, want[i])
+		}
+	}
+	if ver["all_returned"] != false {
+		t.Fatal("all_returned must be false")
+	}
+}
+
+func summarize(m map[string]any) string {
+	delete(m, "skipped")
+	b, _ := json.Marshal(m)
+	if len(b) > 600 {
+		b = b[:600]
+	}
+	return string(b)
+}
+
+// smallBacklog writes a three-file backlog, a binary file and a non-UTF-8
+// one under ws/backlog, commits it, and returns HEAD.
+func smallBacklog(t testing.TB, ws string) string {
+	t.Helper()
+	files := map[string]string{
+		"backlog/001-auth.md":       "# Auth\n\n## Tokens\n\nTokens expire after one hour.\n\n## Refresh\n\nRefresh tokens rotate.\n",
+		"backlog/002-cache.md":      "# Cache\n\nThe cache is write-through.\n",
+		"backlog/sub/003-deploy.md": "# Deploy\n\nDeploys are blue-green.\n",
+		"backlog/blob.md":           "PNG\x00\x01\x02",
+		"backlog/latin1.md":         "caf\xe9\n",
+		"backlog/notes.txt":         "not markdown",
+		"outside/secret-plans.md":   "# Secret\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gitRepo(t, ws)
+}
+
+// TestMemoryBadInput: every bad input gets a clear error with a stable
+// code and data, and changes nothing.
+func TestMemoryBadInput(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	smallBacklog(t, ws)
+
+	// Without --memory-policy every memory method is refused, naming the flag.
+	bare := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--log-level", "error")
+	bare.Initialize()
+	for _, m := range []string{"memory/read_context", "memory/ingest", "memory/propose", "memory/proposals", "memory/proposal", "memory/accept",
+		"memory/reject", "memory/rebase", "memory/promote", "memory/baselines", "memory/verify_citations"} {
+		r, _ := bare.Call(m, memReq(scopeR1, curator, "query", "x", "path", "."))
+		if d := wantCode(t, m+" without a policy", r, -32018); d["flag"] != "--memory-policy" {
+			t.Fatalf("%s: data %v does not name the flag", m, d)
+		}
+	}
+	bare.Stop()
+
+	// A malformed policy stops start-up with a message naming the line.
+	for _, tc := range []struct{ name, policy, want string }{
+		{"syntax", "{\"grants\": [\n  {\"role\": \"curator\",\n   \"actions\": [\"read\"],,\n}]}", ":3:"},
+		{"both principal and role", "{\"grants\": [\n {\"role\": \"a\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}},\n {\"role\": \"c\", \"principal_id\": \"x\", \"actions\": [\"read\"],\n  \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", ":3: grant 2"},
+		{"unknown action", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"delete\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", "unknown action \"delete\""},
+		{"missing scope level", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"repository_id\": \"*\"}}]}", "scope.organization_id is missing"},
+	} {
+		pol := filepath.Join(t.TempDir(), "policy.json")
+		if err := os.WriteFile(pol, []byte(tc.policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "policy.json"+tc.want) && !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "--memory-policy") {
+			t.Fatalf("%s: start-up gave %v\n%s\nwant it to stop naming %q", tc.name, err, out, tc.want)
+		}
+	}
+
+	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil)
+	defer p.Stop()
+	ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if harness.Num(ing["created"]) != 3 {
+		t.Fatalf("ingest: %v", ing)
+	}
+	skipped := harness.JSONText(ing["skipped"])
+	if !strings.Contains(skipped, `{"offset":3,"path":"backlog/blob.md","reason":"binary"}`) || !strings.Contains(skipped, `{"offset":3,"path":"backlog/latin1.md","reason":"not-utf8"}`) {
+		t.Fatalf("binary and non-UTF-8 files must be skipped and reported: %s", skipped)
+	}
+	auth := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md")))[0]
+	cache := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]
+	before := harness.JSONText(p.MustResult("memory/proposals", memReq(scopeR1, curator))) + harness.JSONText(p.MustResult("memory/baselines", memReq(scopeR1, curator)))
+
+	big := strings.Repeat("x", 1<<20+1)
+	cases := []struct {
+		name   string
+		method string
+		params map[string]any
+		code   int
+		field  string // data.field, when set
+		reason string // data.reason, when set
+	}{
+		{"missing scope level", "memory/read_context", memReq(map[string]any{"tenant_id": "t1", "repository_id": "r1"}, agent7, "query", "x"), -32602, "scope.organization_id", "missing"},
+		{"no scope", "memory/read_context", map[string]any{"principal": agent7, "query": "x"}, -32602, "scope", ""},
+		{"no principal", "memory/read_context", map[string]any{"scope": scopeR1, "query": "x"}, -32602, "principal", ""},
+		{"unknown role", "memory/read_context", memReq(scopeR1, map[string]any{"principal_id": "agent-7", "roles": []string{"admin"}}, "query", "x"), -32602, "principal.roles", "unknown-role"},
+		{"query and element_id", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "element_id", "y"), -32602, "query", ""},
+		{"bad selector", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", "latest"), -32602, "selector", ""},
+		{"unknown baseline", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", map[string]any{"baseline_id": "bl_nope"}), -32002, "", ""},
+		{"target version of another element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", cache["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32602, "target_version_id", "other-element"},
+		{"body over the limit", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", big, "summary", "s", "provenance", agentPrv), -32015, "body", ""},
+		{"no provenance", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s"), -32602, "provenance", ""},
+		{"unknown element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/nope.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32002, "", ""},
+		{"glob escapes", "memory/ingest", memReq(scopeR1, curator, "path", "backlog", "glob", "../outside/*.md"), -32004, "glob", "escape"},
+		{"absolute glob", "memory/ingest", memReq(scopeR1, curator, "path", ".", "glob", "/etc/*"), -32004, "glob", "escape"},
+		{"path escapes", "memory/ingest", memReq(scopeR1, curator, "path", "../"), -32004, "path", ""},
+		{"unknown proposal", "memory/accept", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32002, "", ""},
+		{"reject without rationale", "memory/reject", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32602, "rationale", "missing"},
+		{"nothing to promote", "memory/promote", memReq(scopeR1, curator), -32005, "", "nothing-to-promote"},
+		{"promote an unknown version", "memory/promote", memReq(scopeR1, curator, "versions", []string{"ver_nope"}), -32002, "versions", ""},
+		{"turn/start cannot make memory", "turn/start", map[string]any{"proposal": map[string]any{"kind": "memory_accept"}}, -32602, "proposal.kind", ""},
+	}
+	for _, tc := range cases {
+		r, _ := p.Call(tc.method, tc.params)
+		d := wantCode(t, tc.name, r, tc.code)
+		if tc.field != "" && d["field"] != tc.field || tc.reason != "" && d["reason"] != tc.reason {
+			t.Fatalf("%s: data %v, want field %q reason %q", tc.name, d, tc.field, tc.reason)
+		}
+	}
+	after := harness.JSONText(p.MustResult("memory/proposals", memReq(scopeR1, curator))) + harness.JSONText(p.MustResult("memory/baselines", memReq(scopeR1, curator)))
+	if before != after {
+		t.Fatalf("bad input changed memory:\n%s\n%s", before, after)
+	}
+	// Not a git work tree: commit_sha is null and the result says so.
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := os.MkdirAll(filepath.Join(plain, "backlog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plain, "backlog", "a.md"), []byte("# A\n\nalpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := startMemoryKernel(t, plain, filepath.Join(t.TempDir(), "data"), nil)
+	defer q.Stop()
+	pi := q.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if _, has := pi["commit_sha"]; !has || pi["commit_sha"] != nil || !strings.Contains(harness.Str(pi["note"]), "not in a git work tree") || harness.Num(pi["created"]) != 1 {
+		t.Fatalf("ingest outside git: %v", pi)
+	}
+}
+
+// TestMemoryAcceptCrash kills the kernel (SIGKILL, as kill -9) at each step
+// of an accept and checks, after a restart, that the accept happened
+// exactly once or not at all: a second accept returns the first result or
+// finishes it, and the element has one new version.
+func TestMemoryAcceptCrash(t *testing.T) {
+	t.Parallel()
+	for _, fp := range []string{"apply.before-commit-record", "apply.after-commit-record", "memory.before-sql-commit", "apply.after-blobs-deleted"} {
+		t.Run(fp, func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			smallBacklog(t, ws)
+			dataDir := filepath.Join(t.TempDir(), "data")
+			p := startMemoryKernel(t, ws, dataDir, nil)
+			p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+			v0 := harness.Str(items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]["version_id"])
+			prop := harness.Str(p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md", "target_version_id", v0,
+				"body", "# Cache\n\nThe cache is write-back.\n", "summary", "write-back", "provenance", agentPrv))["proposal_id"])
+			p.Stop()
+
+			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"})
+			c.NextID++
+			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/accept","params":` + harness.JSONText(memReq(scopeR1, curator, "proposal_id", prop)) + `}`)
+			<-c.Done // the failpoint kills the kernel
+
+			r := startMemoryKernel(t, ws, dataDir, nil)
+			defer r.Stop()
+			acc := r.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", prop))
+			committed := fp != "apply.before-commit-record"
+			if acc["already_accepted"] != committed {
+				t.Fatalf("after a crash at %s the accept was %v, want already_accepted=%v", fp, acc, committed)
+			}
+			info := r.MustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", prop))
+			if info["status"] != "accepted" || info["accepted_version_id"] != acc["version_id"] || info["current_version_id"] != acc["version_id"] {
+				t.Fatalf("proposal after recovery: %v", summarize(info))
+			}
+			// Exactly one new version: the accepted one is the head, and the
+			// version before it is the ingested one.
+			pro := r.MustResult("memory/promote", memReq(scopeR1, curator))
+			if harness.Num(pro["published"]) != 1 {
+				t.Fatalf("promote after recovery published %v", pro)
+			}
+			got := items(t, r.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "write-back")))
+			if len(got) != 1 || got[0]["version_id"] != acc["version_id"] {
+				t.Fatalf("read after recovery: %v", got)
+			}
+		})
+	}
+}
+
+func itoaTest(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestMemoryHybrid: with an embedder configured (a local server speaking
+// /v1/embeddings), ingest embeds every chunk, read_context fuses keyword
+// and vector rankings inside the scope and baseline, finds a version by a
+// word no keyword matches only through its vectors, and falls back to
+// keywords while the embedder is down.
+func TestMemoryHybrid(t *testing.T) {
+	t.Parallel()
+	es := harness.NewEmbedServer(t, 64)
+	ws := t.TempDir()
+	smallBacklog(t, ws)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
+	if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error",
+		"--embed-url", es.URL+"/v1", "--embed-model", "hash-64", "--embed-dims", "64")
+	p.Initialize()
+	defer p.Stop()
+	ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	if harness.Num(ing["embedded"]) < 4 || ing["embed_error"] != nil {
+		t.Fatalf("ingest with an embedder: %v", summarize(ing))
+	}
+	p.MustResult("memory/ingest", memReq(scopeR2, curator, "path", "."))
+	rc := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
+	its := items(t, rc)
+	if rc["mode"] != "hybrid" || len(its) == 0 || its[0]["element_id"] != "backlog/001-auth.md" || its[0]["why_included"] != "keyword_match" {
+		t.Fatalf("hybrid read: %v", harness.JSONText(rc))
+	}
+	for _, it := range its {
+		if it["repository_id"] != "r1" {
+			t.Fatalf("a hybrid hit from outside the scope: %v", it)
+		}
+	}
+	// "are" is a stopword, so the keyword query is only "zzzunmatched",
+	// which matches nothing; the embedder sees "are", which only the
+	// deploy note contains: only the vectors find it.
+	sem := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "are zzzunmatched", "k", 3)))
+	if len(sem) == 0 || sem[0]["element_id"] != "backlog/sub/003-deploy.md" || sem[0]["why_included"] != "semantic_match" || sem[0]["repository_id"] != "r1" {
+		t.Fatalf("semantic side: %v", sem)
+	}
+	es.Down.Store(true)
+	down := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
+	if down["mode"] != "keyword" || down["note"] == nil || len(items(t, down)) == 0 {
+		t.Fatalf("with the embedder down: %v", harness.JSONText(down))
+	}
+}
+
+// TestMemoryIngestPublishCrash kills the kernel during the promote that
+// publishes an ingest: after a restart the baseline is either whole and
+// published (the commit record was durable) or absent, and a second
+// ingest publishes what the first could not, so published retrieval
+// finds every ingested file exactly once.
+func TestMemoryIngestPublishCrash(t *testing.T) {
+	t.Parallel()
+	for _, fp := range []string{"apply.before-commit-record", "memory.before-sql-commit", "apply.after-commit-record"} {
+		t.Run(fp, func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			smallBacklog(t, ws)
+			dataDir := filepath.Join(t.TempDir(), "data")
+			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"})
+			c.NextID++
+			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/ingest","params":` + harness.JSONText(memReq(scopeR1, curator, "path", ".")) + `}`)
+			<-c.Done
+
+			r := startMemoryKernel(t, ws, dataDir, nil)
+			defer r.Stop()
+			bl := r.MustResult("memory/baselines", memReq(scopeR1, curator))
+			committed := fp != "apply.before-commit-record"
+			if (bl["published"] != nil) != committed || len(bl["baselines"].([]any)) != map[bool]int{true: 1, false: 0}[committed] {
+				t.Fatalf("after a crash at %s: %v", fp, harness.JSONText(bl))
+			}
+			again := r.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+			if harness.Num(again["unchanged"]) != 3 || (again["baseline_id"] != nil) == committed {
+				t.Fatalf("second ingest after a crash at %s: %v", fp, summarize(again))
+			}
+			got := items(t, r.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens cache deploys", "k", 10)))
+			if len(got) != 3 {
+				t.Fatalf("published retrieval finds %d of 3 ingested files", len(got))
+			}
+		})
+	}
+}
