@@ -107,9 +107,8 @@ type methodInfo struct {
 	// listed in capabilities.methods.
 	service service
 	// params is the Go type its params decode into and result the Go type
-	// of its result (nil: not recorded yet, for the session and
-	// transaction rows), for reflection over the table (JSON Schema,
-	// tools).
+	// of its result (nil for notifications, which have none), for
+	// reflection over the table (JSON Schema, tools).
 	params, result reflect.Type
 }
 
@@ -203,14 +202,14 @@ func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
 
 // txMethods are the session methods and the transaction methods (seed 001).
 var txMethods = map[string]methodInfo{
-	protocol.MethodInitialize: {beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
+	protocol.MethodInitialize: {params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
 		if p.Caller != "" && p.Caller != protocol.CallerExternal && p.Caller != protocol.CallerResident {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "caller", "reason": "unknown"}, "caller must be external or resident")
 		}
 		return s.initialize(p), nil
 	})},
 	protocol.MethodInitialized: {beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
-	protocol.MethodShutdown: {inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+	protocol.MethodShutdown: {params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
 		s.mu.Lock()
 		s.shutdown = true
 		s.mu.Unlock()
@@ -227,18 +226,18 @@ var txMethods = map[string]methodInfo{
 		s.cancel(p.ID)
 		return nil, nil
 	})},
-	protocol.MethodTurnStart: {handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
+	protocol.MethodTurnStart: {params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
 		return typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
 			return s.turnStart(ctx, p, raw)
 		})(ctx, s, raw)
 	}},
-	protocol.MethodTxStatus: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxStatus: {params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Status(ctx, p.TransactionID)
 	})},
-	protocol.MethodTxList: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
+	protocol.MethodTxList: {params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
 		res, err := s.cfg.Engine.List(ctx, *p)
 		if err != nil {
 			return nil, err
@@ -250,25 +249,25 @@ var txMethods = map[string]methodInfo{
 		}
 		return res, nil
 	})},
-	protocol.MethodTxEvents: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
+	protocol.MethodTxEvents: {params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Events(ctx, p.TransactionID, p.AfterSeq)
 	})},
-	protocol.MethodTxClose: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxClose: {params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.CloseTx(ctx, p.TransactionID)
 	})},
-	protocol.MethodApplyExecute: {handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodApplyExecute: {params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Apply(ctx, p.TransactionID)
 	})},
-	protocol.MethodApprovalRespond: {handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
+	protocol.MethodApprovalRespond: {params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
