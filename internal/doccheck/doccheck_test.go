@@ -548,7 +548,7 @@ func TestFindOutside(t *testing.T) {
 	}{
 		{
 			name: "the design document beside the repository",
-			src:  "package p\n// see ../shared/DESIGN.md §4\n",
+			src:  "package p\n// see ../shared/" + "DESIGN.md §4\n",
 			want: []string{"2 shared/DESIGN.md"},
 		},
 		{
