@@ -94,8 +94,15 @@ func New(opts Options) *Target {
 	return t
 }
 
-// store returns kernel.db, opening it on first use.
-func (d *Target) store(ctx context.Context) (*store.DB, error) { return d.db(ctx) }
+// store returns kernel.db's document view, opening the database on first
+// use.
+func (d *Target) store(ctx context.Context) (*store.Documents, error) {
+	db, err := d.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db.Documents(), nil
+}
 
 // Close closes kernel.db when the target opened it itself (Options.DBPath);
 // a database from Options.DB is its opener's to close.

@@ -37,7 +37,7 @@ type DocIDData struct {
 
 // CreateDocument stores a new document at revision 0. errs.Exists if the
 // id is taken.
-func (s *DB) CreateDocument(ctx context.Context, docID, docType string, content []byte) (*Document, error) {
+func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, content []byte) (*Document, error) {
 	at := now()
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `INSERT INTO documents (doc_id, doc_type, content, revision, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?)`,
@@ -54,7 +54,7 @@ func (s *DB) CreateDocument(ctx context.Context, docID, docType string, content 
 }
 
 // Document returns a document. errs.NotFound if there is none.
-func (s *DB) Document(ctx context.Context, docID string) (*Document, error) {
+func (s *Documents) Document(ctx context.Context, docID string) (*Document, error) {
 	var d Document
 	var created, updated string
 	err := s.db.QueryRowContext(ctx, `SELECT doc_id, doc_type, content, revision, created_at, updated_at FROM documents WHERE doc_id = ?`, docID).
@@ -86,7 +86,7 @@ type StagedCommit struct {
 
 // StageCommit stores c, replacing an earlier staging of the same
 // transaction (an apply retried after a failed one).
-func (s *DB) StageCommit(ctx context.Context, c StagedCommit) error {
+func (s *Documents) StageCommit(ctx context.Context, c StagedCommit) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_staged (tx_id, doc_id, expected_revision, content, patch_id, patch_hash, envelope, result, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.TxID, c.DocID, c.ExpectedRevision, c.Content, c.PatchID, c.PatchHash, c.Envelope, c.Result, now())
@@ -99,7 +99,7 @@ func (s *DB) StageCommit(ctx context.Context, c StagedCommit) error {
 }
 
 // AbortStaged drops what StageCommit stored for txID, if anything.
-func (s *DB) AbortStaged(ctx context.Context, txID string) error {
+func (s *Documents) AbortStaged(ctx context.Context, txID string) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `DELETE FROM doc_staged WHERE tx_id = ?`, txID)
 		return err
@@ -138,7 +138,7 @@ type StaleData struct {
 // errs.IdempotencyConflict if another transaction logged the same patch
 // id with another hash (with the same hash that row is returned and
 // nothing changes).
-func (s *DB) CommitStaged(ctx context.Context, txID string) (*PatchLogEntry, error) {
+func (s *Documents) CommitStaged(ctx context.Context, txID string) (*PatchLogEntry, error) {
 	var out *PatchLogEntry
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		if e, err := patchBy(ctx, t, `tx_id = ?`, txID); err != nil || e != nil {
@@ -223,7 +223,7 @@ func patchBy(ctx context.Context, q querier, where string, args ...any) (*PatchL
 }
 
 // PatchByTx returns the patch-log row of transaction txID, or nil.
-func (s *DB) PatchByTx(ctx context.Context, txID string) (*PatchLogEntry, error) {
+func (s *Documents) PatchByTx(ctx context.Context, txID string) (*PatchLogEntry, error) {
 	e, err := patchBy(ctx, s.db, `tx_id = ?`, txID)
 	if err != nil {
 		return nil, internal(err, "read patch log")
@@ -232,7 +232,7 @@ func (s *DB) PatchByTx(ctx context.Context, txID string) (*PatchLogEntry, error)
 }
 
 // PatchByPatchID returns the patch-log row of patchID on docID, or nil.
-func (s *DB) PatchByPatchID(ctx context.Context, docID, patchID string) (*PatchLogEntry, error) {
+func (s *Documents) PatchByPatchID(ctx context.Context, docID, patchID string) (*PatchLogEntry, error) {
 	e, err := patchBy(ctx, s.db, `doc_id = ? AND patch_id = ?`, docID, patchID)
 	if err != nil {
 		return nil, internal(err, "read patch log")
@@ -243,7 +243,7 @@ func (s *DB) PatchByPatchID(ctx context.Context, docID, patchID string) (*PatchL
 // PatchLog returns up to limit rows of docID's log with seq > afterSeq,
 // oldest first. The (doc_id, seq) index makes a page cost the same
 // whatever the log's length.
-func (s *DB) PatchLog(ctx context.Context, docID string, afterSeq int64, limit int) ([]PatchLogEntry, error) {
+func (s *Documents) PatchLog(ctx context.Context, docID string, afterSeq int64, limit int) ([]PatchLogEntry, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+patchCols+` FROM patch_log WHERE doc_id = ? AND seq > ? ORDER BY seq LIMIT ?`, docID, afterSeq, limit)
 	if err != nil {
 		return nil, internal(err, "read patch log")
@@ -277,7 +277,7 @@ type ProposedPatch struct {
 
 // PutProposed stores p. The same patch id with the same hash again is a
 // no-op; with another hash it is errs.IdempotencyConflict.
-func (s *DB) PutProposed(ctx context.Context, p ProposedPatch) error {
+func (s *Documents) PutProposed(ctx context.Context, p ProposedPatch) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		var hash string
 		err := t.QueryRowContext(ctx, `SELECT patch_hash FROM proposed_patches WHERE doc_id = ? AND patch_id = ?`, p.DocID, p.PatchID).Scan(&hash)
@@ -300,7 +300,7 @@ func (s *DB) PutProposed(ctx context.Context, p ProposedPatch) error {
 }
 
 // ProposedPatches lists docID's PROPOSED-mode patches, oldest first.
-func (s *DB) ProposedPatches(ctx context.Context, docID string) ([]ProposedPatch, error) {
+func (s *Documents) ProposedPatches(ctx context.Context, docID string) ([]ProposedPatch, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT doc_id, patch_id, tx_id, patch_hash, envelope, validation, created_at FROM proposed_patches WHERE doc_id = ? ORDER BY created_at, patch_id`, docID)
 	if err != nil {
 		return nil, internal(err, "read proposed patches")

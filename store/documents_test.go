@@ -27,27 +27,27 @@ func open(t testing.TB) (*DB, string) {
 func TestCommitStagedOnce(t *testing.T) {
 	ctx := context.Background()
 	db, path := open(t)
-	if _, err := db.CreateDocument(ctx, "d", "json", []byte(`{"n":1}`)); err != nil {
+	if _, err := db.Documents().CreateDocument(ctx, "d", "json", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateDocument(ctx, "d", "json", []byte(`{}`)); !errs.KindIs(err, errs.Exists) {
+	if _, err := db.Documents().CreateDocument(ctx, "d", "json", []byte(`{}`)); !errs.KindIs(err, errs.Exists) {
 		t.Fatalf("second create: %v", err)
 	}
 	stage := func(tx, patch, hash, content string) {
 		t.Helper()
-		if err := db.StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(content), PatchID: patch, PatchHash: hash, Envelope: []byte(`{}`), Result: []byte(`{}`)}); err != nil {
+		if err := db.Documents().StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(content), PatchID: patch, PatchHash: hash, Envelope: []byte(`{}`), Result: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	stage("tx1", "p1", "h1", `{"n":2}`)
 	stage("tx2", "p2", "h2", `{"n":3}`)
 	for range 2 {
-		e, err := db.CommitStaged(ctx, "tx1")
+		e, err := db.Documents().CommitStaged(ctx, "tx1")
 		if err != nil || e.Revision != 1 {
 			t.Fatalf("commit: %+v %v", e, err)
 		}
 	}
-	if _, err := db.CommitStaged(ctx, "tx2"); !errs.KindIs(err, errs.Stale) {
+	if _, err := db.Documents().CommitStaged(ctx, "tx2"); !errs.KindIs(err, errs.Stale) {
 		t.Fatalf("stale commit: %v", err)
 	}
 	db.Close()
@@ -56,11 +56,11 @@ func TestCommitStagedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	d, err := db2.Document(ctx, "d")
+	d, err := db2.Documents().Document(ctx, "d")
 	if err != nil || d.Revision != 1 || string(d.Content) != `{"n":2}` {
 		t.Fatalf("after reopen: %+v %v", d, err)
 	}
-	if log, _ := db2.PatchLog(ctx, "d", 0, 10); len(log) != 1 {
+	if log, _ := db2.Documents().PatchLog(ctx, "d", 0, 10); len(log) != 1 {
 		t.Fatalf("log has %d rows, want 1", len(log))
 	}
 }
@@ -70,14 +70,14 @@ func TestCommitStagedOnce(t *testing.T) {
 func TestConcurrentCommits(t *testing.T) {
 	ctx := context.Background()
 	db, _ := open(t)
-	db.CreateDocument(ctx, "d", "json", []byte(`{}`))
+	db.Documents().CreateDocument(ctx, "d", "json", []byte(`{}`))
 	for _, tx := range []string{"a", "b"} {
-		db.StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(`{"by":"` + tx + `"}`), PatchID: tx, PatchHash: tx, Envelope: []byte(`{}`), Result: []byte(`{}`)})
+		db.Documents().StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(`{"by":"` + tx + `"}`), PatchID: tx, PatchHash: tx, Envelope: []byte(`{}`), Result: []byte(`{}`)})
 	}
 	var wg sync.WaitGroup
 	errsOut := make([]error, 2)
 	for i, tx := range []string{"a", "b"} {
-		wg.Go(func() { _, errsOut[i] = db.CommitStaged(ctx, tx) })
+		wg.Go(func() { _, errsOut[i] = db.Documents().CommitStaged(ctx, tx) })
 	}
 	wg.Wait()
 	won := 0
@@ -99,46 +99,46 @@ func TestConcurrentCommits(t *testing.T) {
 func TestLastDecisionAck(t *testing.T) {
 	ctx := context.Background()
 	db, path := open(t)
-	db.CreateDocument(ctx, "r", "recipe", []byte(`{}`))
-	if err := db.PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps1", DocID: "r", TxID: "t1", Body: []byte(`{}`)}); err != nil {
+	db.Documents().CreateDocument(ctx, "r", "recipe", []byte(`{}`))
+	if err := db.Documents().PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps1", DocID: "r", TxID: "t1", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps2", DocID: "r", TxID: "t2", Body: []byte(`{}`)}); !errs.KindIs(err, errs.Pending) {
+	if err := db.Documents().PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps2", DocID: "r", TxID: "t2", Body: []byte(`{}`)}); !errs.KindIs(err, errs.Pending) {
 		t.Fatalf("second pending: %v", err)
 	}
-	if err := db.DecidePatchSet(ctx, "ps1", "accepted"); err != nil {
+	if err := db.Documents().DecidePatchSet(ctx, "ps1", "accepted"); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if last, _ := db.LastDecision(ctx, "r"); !bytes.Contains(last, []byte(`"ps1"`)) {
+		if last, _ := db.Documents().LastDecision(ctx, "r"); !bytes.Contains(last, []byte(`"ps1"`)) {
 			t.Fatalf("read %s, want ps1's decision, twice", last)
 		}
 	}
 	db.Close()
 	db, _ = Open(ctx, path)
-	if last, _ := db.LastDecision(ctx, "r"); last == nil {
+	if last, _ := db.Documents().LastDecision(ctx, "r"); last == nil {
 		t.Fatal("the decision did not survive a reopen")
 	}
 	// A newer decision replaces an unacknowledged one; acknowledging the
 	// older one leaves it.
-	if err := db.PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps2", DocID: "r", TxID: "t2", Body: []byte(`{}`)}); err != nil {
+	if err := db.Documents().PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps2", DocID: "r", TxID: "t2", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DecidePatchSet(ctx, "ps2", "rejected"); err != nil {
+	if err := db.Documents().DecidePatchSet(ctx, "ps2", "rejected"); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := db.AckLastDecision(ctx, "r", "ps1"); err != nil || !bytes.Contains(left, []byte(`"ps2"`)) {
+	if left, err := db.Documents().AckLastDecision(ctx, "r", "ps1"); err != nil || !bytes.Contains(left, []byte(`"ps2"`)) {
 		t.Fatalf("ack of the older decision: %s, %v", left, err)
 	}
 	for range 2 {
-		if left, err := db.AckLastDecision(ctx, "r", "ps2"); err != nil || left != nil {
+		if left, err := db.Documents().AckLastDecision(ctx, "r", "ps2"); err != nil || left != nil {
 			t.Fatalf("ack: %s, %v", left, err)
 		}
 	}
 	db.Close()
 	db2, _ := Open(ctx, path)
 	defer db2.Close()
-	if last, _ := db2.LastDecision(ctx, "r"); last != nil {
+	if last, _ := db2.Documents().LastDecision(ctx, "r"); last != nil {
 		t.Fatalf("acknowledged, yet read after a reopen: %s", last)
 	}
 }

@@ -35,7 +35,7 @@ type PendingData struct {
 // PutPatchSet stores a new pending PatchSet. errs.Pending if another is
 // pending on the recipe (a partial unique index guards it);
 // errs.IdempotencyConflict if the id is taken.
-func (s *DB) PutPatchSet(ctx context.Context, ps PatchSetRow) error {
+func (s *Documents) PutPatchSet(ctx context.Context, ps PatchSetRow) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		var other string
 		err := t.QueryRowContext(ctx, `SELECT patchset_id FROM patchsets WHERE doc_id = ? AND state = 'pending'`, ps.DocID).Scan(&other)
@@ -82,12 +82,12 @@ func (s *DB) patchSetWhere(ctx context.Context, where string, args ...any) (*Pat
 }
 
 // PatchSet returns the PatchSet id, or nil.
-func (s *DB) PatchSet(ctx context.Context, id string) (*PatchSetRow, error) {
+func (s *Documents) PatchSet(ctx context.Context, id string) (*PatchSetRow, error) {
 	return s.patchSetWhere(ctx, `patchset_id = ?`, id)
 }
 
 // PendingPatchSet returns the PatchSet pending on docID, or nil.
-func (s *DB) PendingPatchSet(ctx context.Context, docID string) (*PatchSetRow, error) {
+func (s *Documents) PendingPatchSet(ctx context.Context, docID string) (*PatchSetRow, error) {
 	return s.patchSetWhere(ctx, `doc_id = ? AND state = 'pending'`, docID)
 }
 
@@ -101,7 +101,7 @@ type lastDecision struct {
 // DecidePatchSet records a pending PatchSet's PatchDecision (accepted or
 // rejected) and makes it the recipe's lastPatchDecision, in one SQL
 // transaction. A PatchSet that is not pending is left as it is.
-func (s *DB) DecidePatchSet(ctx context.Context, id, decision string) error {
+func (s *Documents) DecidePatchSet(ctx context.Context, id, decision string) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		p, err := scanPatchSet(t.QueryRowContext(ctx, `SELECT `+patchSetCols+` FROM patchsets WHERE patchset_id = ?`, id))
 		if err != nil {
@@ -125,7 +125,7 @@ func (s *DB) DecidePatchSet(ctx context.Context, id, decision string) error {
 
 // ExpirePatchSet marks a pending PatchSet expired: its recipe moved on
 // before it was decided. It is no decision, so the context is untouched.
-func (s *DB) ExpirePatchSet(ctx context.Context, id string) error {
+func (s *Documents) ExpirePatchSet(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `UPDATE patchsets SET state = 'expired', decided_at = ? WHERE patchset_id = ? AND state = 'pending'`, now(), id)
 		return err
@@ -139,7 +139,7 @@ func (s *DB) ExpirePatchSet(ctx context.Context, id string) error {
 // LastDecision returns docID's lastPatchDecision (JSON), or nil when there
 // is none. Reading it does not clear it: AckLastDecision does, once the
 // host's LLM call that carried it succeeded (seed 003).
-func (s *DB) LastDecision(ctx context.Context, docID string) ([]byte, error) {
+func (s *Documents) LastDecision(ctx context.Context, docID string) ([]byte, error) {
 	var last []byte
 	err := s.db.QueryRowContext(ctx, `SELECT last_decision FROM patch_context WHERE doc_id = ?`, docID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -156,7 +156,7 @@ func (s *DB) LastDecision(ctx context.Context, docID string) ([]byte, error) {
 // another PatchSet), which an acknowledgement of an older one never
 // clears. One SQL transaction, so the clearing is durable when it returns
 // and acknowledging again changes nothing.
-func (s *DB) AckLastDecision(ctx context.Context, docID, patchSetID string) ([]byte, error) {
+func (s *Documents) AckLastDecision(ctx context.Context, docID, patchSetID string) ([]byte, error) {
 	var left []byte
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		var last []byte
