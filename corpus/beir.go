@@ -122,7 +122,7 @@ func ReadQrels(path string) (Qrels, error) {
 // replaces whatever the corpus held, trains the built-in embedder on the
 // documents, and embeds them, in one SQL transaction.
 func (s *Service) IndexDocuments(ctx context.Context, name string, docs []BEIRDoc) (string, error) {
-	db, err := s.cfg.DB(ctx)
+	db, err := s.store(ctx)
 	if err != nil {
 		return "", err
 	}

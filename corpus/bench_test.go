@@ -50,7 +50,7 @@ func BenchmarkRebuild(b *testing.B) {
 var searchCorpus struct {
 	once  sync.Once
 	svc   *Service
-	db    *store.DB
+	db    *store.Corpus
 	id    string
 	err   error
 	vecs  [][]float32 // the stored vectors, for the brute-force floor
@@ -115,7 +115,7 @@ func setupSearch(b *testing.B) {
 			}
 			searchCorpus.vecs = append(searchCorpus.vecs, v)
 		}
-		c, _ := db.Corpus(ctx, id)
+		c, _ := db.Get(ctx, id)
 		searchCorpus.model, searchCorpus.err = s.queryEmbedder(ctx, db, c, s.state(id))
 		searchCorpus.svc, searchCorpus.db, searchCorpus.id = s, db, id
 	})

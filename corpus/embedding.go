@@ -17,7 +17,7 @@ const embedBatch = 256
 // this sync) and the model's bytes go into the same SQL transaction as the
 // rows; otherwise the stored model folds in the new bodies, so existing
 // vectors stay comparable.
-func (s *Service) embedderForSync(ctx context.Context, db *store.DB, c *store.Corpus, st *state, bodies []string, rebuild bool) (embedding.Embedder, store.Model, error) {
+func (s *Service) embedderForSync(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, bodies []string, rebuild bool) (embedding.Embedder, store.Model, error) {
 	if s.cfg.Embedder != nil {
 		info := s.cfg.Embedder.Info()
 		return s.cfg.Embedder, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil
@@ -45,7 +45,7 @@ func (s *Service) embedderForSync(ctx context.Context, db *store.DB, c *store.Co
 
 // loadBuiltin returns the corpus's trained built-in model, from memory or
 // kernel.db; nil when it has none yet.
-func (s *Service) loadBuiltin(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (*embedding.Builtin, error) {
+func (s *Service) loadBuiltin(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state) (*embedding.Builtin, error) {
 	if st.builtin != nil {
 		return st.builtin, nil
 	}
@@ -63,7 +63,7 @@ func (s *Service) loadBuiltin(ctx context.Context, db *store.DB, c *store.Corpus
 
 // queryEmbedder returns the embedder that made the corpus's vectors, for a
 // query. errs.Invalid (reason "no-vectors") when there is none yet.
-func (s *Service) queryEmbedder(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (embedding.Embedder, error) {
+func (s *Service) queryEmbedder(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state) (embedding.Embedder, error) {
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder, nil
 	}
@@ -81,7 +81,7 @@ func (s *Service) queryEmbedder(ctx context.Context, db *store.DB, c *store.Corp
 
 // embedderInfo describes the embedder of a corpus for status and stale
 // counts; an untrained built-in has an empty ModelVersion.
-func (s *Service) embedderInfo(ctx context.Context, db *store.DB, c *store.Corpus, st *state) embedding.Info {
+func (s *Service) embedderInfo(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state) embedding.Info {
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder.Info()
 	}
@@ -124,7 +124,7 @@ func embedSome(ctx context.Context, e embedding.Embedder, chunks []store.Chunk, 
 // reembedStale embeds rows whose vector is missing or from another model,
 // in batches, each batch one SQL transaction. It stops at the first
 // embedder error, leaving the rest stale for later.
-func (s *Service) reembedStale(ctx context.Context, db *store.DB, c *store.Corpus, st *state) (int, error) {
+func (s *Service) reembedStale(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state) (int, error) {
 	var e embedding.Embedder
 	var m store.Model
 	if s.cfg.Embedder != nil {

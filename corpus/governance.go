@@ -131,7 +131,7 @@ type governanceSettingFile struct {
 // governanceFor returns corpus c's governance location: the one
 // corpus/open chose, remembered in the data dir. A folder corpus, and a
 // log opened before governanceDir existed, keep the data dir.
-func (s *Service) governanceFor(c *store.Corpus) governance {
+func (s *Service) governanceFor(c *store.CorpusRow) governance {
 	g := governance{s: s, corpusID: c.ID}
 	data, err := os.ReadFile(s.govPath(c.ID, governanceSetting))
 	if err != nil {

@@ -41,7 +41,7 @@ func fixture(tb testing.TB, dir, name string, n int) string {
 
 // newService returns a corpus service over a fresh kernel.db and a
 // workspace at ws.
-func newService(tb testing.TB, ws string) (*Service, *store.DB) {
+func newService(tb testing.TB, ws string) (*Service, *store.Corpus) {
 	tb.Helper()
 	data := tb.TempDir()
 	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
@@ -56,5 +56,5 @@ func newService(tb testing.TB, ws string) (*Service, *store.DB) {
 	tb.Cleanup(func() { w.Close() })
 	s := NewService(Config{DB: func(context.Context) (*store.DB, error) { return db, nil }, Workspace: w, DataDir: data})
 	tb.Cleanup(func() { s.Close() })
-	return s, db
+	return s, db.Corpus()
 }

@@ -142,7 +142,7 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 	if err != nil {
 		return nil, s.sandboxError(err)
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -215,15 +215,15 @@ func (s *Service) abs(clean string) string {
 }
 
 // corpus returns the stored corpus and its state.
-func (s *Service) corpus(ctx context.Context, id string) (*store.DB, *store.Corpus, *state, error) {
+func (s *Service) corpus(ctx context.Context, id string) (*store.Corpus, *store.CorpusRow, *state, error) {
 	if id == "" {
 		return nil, nil, nil, errs.InvalidField("corpusId", "corpusId is required (see corpus/open)")
 	}
-	db, err := s.cfg.DB(ctx)
+	db, err := s.store(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	c, err := db.Corpus(ctx, id)
+	c, err := db.Get(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -315,3 +315,12 @@ func clipText(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// store returns kernel.db's corpus view, opening the database on first use.
+func (s *Service) store(ctx context.Context) (*store.Corpus, error) {
+	db, err := s.cfg.DB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return db.Corpus(), nil
+}

@@ -84,7 +84,7 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 	return res, nil
 }
 
-func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus, st *state, rebuild bool, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
+func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, rebuild bool, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
 	start := time.Now()
 	var gov governance
 	var count *sectionCount
@@ -182,7 +182,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus,
 	}
 	res.Stale = counts.Stale
 	if c.Kind == "log" && gov.inWorkspace() {
-		if after, err := db.Corpus(ctx, c.ID); err == nil && after.EmbeddingModelVersion != c.EmbeddingModelVersion && after.EmbeddingModelVersion != "" {
+		if after, err := db.Get(ctx, c.ID); err == nil && after.EmbeddingModelVersion != c.EmbeddingModelVersion && after.EmbeddingModelVersion != "" {
 			if err := gov.logModelChange(c.EmbeddingModelVersion, after.EmbeddingModelVersion, after.EmbeddingVersion); err != nil {
 				res.Warnings = append(res.Warnings, governanceWarning(gov, governanceLogName, err))
 			}
@@ -196,7 +196,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.DB, c *store.Corpus,
 // changed (or the prompt is missing), and a GOVERNANCE_LOG.md line for a
 // rebuild. The index is already committed, so a file that cannot be
 // written is a warning, not a failed sync.
-func (s *Service) refreshGovernance(gov governance, c *store.Corpus, before, sections int, rebuild bool, took time.Duration) []protocol.CorpusWarning {
+func (s *Service) refreshGovernance(gov governance, c *store.CorpusRow, before, sections int, rebuild bool, took time.Duration) []protocol.CorpusWarning {
 	var out []protocol.CorpusWarning
 	have, err := gov.read(onboardingName)
 	if err == nil && (before != sections || have == nil) {
@@ -249,7 +249,7 @@ func notUTF8(rel string, err error) error {
 // planLog diffs a log against its stored sections. Canonical numbers are
 // the order of appearance (seed 004); a section's key is its canonical
 // number, so an appended section is an insert and nothing else changes.
-func (s *Service) planLog(c *store.Corpus, refs map[string]store.ChunkRef, rebuild bool) (*plan, error) {
+func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild bool) (*plan, error) {
 	data, err := s.readSource(c.Path)
 	if err != nil {
 		return nil, err
@@ -395,7 +395,7 @@ func nonNil(v []string) []string {
 // planFolder diffs a folder's markdown files against their stored chunks.
 // A file that cannot be read as UTF-8 markdown is reported and keeps the
 // rows it had; a file that is gone loses its rows.
-func (s *Service) planFolder(c *store.Corpus, refs map[string]map[string]store.ChunkRef, rebuild bool) (*plan, error) {
+func (s *Service) planFolder(c *store.CorpusRow, refs map[string]map[string]store.ChunkRef, rebuild bool) (*plan, error) {
 	files, err := s.listMarkdown(c.Path)
 	if err != nil {
 		return nil, err

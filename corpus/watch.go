@@ -31,7 +31,7 @@ type watcher struct {
 // watch starts the corpus's watcher unless it runs already. A watcher that
 // cannot start is reported in corpus/status, not as an error of
 // corpus/open: the index is still served, just not kept current.
-func (s *Service) watch(c *store.Corpus) {
+func (s *Service) watch(c *store.CorpusRow) {
 	st := s.state(c.ID)
 	s.mu.Lock()
 	if st.watcher != nil || s.closed {
@@ -96,7 +96,7 @@ func (s *Service) setWatchErr(st *state, err error) {
 	st.watchErr = err.Error()
 }
 
-func (s *Service) watchLoop(ctx context.Context, w *watcher, c *store.Corpus, st *state, match func(string) bool, abs string) {
+func (s *Service) watchLoop(ctx context.Context, w *watcher, c *store.CorpusRow, st *state, match func(string) bool, abs string) {
 	defer close(w.done)
 	defer w.fw.Close()
 	timer := time.NewTimer(time.Hour)
@@ -146,7 +146,7 @@ func (s *Service) watchLoop(ctx context.Context, w *watcher, c *store.Corpus, st
 
 // watchSync runs a sync for the watcher and records a missing source as
 // the watcher's state; the index keeps the last good sync.
-func (s *Service) watchSync(ctx context.Context, c *store.Corpus, st *state) {
+func (s *Service) watchSync(ctx context.Context, c *store.CorpusRow, st *state) {
 	res, err := s.Sync(ctx, c.ID)
 	switch {
 	case err == nil:
@@ -164,8 +164,8 @@ func (s *Service) watchSync(ctx context.Context, c *store.Corpus, st *state) {
 	}
 }
 
-func (s *Service) hasStale(ctx context.Context, c *store.Corpus, st *state) bool {
-	db, err := s.cfg.DB(ctx)
+func (s *Service) hasStale(ctx context.Context, c *store.CorpusRow, st *state) bool {
+	db, err := s.store(ctx)
 	if err != nil {
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 
 // Corpus is one registered corpus source (seed 004): a markdown log
 // ("log") or a folder of markdown documents ("folder").
-type Corpus struct {
+type CorpusRow struct {
 	ID         string
 	Path       string // workspace-relative, slash-separated
 	Kind       string // "log" or "folder"
@@ -115,7 +115,7 @@ func errNoCorpus(id string) error {
 
 // OpenCorpus registers the source at path and returns it; the same path
 // gives the same corpus (and id) again, so corpus/open is idempotent.
-func (s *DB) OpenCorpus(ctx context.Context, id, path, kind string) (*Corpus, error) {
+func (s *Corpus) OpenCorpus(ctx context.Context, id, path, kind string) (*CorpusRow, error) {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `INSERT INTO corpora (corpus_id, path, kind, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (path) DO NOTHING`,
 			id, path, kind, now())
@@ -128,11 +128,11 @@ func (s *DB) OpenCorpus(ctx context.Context, id, path, kind string) (*Corpus, er
 	if err := s.db.QueryRowContext(ctx, `SELECT corpus_id FROM corpora WHERE path = ?`, path).Scan(&cid); err != nil {
 		return nil, internal(err, "open corpus")
 	}
-	return s.Corpus(ctx, cid)
+	return s.Get(ctx, cid)
 }
 
 // Corpus returns one corpus. errs.NotFound if there is none.
-func (s *DB) Corpus(ctx context.Context, id string) (*Corpus, error) {
+func (s *Corpus) Get(ctx context.Context, id string) (*CorpusRow, error) {
 	rows, err := s.db.QueryContext(ctx, corpusSelect+` WHERE corpus_id = ?`, id)
 	if err != nil {
 		return nil, internal(err, "corpus")
@@ -148,7 +148,7 @@ func (s *DB) Corpus(ctx context.Context, id string) (*Corpus, error) {
 }
 
 // Corpora returns every registered corpus, in id order.
-func (s *DB) Corpora(ctx context.Context) ([]*Corpus, error) {
+func (s *Corpus) Corpora(ctx context.Context) ([]*CorpusRow, error) {
 	rows, err := s.db.QueryContext(ctx, corpusSelect+` ORDER BY corpus_id`)
 	if err != nil {
 		return nil, internal(err, "corpora")
@@ -159,11 +159,11 @@ func (s *DB) Corpora(ctx context.Context) ([]*Corpus, error) {
 const corpusSelect = `SELECT corpus_id, path, kind, created_at, COALESCE(last_sync_at, ''), COALESCE(source_hash, ''), COALESCE(source_size, 0),
 	report, COALESCE(embedding_model, ''), COALESCE(embedding_model_version, ''), embedding_version FROM corpora`
 
-func scanCorpora(rows *sql.Rows) ([]*Corpus, error) {
+func scanCorpora(rows *sql.Rows) ([]*CorpusRow, error) {
 	defer rows.Close()
-	var out []*Corpus
+	var out []*CorpusRow
 	for rows.Next() {
-		var c Corpus
+		var c CorpusRow
 		var created, synced string
 		if err := rows.Scan(&c.ID, &c.Path, &c.Kind, &created, &synced, &c.SourceHash, &c.SourceSize, &c.Report,
 			&c.EmbeddingModel, &c.EmbeddingModelVersion, &c.EmbeddingVersion); err != nil {
@@ -196,7 +196,7 @@ type ChunkRef struct {
 
 // ChunkRefs returns the stored chunks of a corpus keyed by doc path, then
 // chunk key.
-func (s *DB) ChunkRefs(ctx context.Context, corpusID string) (map[string]map[string]ChunkRef, error) {
+func (s *Corpus) ChunkRefs(ctx context.Context, corpusID string) (map[string]map[string]ChunkRef, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, doc_path, chunk_key, content_hash, body_hash, vec_dims IS NOT NULL,
 		start_offset, end_offset, body_offset, line FROM corpus_chunks WHERE corpus_id = ?`, corpusID)
 	if err != nil {
@@ -224,7 +224,7 @@ func (s *DB) ChunkRefs(ctx context.Context, corpusID string) (map[string]map[str
 // ApplySync makes one sync's changes durable in one SQL transaction: the
 // chunk rows, their FTS5 rows, their vectors (when given) and the corpus's
 // sync record. It returns the ids of the upserted chunks, in order.
-func (s *DB) ApplySync(ctx context.Context, corpusID string, u SyncUpdate) ([]int64, error) {
+func (s *Corpus) ApplySync(ctx context.Context, corpusID string, u SyncUpdate) ([]int64, error) {
 	if u.Vectors != nil && len(u.Vectors) != len(u.Upsert) {
 		return nil, errs.New(errs.Internal, nil, "kernel.db: %d vectors for %d chunks", len(u.Vectors), len(u.Upsert))
 	}
@@ -280,7 +280,7 @@ func (s *DB) ApplySync(ctx context.Context, corpusID string, u SyncUpdate) ([]in
 // PutVectors stores vectors for existing chunks (a re-embed of stale rows)
 // in one SQL transaction, and records the model on the corpus. A chunk that
 // is gone by now is skipped.
-func (s *DB) PutVectors(ctx context.Context, corpusID string, m Model, vs []Vector) error {
+func (s *Corpus) PutVectors(ctx context.Context, corpusID string, m Model, vs []Vector) error {
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		if err := requireCorpus(ctx, t, corpusID); err != nil {
 			return err
@@ -311,7 +311,7 @@ func (s *DB) PutVectors(ctx context.Context, corpusID string, m Model, vs []Vect
 
 // Stale returns up to limit chunks (id and body) of a corpus whose vector
 // is missing or was made by another model version than modelVersion.
-func (s *DB) Stale(ctx context.Context, corpusID, modelVersion string, limit int) ([]Chunk, error) {
+func (s *Corpus) Stale(ctx context.Context, corpusID, modelVersion string, limit int) ([]Chunk, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM corpus_chunks WHERE corpus_id = ? AND (embedding_model_version IS NULL OR embedding_model_version != ?) ORDER BY id LIMIT ?`,
 		corpusID, modelVersion, limit)
 	if err != nil {
@@ -331,7 +331,7 @@ func (s *DB) Stale(ctx context.Context, corpusID, modelVersion string, limit int
 
 // Bodies returns the body of every chunk of a corpus in id order: the
 // training text of the built-in embedder.
-func (s *DB) Bodies(ctx context.Context, corpusID string) ([]string, error) {
+func (s *Corpus) Bodies(ctx context.Context, corpusID string) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT body FROM corpus_chunks WHERE corpus_id = ? ORDER BY id`, corpusID)
 	if err != nil {
 		return nil, internal(err, "bodies")
@@ -350,7 +350,7 @@ func (s *DB) Bodies(ctx context.Context, corpusID string) ([]string, error) {
 
 // CorpusModel returns the trained built-in model stored with a corpus, or
 // nil when there is none.
-func (s *DB) CorpusModel(ctx context.Context, corpusID string) (version string, blob []byte, err error) {
+func (s *Corpus) CorpusModel(ctx context.Context, corpusID string) (version string, blob []byte, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT model_version, model FROM corpus_models WHERE corpus_id = ?`, corpusID).Scan(&version, &blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, nil
@@ -371,7 +371,7 @@ type CorpusCounts struct {
 }
 
 // Counts returns a corpus's counts; modelVersion decides what is stale.
-func (s *DB) Counts(ctx context.Context, corpusID, modelVersion string) (CorpusCounts, error) {
+func (s *Corpus) Counts(ctx context.Context, corpusID, modelVersion string) (CorpusCounts, error) {
 	var c CorpusCounts
 	err := s.db.QueryRowContext(ctx, `SELECT count(canonical_section_number), count(*),
 		COALESCE(sum(embedding_model_version IS NULL OR embedding_model_version != ?), 0),
@@ -388,7 +388,7 @@ func (s *DB) Counts(ctx context.Context, corpusID, modelVersion string) (CorpusC
 // modelVersion. It reads the (corpus_id, embedding_model_version) index by
 // ranges that skip the current version, so its cost is the stale rows',
 // not the corpus's.
-func (s *DB) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
+func (s *Corpus) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version IS NULL) +
@@ -404,7 +404,7 @@ func (s *DB) StaleCount(ctx context.Context, corpusID, modelVersion string) (int
 // of a log in canonical order; with from > 0, n sections starting at
 // canonical number from. A folder corpus (no section numbers) gives its
 // last n chunks in path and offset order.
-func (s *DB) Tail(ctx context.Context, corpusID string, n, from int) ([]*Chunk, error) {
+func (s *Corpus) Tail(ctx context.Context, corpusID string, n, from int) ([]*Chunk, error) {
 	var q string
 	var args []any
 	switch {
@@ -425,7 +425,7 @@ func (s *DB) Tail(ctx context.Context, corpusID string, n, from int) ([]*Chunk, 
 
 // Section returns a log's section by canonical number. errs.NotFound if
 // there is none.
-func (s *DB) Section(ctx context.Context, corpusID string, canonical int) (*Chunk, error) {
+func (s *Corpus) Section(ctx context.Context, corpusID string, canonical int) (*Chunk, error) {
 	rows, err := s.db.QueryContext(ctx, chunkSelect+` WHERE c.corpus_id = ? AND c.canonical_section_number = ?`, corpusID, canonical)
 	if err != nil {
 		return nil, internal(err, "section")
@@ -442,7 +442,7 @@ func (s *DB) Section(ctx context.Context, corpusID string, canonical int) (*Chun
 
 // Collisions returns a log's sections whose filed number differs from the
 // canonical one, in canonical order.
-func (s *DB) Collisions(ctx context.Context, corpusID string) ([]*Chunk, error) {
+func (s *Corpus) Collisions(ctx context.Context, corpusID string) ([]*Chunk, error) {
 	rows, err := s.db.QueryContext(ctx, chunkSelect+` WHERE c.corpus_id = ? AND c.collision = 1 ORDER BY c.canonical_section_number`, corpusID)
 	if err != nil {
 		return nil, internal(err, "collisions")
@@ -451,7 +451,7 @@ func (s *DB) Collisions(ctx context.Context, corpusID string) ([]*Chunk, error) 
 }
 
 // ChunksByID returns chunks by id; ids that are gone are absent.
-func (s *DB) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk, error) {
+func (s *Corpus) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk, error) {
 	out := map[int64]*Chunk{}
 	for start := 0; start < len(ids); start += 500 {
 		part := ids[start:min(start+500, len(ids))]

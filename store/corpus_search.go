@@ -20,7 +20,7 @@ import (
 // it (little-endian float32), keyed by chunk id: what the authority-
 // isolation gate compares byte for byte, and the input of the brute-force
 // floor benchmark.
-func (s *DB) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[int64][]byte, error) {
+func (s *Corpus) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[int64][]byte, error) {
 	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok {
 		return map[int64][]byte{}, err
 	}
@@ -44,7 +44,7 @@ func (s *DB) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[in
 // VectorsByID returns the stored vectors of the given rows (dims long),
 // keyed by row id; rows without a vector are absent. It reads one row at
 // a time by rowid, vec0's point lookup: it is meant for a handful of rows.
-func (s *DB) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
+func (s *Corpus) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
 	out := map[int64][]float32{}
 	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok || len(ids) == 0 {
 		return out, err
@@ -147,7 +147,7 @@ func (f Filter) where() (string, []any) {
 // SearchKeyword ranks a corpus's rows by FTS5 BM25 for the MATCH
 // expression match (title weighted wTitle, body 1) under the filter, best
 // first, at most k.
-func (s *DB) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]Scored, error) {
+func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]Scored, error) {
 	where, args := f.where()
 	q := `SELECT c.id, -bm25(corpus_fts, ?, 1.0) AS score FROM corpus_fts JOIN corpus_chunks c ON c.id = corpus_fts.rowid
 		WHERE corpus_fts MATCH ? AND c.corpus_id = ?` + where + ` ORDER BY bm25(corpus_fts, ?, 1.0) LIMIT ?`
@@ -167,7 +167,7 @@ func (s *DB) SearchKeyword(ctx context.Context, corpusID, match string, f Filter
 // zero), so cosine distance is d²/2 and the order is the same.
 // With a filter, the matching row ids are passed to the KNN query as
 // `rowid IN (...)`, so k matching rows come back whenever k exist.
-func (s *DB) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]Scored, error) {
+func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]Scored, error) {
 	dims := len(q)
 	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok {
 		return nil, err

@@ -388,12 +388,12 @@ func vectors(t testing.TB, dataDir, corpusID string) map[int64][]byte {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c, err := db.Corpus(context.Background(), corpusID)
+	c, err := db.Corpus().Get(context.Background(), corpusID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = c
-	v, err := db.VectorBlobs(context.Background(), corpusID, 256)
+	v, err := db.Corpus().VectorBlobs(context.Background(), corpusID, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
