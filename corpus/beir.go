@@ -193,8 +193,10 @@ func (s *Service) Evaluate(ctx context.Context, corpusID, mode string, queries m
 	if run != nil {
 		w = bufio.NewWriter(run)
 	}
+	// The evaluator is a resident caller: it runs in the kernel's process.
+	ctx = protocol.WithSession(ctx, protocol.Session{Caller: protocol.CallerResident})
 	for _, q := range qids {
-		hits, err := s.SearchTuned(ctx, &protocol.CorpusSearchParams{CorpusID: corpusID, Query: protocol.TextQuery(queries[q]), K: &k, Mode: mode}, protocol.CallerResident, t)
+		hits, err := s.SearchTuned(ctx, &protocol.CorpusSearchParams{CorpusID: corpusID, Query: protocol.TextQuery(queries[q]), K: &k, Mode: mode}, t)
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", q, err)
 		}

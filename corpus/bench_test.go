@@ -37,7 +37,7 @@ func BenchmarkRebuild(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				if _, err := s.Rebuild(ctx, info.CorpusID, nil); err != nil {
+				if _, err := s.Rebuild(ctx, &protocol.CorpusRebuildParams{CorpusID: info.CorpusID}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -144,7 +144,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Run("mode="+mode, func(b *testing.B) {
 			k := 10
 			for i := range b.N {
-				_, err := searchCorpus.svc.Search(ctx, &protocol.CorpusSearchParams{CorpusID: searchCorpus.id, Query: protocol.TextQuery(benchQueries[i%len(benchQueries)]), K: &k, Mode: mode}, "resident")
+				_, err := searchCorpus.svc.Search(ctx, &protocol.CorpusSearchParams{CorpusID: searchCorpus.id, Query: protocol.TextQuery(benchQueries[i%len(benchQueries)]), K: &k, Mode: mode})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -235,7 +235,7 @@ func BenchmarkSaveToSearchable(b *testing.B) {
 		f.Close()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			res, err := s.Search(ctx, &protocol.CorpusSearchParams{CorpusID: info.CorpusID, Query: protocol.TextQuery(word), K: &k, Mode: "keyword"}, "resident")
+			res, err := s.Search(ctx, &protocol.CorpusSearchParams{CorpusID: info.CorpusID, Query: protocol.TextQuery(word), K: &k, Mode: "keyword"})
 			if err != nil {
 				b.Fatal(err)
 			}

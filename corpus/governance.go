@@ -337,8 +337,8 @@ func ReadSectionCount(path string) (int, error) {
 
 // Collisions returns a log's current collisions and every line of its
 // collision.log (corpus/collisions).
-func (s *Service) Collisions(ctx context.Context, id string) (*protocol.CorpusCollisions, error) {
-	db, c, _, err := s.corpus(ctx, id)
+func (s *Service) Collisions(ctx context.Context, p *protocol.CorpusParams) (*protocol.CorpusCollisions, error) {
+	db, c, _, err := s.corpus(ctx, p.CorpusID)
 	if err != nil {
 		return nil, err
 	}

@@ -22,8 +22,9 @@ const (
 	excerptLen  = 280
 )
 
-// Tail answers seed 004's linear_tail (corpus/tail).
-func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams, caller string) (*protocol.CorpusHits, error) {
+// Tail answers seed 004's linear_tail (corpus/tail). The answer names the
+// session's caller kind (protocol.SessionOf).
+func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams) (*protocol.CorpusHits, error) {
 	db, c, _, err := s.corpus(ctx, p.CorpusID)
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams, caller
 	if err != nil {
 		return nil, err
 	}
-	out := &protocol.CorpusHits{CorpusID: c.ID, Route: protocol.WhyTail, Caller: caller, Hits: []protocol.Hit{}}
+	out := &protocol.CorpusHits{CorpusID: c.ID, Route: protocol.WhyTail, Caller: protocol.SessionOf(ctx).CallerKind(), Hits: []protocol.Hit{}}
 	for i, r := range rows {
 		out.Hits = append(out.Hits, hit(c.ID, r, i+1, 0, protocol.WhyTail))
 	}
@@ -52,8 +53,8 @@ func (s *Service) Tail(ctx context.Context, p *protocol.CorpusTailParams, caller
 
 // Query is the default route (corpus/query): always linear_tail. A query
 // text is not searched; the answer says how to opt in.
-func (s *Service) Query(ctx context.Context, p *protocol.CorpusQueryParams, caller string) (*protocol.CorpusHits, error) {
-	out, err := s.Tail(ctx, &protocol.CorpusTailParams{CorpusID: p.CorpusID, N: p.N, FromSection: p.FromSection}, caller)
+func (s *Service) Query(ctx context.Context, p *protocol.CorpusQueryParams) (*protocol.CorpusHits, error) {
+	out, err := s.Tail(ctx, &protocol.CorpusTailParams{CorpusID: p.CorpusID, N: p.N, FromSection: p.FromSection})
 	if err != nil {
 		return nil, err
 	}
@@ -84,12 +85,12 @@ func (s *Service) Section(ctx context.Context, p *protocol.CorpusSectionParams) 
 // the caller names: keyword (FTS5 BM25), semantic (sqlite-vec cosine KNN)
 // or hybrid (both, fused by reciprocal rank fusion, never by adding raw
 // scores). Filters are predicates inside each ranking query.
-func (s *Service) Search(ctx context.Context, p *protocol.CorpusSearchParams, caller string) (*protocol.CorpusHits, error) {
-	return s.SearchTuned(ctx, p, caller, search.DefaultTuning)
+func (s *Service) Search(ctx context.Context, p *protocol.CorpusSearchParams) (*protocol.CorpusHits, error) {
+	return s.SearchTuned(ctx, p, search.DefaultTuning)
 }
 
 // SearchTuned is Search with explicit tuning (the BEIR evaluator's).
-func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParams, caller string, t search.Tuning) (*protocol.CorpusHits, error) {
+func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParams, t search.Tuning) (*protocol.CorpusHits, error) {
 	db, c, st, err := s.corpus(ctx, p.CorpusID)
 	if err != nil {
 		return nil, err
@@ -131,7 +132,7 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 			}
 		}
 	}
-	out := &protocol.CorpusHits{CorpusID: c.ID, Route: p.Mode, Caller: caller, Hits: []protocol.Hit{}}
+	out := &protocol.CorpusHits{CorpusID: c.ID, Route: p.Mode, Caller: protocol.SessionOf(ctx).CallerKind(), Hits: []protocol.Hit{}}
 	if p.Mode != protocol.SearchKeyword {
 		e, err := s.queryEmbedder(ctx, db, c, st)
 		if err != nil {

@@ -155,7 +155,7 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 		return nil, err
 	}
 	info := &protocol.CorpusInfo{CorpusID: c.ID, Path: c.Path, Kind: c.Kind, Created: c.LastSyncAt.IsZero()}
-	res, err := s.Sync(ctx, c.ID)
+	res, err := s.sync(ctx, c.ID, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +232,8 @@ func (s *Service) corpus(ctx context.Context, id string) (*store.Corpus, *store.
 
 // Status returns a corpus's counts, embedder, last sync and watcher state
 // (corpus/status).
-func (s *Service) Status(ctx context.Context, id string) (*protocol.CorpusStatus, error) {
-	db, c, st, err := s.corpus(ctx, id)
+func (s *Service) Status(ctx context.Context, p *protocol.CorpusParams) (*protocol.CorpusStatus, error) {
+	db, c, st, err := s.corpus(ctx, p.CorpusID)
 	if err != nil {
 		return nil, err
 	}

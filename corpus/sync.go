@@ -42,16 +42,22 @@ type plan struct {
 // a model change are re-embedded. Errors leave the index as it was: a
 // missing source (errs.NotFound, data.reason "source-missing") or a file
 // that is not UTF-8 (errs.Invalid, data.reason "not-utf8", data.offset).
-func (s *Service) Sync(ctx context.Context, id string) (*protocol.CorpusSyncResult, error) {
-	return s.sync(ctx, id, false, nil)
+func (s *Service) Sync(ctx context.Context, p *protocol.CorpusParams) (*protocol.CorpusSyncResult, error) {
+	return s.sync(ctx, p.CorpusID, false, nil)
 }
 
 // Rebuild re-indexes a corpus from scratch in one SQL transaction
 // (corpus/rebuild): every row is re-parsed, the built-in embedder is
-// retrained on the corpus, and every body is re-embedded. progress, when
-// not nil, receives LSP work-done progress values (begin, report, end).
-func (s *Service) Rebuild(ctx context.Context, id string, progress func(protocol.ProgressValue)) (*protocol.CorpusSyncResult, error) {
-	return s.sync(ctx, id, true, progress)
+// retrained on the corpus, and every body is re-embedded. The session's
+// $/progress (protocol.SessionOf) receives LSP work-done progress values
+// (begin, report, end) under p.WorkDoneToken, which the result echoes.
+func (s *Service) Rebuild(ctx context.Context, p *protocol.CorpusRebuildParams) (*protocol.CorpusSyncResult, error) {
+	token, progress := protocol.SessionOf(ctx).BeginProgress(p.WorkDoneToken, protocol.MethodCorpusRebuild)
+	res, err := s.sync(ctx, p.CorpusID, true, progress)
+	if res != nil {
+		res.WorkDoneToken = token
+	}
+	return res, err
 }
 
 func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress func(protocol.ProgressValue)) (*protocol.CorpusSyncResult, error) {

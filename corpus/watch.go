@@ -147,7 +147,7 @@ func (s *Service) watchLoop(ctx context.Context, w *watcher, c *store.CorpusRow,
 // watchSync runs a sync for the watcher and records a missing source as
 // the watcher's state; the index keeps the last good sync.
 func (s *Service) watchSync(ctx context.Context, c *store.CorpusRow, st *state) {
-	res, err := s.Sync(ctx, c.ID)
+	res, err := s.sync(ctx, c.ID, false, nil)
 	switch {
 	case err == nil:
 		s.setWatchErr(st, nil)

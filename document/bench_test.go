@@ -142,7 +142,7 @@ func BenchmarkRevisions(b *testing.B) {
 		seedLog(b, bb.path, "d", n)
 		b.Run(fmt.Sprintf("op=get/revisions=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := bb.svc.Get(ctx, "d"); err != nil {
+				if _, err := bb.svc.Get(ctx, &protocol.DocParams{DocID: "d"}); err != nil {
 					b.Fatal(err)
 				}
 			}

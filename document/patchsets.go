@@ -162,7 +162,8 @@ func (s *Service) settle(ctx context.Context, row *store.PatchSetRow) error {
 // 003 "Rendering Requirements"): every added, modified and removed item in
 // its original position, and the full end state. A PatchSet whose recipe
 // moved on is expired (errs.Stale).
-func (s *Service) ReviewPatchSet(ctx context.Context, id string) (*recipe.ReviewResult, error) {
+func (s *Service) ReviewPatchSet(ctx context.Context, p *protocol.PatchSetParams) (*recipe.ReviewResult, error) {
+	id := p.PatchSetID
 	db, err := s.t.store(ctx)
 	if err != nil {
 		return nil, err
@@ -304,7 +305,8 @@ func (s *Service) decided(ctx context.Context, row *store.PatchSetRow) (*protoco
 // carried it succeeded, and says so with patchset/context_ack. A PatchSet
 // a crash left pending after its apply is settled first, so its decision
 // is not missed.
-func (s *Service) PatchSetContext(ctx context.Context, docID string) (*protocol.PatchSetContextResult, error) {
+func (s *Service) PatchSetContext(ctx context.Context, p *protocol.DocParams) (*protocol.PatchSetContextResult, error) {
+	docID := p.DocID
 	db, err := s.t.store(ctx)
 	if err != nil {
 		return nil, err

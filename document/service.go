@@ -92,7 +92,8 @@ func docResult(d *store.Document) *protocol.DocResult {
 }
 
 // Get returns a document's current revision and content (doc/get).
-func (s *Service) Get(ctx context.Context, docID string) (*protocol.DocResult, error) {
+func (s *Service) Get(ctx context.Context, p *protocol.DocParams) (*protocol.DocResult, error) {
+	docID := p.DocID
 	db, err := s.t.store(ctx)
 	if err != nil {
 		return nil, err
@@ -107,8 +108,10 @@ func (s *Service) Get(ctx context.Context, docID string) (*protocol.DocResult, e
 	return docResult(doc), nil
 }
 
-// Types lists the document types with their JSON Schemas (doc/types).
-func (s *Service) Types() *protocol.DocTypesResult {
+// Types lists the document types with their JSON Schemas (doc/types). It
+// takes no params and cannot fail; it has the handler shape of every
+// method.
+func (s *Service) Types(context.Context, *struct{}) (*protocol.DocTypesResult, error) {
 	var out protocol.DocTypesResult
 	for _, t := range jsondoc.Types() {
 		schema := t.Schema
@@ -117,11 +120,12 @@ func (s *Service) Types() *protocol.DocTypesResult {
 		}
 		out.Types = append(out.Types, protocol.DocType{Name: t.Name, Description: t.Description, Schema: schema})
 	}
-	return &out
+	return &out, nil
 }
 
 // Paths returns the canonical path map of a document (doc/paths).
-func (s *Service) Paths(ctx context.Context, docID string) (*protocol.DocPathsResult, error) {
+func (s *Service) Paths(ctx context.Context, p *protocol.DocParams) (*protocol.DocPathsResult, error) {
+	docID := p.DocID
 	db, err := s.t.store(ctx)
 	if err != nil {
 		return nil, err
@@ -409,7 +413,8 @@ func (s *Service) Log(ctx context.Context, p *protocol.PatchLogParams) (*protoco
 }
 
 // Proposed lists the envelopes validated in PROPOSED mode (patch/proposed).
-func (s *Service) Proposed(ctx context.Context, docID string) (*protocol.PatchProposedResult, error) {
+func (s *Service) Proposed(ctx context.Context, p *protocol.DocParams) (*protocol.PatchProposedResult, error) {
+	docID := p.DocID
 	db, err := s.t.store(ctx)
 	if err != nil {
 		return nil, err

@@ -299,16 +299,6 @@ func init() {
 	sort.Strings(requestMethods)
 }
 
-// caller is the caller kind declared at initialize (external by default).
-func (s *Server) caller() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.callerKind == "" {
-		return protocol.CallerExternal
-	}
-	return s.callerKind
-}
-
 // RequestMethods returns every request method the kernel answers, sorted.
 func RequestMethods() []string { return slices.Clone(requestMethods) }
 
@@ -474,7 +464,7 @@ func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) 
 	if ok, notServed := s.serves(m.service); !ok {
 		return nil, notServed
 	}
-	return m.handle(ctx, s, req.Params)
+	return m.handle(s.withSession(ctx), s, req.Params)
 }
 
 // reply writes a response straight to the stream, which restores the

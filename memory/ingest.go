@@ -36,16 +36,15 @@ const ingestBatch = 64
 // git work tree. An unchanged file makes no version. Binary, non-UTF-8 and
 // oversized files are skipped and reported. What ingest created is then
 // published: a promote transaction by the ingesting principal builds a
-// baseline holding it and moves the pointer. progress, when set, gets
-// $/progress values.
-func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams, progress func(protocol.ProgressValue)) (*protocol.IngestResult, error) {
+// baseline holding it and moves the pointer. The session's $/progress
+// (protocol.SessionOf) gets values under p.WorkDoneToken, which the result
+// echoes.
+func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protocol.IngestResult, error) {
 	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionIngest)
 	if err != nil {
 		return nil, err
 	}
-	if progress == nil {
-		progress = func(protocol.ProgressValue) {}
-	}
+	token, progress := protocol.SessionOf(ctx).BeginProgress(p.WorkDoneToken, protocol.MethodMemoryIngest)
 	dir, err := s.cleanDir(p.Path)
 	if err != nil {
 		return nil, err
@@ -69,7 +68,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams, progress
 	}
 	abs := filepath.Join(s.cfg.Workspace.Dir(), filepath.FromSlash(dir))
 	repo := gitInfo(ctx, abs)
-	out := &protocol.IngestResult{Scope: scope, SourceRepo: repo.sourceRepo, CommitSHA: repo.commit, Files: len(matches), Skipped: []protocol.IngestSkip{}}
+	out := &protocol.IngestResult{Scope: scope, SourceRepo: repo.sourceRepo, CommitSHA: repo.commit, Files: len(matches), Skipped: []protocol.IngestSkip{}, WorkDoneToken: token}
 	if repo.commit == nil {
 		out.Note = dir + " is not in a git work tree: commit_sha is null"
 		out.SourceRepo = dir
