@@ -116,7 +116,7 @@ func errNoCorpus(id string) error {
 // OpenCorpus registers the source at path and returns it; the same path
 // gives the same corpus (and id) again, so corpus/open is idempotent.
 func (s *Corpus) OpenCorpus(ctx context.Context, id, path, kind string) (*CorpusRow, error) {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `INSERT INTO corpora (corpus_id, path, kind, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (path) DO NOTHING`,
 			id, path, kind, now())
 		return err
@@ -125,7 +125,7 @@ func (s *Corpus) OpenCorpus(ctx context.Context, id, path, kind string) (*Corpus
 		return nil, internal(err, "open corpus")
 	}
 	var cid string
-	if err := s.db.QueryRowContext(ctx, `SELECT corpus_id FROM corpora WHERE path = ?`, path).Scan(&cid); err != nil {
+	if err := s.d.db.QueryRowContext(ctx, `SELECT corpus_id FROM corpora WHERE path = ?`, path).Scan(&cid); err != nil {
 		return nil, internal(err, "open corpus")
 	}
 	return s.Get(ctx, cid)
@@ -133,7 +133,7 @@ func (s *Corpus) OpenCorpus(ctx context.Context, id, path, kind string) (*Corpus
 
 // Corpus returns one corpus. errs.NotFound if there is none.
 func (s *Corpus) Get(ctx context.Context, id string) (*CorpusRow, error) {
-	rows, err := s.db.QueryContext(ctx, corpusSelect+` WHERE corpus_id = ?`, id)
+	rows, err := s.d.db.QueryContext(ctx, corpusSelect+` WHERE corpus_id = ?`, id)
 	if err != nil {
 		return nil, internal(err, "corpus")
 	}
@@ -149,7 +149,7 @@ func (s *Corpus) Get(ctx context.Context, id string) (*CorpusRow, error) {
 
 // Corpora returns every registered corpus, in id order.
 func (s *Corpus) Corpora(ctx context.Context) ([]*CorpusRow, error) {
-	rows, err := s.db.QueryContext(ctx, corpusSelect+` ORDER BY corpus_id`)
+	rows, err := s.d.db.QueryContext(ctx, corpusSelect+` ORDER BY corpus_id`)
 	if err != nil {
 		return nil, internal(err, "corpora")
 	}
@@ -197,7 +197,7 @@ type ChunkRef struct {
 // ChunkRefs returns the stored chunks of a corpus keyed by doc path, then
 // chunk key.
 func (s *Corpus) ChunkRefs(ctx context.Context, corpusID string) (map[string]map[string]ChunkRef, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, doc_path, chunk_key, content_hash, body_hash, vec_dims IS NOT NULL,
+	rows, err := s.d.db.QueryContext(ctx, `SELECT id, doc_path, chunk_key, content_hash, body_hash, vec_dims IS NOT NULL,
 		start_offset, end_offset, body_offset, line FROM corpus_chunks WHERE corpus_id = ?`, corpusID)
 	if err != nil {
 		return nil, internal(err, "chunk refs")
@@ -229,7 +229,7 @@ func (s *Corpus) ApplySync(ctx context.Context, corpusID string, u SyncUpdate) (
 		return nil, errs.New(errs.Internal, nil, "kernel.db: %d vectors for %d chunks", len(u.Vectors), len(u.Upsert))
 	}
 	ids := make([]int64, len(u.Upsert))
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		if err := requireCorpus(ctx, t, corpusID); err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (s *Corpus) ApplySync(ctx context.Context, corpusID string, u SyncUpdate) (
 // in one SQL transaction, and records the model on the corpus. A chunk that
 // is gone by now is skipped.
 func (s *Corpus) PutVectors(ctx context.Context, corpusID string, m Model, vs []Vector) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		if err := requireCorpus(ctx, t, corpusID); err != nil {
 			return err
 		}
@@ -312,7 +312,7 @@ func (s *Corpus) PutVectors(ctx context.Context, corpusID string, m Model, vs []
 // Stale returns up to limit chunks (id and body) of a corpus whose vector
 // is missing or was made by another model version than modelVersion.
 func (s *Corpus) Stale(ctx context.Context, corpusID, modelVersion string, limit int) ([]Chunk, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM corpus_chunks WHERE corpus_id = ? AND (embedding_model_version IS NULL OR embedding_model_version != ?) ORDER BY id LIMIT ?`,
+	rows, err := s.d.db.QueryContext(ctx, `SELECT id, body FROM corpus_chunks WHERE corpus_id = ? AND (embedding_model_version IS NULL OR embedding_model_version != ?) ORDER BY id LIMIT ?`,
 		corpusID, modelVersion, limit)
 	if err != nil {
 		return nil, internal(err, "stale chunks")
@@ -332,7 +332,7 @@ func (s *Corpus) Stale(ctx context.Context, corpusID, modelVersion string, limit
 // Bodies returns the body of every chunk of a corpus in id order: the
 // training text of the built-in embedder.
 func (s *Corpus) Bodies(ctx context.Context, corpusID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT body FROM corpus_chunks WHERE corpus_id = ? ORDER BY id`, corpusID)
+	rows, err := s.d.db.QueryContext(ctx, `SELECT body FROM corpus_chunks WHERE corpus_id = ? ORDER BY id`, corpusID)
 	if err != nil {
 		return nil, internal(err, "bodies")
 	}
@@ -351,7 +351,7 @@ func (s *Corpus) Bodies(ctx context.Context, corpusID string) ([]string, error) 
 // CorpusModel returns the trained built-in model stored with a corpus, or
 // nil when there is none.
 func (s *Corpus) CorpusModel(ctx context.Context, corpusID string) (version string, blob []byte, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT model_version, model FROM corpus_models WHERE corpus_id = ?`, corpusID).Scan(&version, &blob)
+	err = s.d.db.QueryRowContext(ctx, `SELECT model_version, model FROM corpus_models WHERE corpus_id = ?`, corpusID).Scan(&version, &blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, nil
 	}
@@ -373,7 +373,7 @@ type CorpusCounts struct {
 // Counts returns a corpus's counts; modelVersion decides what is stale.
 func (s *Corpus) Counts(ctx context.Context, corpusID, modelVersion string) (CorpusCounts, error) {
 	var c CorpusCounts
-	err := s.db.QueryRowContext(ctx, `SELECT count(canonical_section_number), count(*),
+	err := s.d.db.QueryRowContext(ctx, `SELECT count(canonical_section_number), count(*),
 		COALESCE(sum(embedding_model_version IS NULL OR embedding_model_version != ?), 0),
 		count(DISTINCT doc_path), COALESCE(sum(collision), 0)
 		FROM corpus_chunks WHERE corpus_id = ?`, modelVersion, corpusID).Scan(&c.Sections, &c.Chunks, &c.Stale, &c.Documents, &c.Collisions)
@@ -390,7 +390,7 @@ func (s *Corpus) Counts(ctx context.Context, corpusID, modelVersion string) (Cor
 // not the corpus's.
 func (s *Corpus) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT
+	err := s.d.db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version IS NULL) +
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version < ?2) +
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version > ?2)`, corpusID, modelVersion).Scan(&n)
@@ -416,7 +416,7 @@ func (s *Corpus) Tail(ctx context.Context, corpusID string, n, from int) ([]*Chu
 			ORDER BY canonical_section_number, doc_path_sort, start_sort`
 		args = []any{corpusID, n}
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, internal(err, "tail")
 	}
@@ -426,7 +426,7 @@ func (s *Corpus) Tail(ctx context.Context, corpusID string, n, from int) ([]*Chu
 // Section returns a log's section by canonical number. errs.NotFound if
 // there is none.
 func (s *Corpus) Section(ctx context.Context, corpusID string, canonical int) (*Chunk, error) {
-	rows, err := s.db.QueryContext(ctx, chunkSelect+` WHERE c.corpus_id = ? AND c.canonical_section_number = ?`, corpusID, canonical)
+	rows, err := s.d.db.QueryContext(ctx, chunkSelect+` WHERE c.corpus_id = ? AND c.canonical_section_number = ?`, corpusID, canonical)
 	if err != nil {
 		return nil, internal(err, "section")
 	}
@@ -443,7 +443,7 @@ func (s *Corpus) Section(ctx context.Context, corpusID string, canonical int) (*
 // Collisions returns a log's sections whose filed number differs from the
 // canonical one, in canonical order.
 func (s *Corpus) Collisions(ctx context.Context, corpusID string) ([]*Chunk, error) {
-	rows, err := s.db.QueryContext(ctx, chunkSelect+` WHERE c.corpus_id = ? AND c.collision = 1 ORDER BY c.canonical_section_number`, corpusID)
+	rows, err := s.d.db.QueryContext(ctx, chunkSelect+` WHERE c.corpus_id = ? AND c.collision = 1 ORDER BY c.canonical_section_number`, corpusID)
 	if err != nil {
 		return nil, internal(err, "collisions")
 	}
@@ -455,7 +455,7 @@ func (s *Corpus) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk,
 	out := map[int64]*Chunk{}
 	for start := 0; start < len(ids); start += 500 {
 		part := ids[start:min(start+500, len(ids))]
-		rows, err := s.db.QueryContext(ctx, chunkSelect+` WHERE c.id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
+		rows, err := s.d.db.QueryContext(ctx, chunkSelect+` WHERE c.id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
 		if err != nil {
 			return nil, internal(err, "chunks by id")
 		}

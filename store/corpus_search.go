@@ -21,10 +21,10 @@ import (
 // isolation gate compares byte for byte, and the input of the brute-force
 // floor benchmark.
 func (s *Corpus) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[int64][]byte, error) {
-	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok {
+	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok {
 		return map[int64][]byte{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE corpus_id = ?`, vecTable(dims)), corpusID)
+	rows, err := s.d.db.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE corpus_id = ?`, vecTable(dims)), corpusID)
 	if err != nil {
 		return nil, internal(err, "vectors")
 	}
@@ -46,13 +46,13 @@ func (s *Corpus) VectorBlobs(ctx context.Context, corpusID string, dims int) (ma
 // a time by rowid, vec0's point lookup: it is meant for a handful of rows.
 func (s *Corpus) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
 	out := map[int64][]float32{}
-	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok || len(ids) == 0 {
+	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok || len(ids) == 0 {
 		return out, err
 	}
 	q := fmt.Sprintf(`SELECT embedding FROM %s WHERE rowid = ?`, vecTable(dims))
 	for _, id := range ids {
 		var b []byte
-		err := s.db.QueryRowContext(ctx, q, id).Scan(&b)
+		err := s.d.db.QueryRowContext(ctx, q, id).Scan(&b)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -153,7 +153,7 @@ func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Fi
 		WHERE corpus_fts MATCH ? AND c.corpus_id = ?` + where + ` ORDER BY bm25(corpus_fts, ?, 1.0) LIMIT ?`
 	all := append([]any{wTitle, match, corpusID}, args...)
 	all = append(all, wTitle, k)
-	rows, err := s.db.QueryContext(ctx, q, all...)
+	rows, err := s.d.db.QueryContext(ctx, q, all...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q", match)
 	}
@@ -169,7 +169,7 @@ func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Fi
 // `rowid IN (...)`, so k matching rows come back whenever k exist.
 func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]Scored, error) {
 	dims := len(q)
-	if ok, err := s.vecTableExists(ctx, dims); err != nil || !ok {
+	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok {
 		return nil, err
 	}
 	where, args := f.where()
@@ -180,7 +180,7 @@ func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32,
 		all = append(all, corpusID)
 		all = append(all, args...)
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY distance`, all...)
+	rows, err := s.d.db.QueryContext(ctx, query+` ORDER BY distance`, all...)
 	if err != nil {
 		return nil, internal(err, "vector search")
 	}

@@ -39,7 +39,7 @@ type DocIDData struct {
 // id is taken.
 func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, content []byte) (*Document, error) {
 	at := now()
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `INSERT INTO documents (doc_id, doc_type, content, revision, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?)`,
 			docID, docType, content, at, at)
 		return err
@@ -57,7 +57,7 @@ func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, c
 func (s *Documents) Document(ctx context.Context, docID string) (*Document, error) {
 	var d Document
 	var created, updated string
-	err := s.db.QueryRowContext(ctx, `SELECT doc_id, doc_type, content, revision, created_at, updated_at FROM documents WHERE doc_id = ?`, docID).
+	err := s.d.db.QueryRowContext(ctx, `SELECT doc_id, doc_type, content, revision, created_at, updated_at FROM documents WHERE doc_id = ?`, docID).
 		Scan(&d.ID, &d.Type, &d.Content, &d.Revision, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, DocIDData{DocID: docID}, "no document %s", docID)
@@ -87,7 +87,7 @@ type StagedCommit struct {
 // StageCommit stores c, replacing an earlier staging of the same
 // transaction (an apply retried after a failed one).
 func (s *Documents) StageCommit(ctx context.Context, c StagedCommit) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_staged (tx_id, doc_id, expected_revision, content, patch_id, patch_hash, envelope, result, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.TxID, c.DocID, c.ExpectedRevision, c.Content, c.PatchID, c.PatchHash, c.Envelope, c.Result, now())
 		return err
@@ -100,7 +100,7 @@ func (s *Documents) StageCommit(ctx context.Context, c StagedCommit) error {
 
 // AbortStaged drops what StageCommit stored for txID, if anything.
 func (s *Documents) AbortStaged(ctx context.Context, txID string) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `DELETE FROM doc_staged WHERE tx_id = ?`, txID)
 		return err
 	})
@@ -140,7 +140,7 @@ type StaleData struct {
 // nothing changes).
 func (s *Documents) CommitStaged(ctx context.Context, txID string) (*PatchLogEntry, error) {
 	var out *PatchLogEntry
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		if e, err := patchBy(ctx, t, `tx_id = ?`, txID); err != nil || e != nil {
 			out = e
 			return err
@@ -224,7 +224,7 @@ func patchBy(ctx context.Context, q querier, where string, args ...any) (*PatchL
 
 // PatchByTx returns the patch-log row of transaction txID, or nil.
 func (s *Documents) PatchByTx(ctx context.Context, txID string) (*PatchLogEntry, error) {
-	e, err := patchBy(ctx, s.db, `tx_id = ?`, txID)
+	e, err := patchBy(ctx, s.d.db, `tx_id = ?`, txID)
 	if err != nil {
 		return nil, internal(err, "read patch log")
 	}
@@ -233,7 +233,7 @@ func (s *Documents) PatchByTx(ctx context.Context, txID string) (*PatchLogEntry,
 
 // PatchByPatchID returns the patch-log row of patchID on docID, or nil.
 func (s *Documents) PatchByPatchID(ctx context.Context, docID, patchID string) (*PatchLogEntry, error) {
-	e, err := patchBy(ctx, s.db, `doc_id = ? AND patch_id = ?`, docID, patchID)
+	e, err := patchBy(ctx, s.d.db, `doc_id = ? AND patch_id = ?`, docID, patchID)
 	if err != nil {
 		return nil, internal(err, "read patch log")
 	}
@@ -244,7 +244,7 @@ func (s *Documents) PatchByPatchID(ctx context.Context, docID, patchID string) (
 // oldest first. The (doc_id, seq) index makes a page cost the same
 // whatever the log's length.
 func (s *Documents) PatchLog(ctx context.Context, docID string, afterSeq int64, limit int) ([]PatchLogEntry, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+patchCols+` FROM patch_log WHERE doc_id = ? AND seq > ? ORDER BY seq LIMIT ?`, docID, afterSeq, limit)
+	rows, err := s.d.db.QueryContext(ctx, `SELECT `+patchCols+` FROM patch_log WHERE doc_id = ? AND seq > ? ORDER BY seq LIMIT ?`, docID, afterSeq, limit)
 	if err != nil {
 		return nil, internal(err, "read patch log")
 	}
@@ -278,7 +278,7 @@ type ProposedPatch struct {
 // PutProposed stores p. The same patch id with the same hash again is a
 // no-op; with another hash it is errs.IdempotencyConflict.
 func (s *Documents) PutProposed(ctx context.Context, p ProposedPatch) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		var hash string
 		err := t.QueryRowContext(ctx, `SELECT patch_hash FROM proposed_patches WHERE doc_id = ? AND patch_id = ?`, p.DocID, p.PatchID).Scan(&hash)
 		switch {
@@ -301,7 +301,7 @@ func (s *Documents) PutProposed(ctx context.Context, p ProposedPatch) error {
 
 // ProposedPatches lists docID's PROPOSED-mode patches, oldest first.
 func (s *Documents) ProposedPatches(ctx context.Context, docID string) ([]ProposedPatch, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT doc_id, patch_id, tx_id, patch_hash, envelope, validation, created_at FROM proposed_patches WHERE doc_id = ? ORDER BY created_at, patch_id`, docID)
+	rows, err := s.d.db.QueryContext(ctx, `SELECT doc_id, patch_id, tx_id, patch_hash, envelope, validation, created_at FROM proposed_patches WHERE doc_id = ? ORDER BY created_at, patch_id`, docID)
 	if err != nil {
 		return nil, internal(err, "read proposed patches")
 	}

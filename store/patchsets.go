@@ -36,7 +36,7 @@ type PendingData struct {
 // pending on the recipe (a partial unique index guards it);
 // errs.IdempotencyConflict if the id is taken.
 func (s *Documents) PutPatchSet(ctx context.Context, ps PatchSetRow) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		var other string
 		err := t.QueryRowContext(ctx, `SELECT patchset_id FROM patchsets WHERE doc_id = ? AND state = 'pending'`, ps.DocID).Scan(&other)
 		if err == nil {
@@ -83,12 +83,12 @@ func (s *DB) patchSetWhere(ctx context.Context, where string, args ...any) (*Pat
 
 // PatchSet returns the PatchSet id, or nil.
 func (s *Documents) PatchSet(ctx context.Context, id string) (*PatchSetRow, error) {
-	return s.patchSetWhere(ctx, `patchset_id = ?`, id)
+	return s.d.patchSetWhere(ctx, `patchset_id = ?`, id)
 }
 
 // PendingPatchSet returns the PatchSet pending on docID, or nil.
 func (s *Documents) PendingPatchSet(ctx context.Context, docID string) (*PatchSetRow, error) {
-	return s.patchSetWhere(ctx, `doc_id = ? AND state = 'pending'`, docID)
+	return s.d.patchSetWhere(ctx, `doc_id = ? AND state = 'pending'`, docID)
 }
 
 // lastDecision is seed 003's lastPatchDecision.
@@ -102,7 +102,7 @@ type lastDecision struct {
 // rejected) and makes it the recipe's lastPatchDecision, in one SQL
 // transaction. A PatchSet that is not pending is left as it is.
 func (s *Documents) DecidePatchSet(ctx context.Context, id, decision string) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		p, err := scanPatchSet(t.QueryRowContext(ctx, `SELECT `+patchSetCols+` FROM patchsets WHERE patchset_id = ?`, id))
 		if err != nil {
 			return err
@@ -126,7 +126,7 @@ func (s *Documents) DecidePatchSet(ctx context.Context, id, decision string) err
 // ExpirePatchSet marks a pending PatchSet expired: its recipe moved on
 // before it was decided. It is no decision, so the context is untouched.
 func (s *Documents) ExpirePatchSet(ctx context.Context, id string) error {
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		_, err := t.ExecContext(ctx, `UPDATE patchsets SET state = 'expired', decided_at = ? WHERE patchset_id = ? AND state = 'pending'`, now(), id)
 		return err
 	})
@@ -141,7 +141,7 @@ func (s *Documents) ExpirePatchSet(ctx context.Context, id string) error {
 // host's LLM call that carried it succeeded (seed 003).
 func (s *Documents) LastDecision(ctx context.Context, docID string) ([]byte, error) {
 	var last []byte
-	err := s.db.QueryRowContext(ctx, `SELECT last_decision FROM patch_context WHERE doc_id = ?`, docID).Scan(&last)
+	err := s.d.db.QueryRowContext(ctx, `SELECT last_decision FROM patch_context WHERE doc_id = ?`, docID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -158,7 +158,7 @@ func (s *Documents) LastDecision(ctx context.Context, docID string) ([]byte, err
 // and acknowledging again changes nothing.
 func (s *Documents) AckLastDecision(ctx context.Context, docID, patchSetID string) ([]byte, error) {
 	var left []byte
-	err := s.tx(ctx, func(t *sql.Tx) error {
+	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		var last []byte
 		err := t.QueryRowContext(ctx, `SELECT last_decision FROM patch_context WHERE doc_id = ?`, docID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
