@@ -120,7 +120,7 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		return nil, err
 	}
 	depth := max(k, t.Depth)
-	var kw, sem []store.Scored
+	var kw, sem []search.Scored
 	if p.Mode != protocol.SearchSemantic {
 		if m := search.MatchExpr(text); m != "" {
 			n := k
@@ -245,7 +245,7 @@ func queryVector(v []float64, dims int) ([][]float32, error) {
 // feedback moves q towards the mean vector of the top keyword hits
 // (Rocchio pseudo-relevance feedback in the vector space) and
 // renormalises it.
-func feedback(ctx context.Context, db *store.Corpus, q []float32, top []store.Scored, w float64) ([]float32, error) {
+func feedback(ctx context.Context, db *store.Corpus, q []float32, top []search.Scored, w float64) ([]float32, error) {
 	ids := make([]int64, len(top))
 	for i, h := range top {
 		ids[i] = h.ID

@@ -64,10 +64,10 @@ func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.Me
 	if err != nil {
 		return nil, err
 	}
-	kwScored := make([]store.Scored, len(kw))
+	kwScored := make([]search.Scored, len(kw))
 	byVID := map[int64]store.MemHit{}
 	for i, h := range kw {
-		kwScored[i] = store.Scored{ID: h.VID, Score: h.Score}
+		kwScored[i] = search.Scored{ID: h.VID, Score: h.Score}
 		byVID[h.VID] = h
 	}
 	fused := search.Fuse(kwScored, sem, search.DefaultTuning, k)

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // Fused is one hit of Fuse.
@@ -22,7 +21,7 @@ type Fused struct {
 // t.Fusion: weighted reciprocal rank fusion, score = Σ weight / (RRFK +
 // rank), or a convex combination of min-max normalised scores. Raw scores
 // are never added: BM25 and cosine are on different scales.
-func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
+func Fuse(kw, sem []Scored, t Tuning, k int) []Fused {
 	if len(sem) == 0 || len(kw) == 0 {
 		var out []Fused
 		for i, h := range kw {
@@ -88,7 +87,7 @@ func Fuse(kw, sem []store.Scored, t Tuning, k int) []Fused {
 // minMax returns a function that scales a ranking's scores (after conv)
 // to [0, 1] by the ranking's own minimum and maximum; a ranking whose
 // scores are all equal scales to 1.
-func minMax(r []store.Scored, conv func(float64) float64) func(float64) float64 {
+func minMax(r []Scored, conv func(float64) float64) func(float64) float64 {
 	if len(r) == 0 {
 		return func(float64) float64 { return 0 }
 	}

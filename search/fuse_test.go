@@ -3,13 +3,11 @@ package search
 import (
 	"math"
 	"testing"
-
-	"github.com/txkernel/txkernel/store"
 )
 
 func TestFuse(t *testing.T) {
-	kw := []store.Scored{{ID: 1, Score: 9}, {ID: 2, Score: 5}, {ID: 3, Score: 1}}
-	sem := []store.Scored{{ID: 3, Score: 0.1}, {ID: 4, Score: 0.2}, {ID: 1, Score: 0.9}} // distances
+	kw := []Scored{{ID: 1, Score: 9}, {ID: 2, Score: 5}, {ID: 3, Score: 1}}
+	sem := []Scored{{ID: 3, Score: 0.1}, {ID: 4, Score: 0.2}, {ID: 1, Score: 0.9}} // distances
 	// One ranking: its order and scores.
 	only := Fuse(kw, nil, DefaultTuning, 2)
 	if len(only) != 2 || only[0].ID != 1 || only[0].Score != 9 || only[0].Why != "keyword_match" {

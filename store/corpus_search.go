@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/search"
 )
 
 // VectorBlobs returns every stored vector of a corpus as sqlite-vec stores
@@ -66,14 +67,6 @@ func (s *Corpus) VectorsByID(ctx context.Context, dims int, ids []int64) (map[in
 		out[id] = v
 	}
 	return out, nil
-}
-
-// Scored is a search hit: a chunk id and its score under one ranking
-// (BM25 as a positive number, higher is better; or cosine distance, lower
-// is better).
-type Scored struct {
-	ID    int64
-	Score float64
 }
 
 // Filter is a predicate on chunk metadata (seed 004's filters). It is
@@ -147,7 +140,7 @@ func (f Filter) where() (string, []any) {
 // SearchKeyword ranks a corpus's rows by FTS5 BM25 for the MATCH
 // expression match (title weighted wTitle, body 1) under the filter, best
 // first, at most k.
-func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]Scored, error) {
+func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]search.Scored, error) {
 	where, args := f.where()
 	q := `SELECT c.id, -bm25(corpus_fts, ?, 1.0) AS score FROM corpus_fts JOIN corpus_chunks c ON c.id = corpus_fts.rowid
 		WHERE corpus_fts MATCH ? AND c.corpus_id = ?` + where + ` ORDER BY bm25(corpus_fts, ?, 1.0) LIMIT ?`
@@ -167,7 +160,7 @@ func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Fi
 // zero), so cosine distance is d²/2 and the order is the same.
 // With a filter, the matching row ids are passed to the KNN query as
 // `rowid IN (...)`, so k matching rows come back whenever k exist.
-func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]Scored, error) {
+func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]search.Scored, error) {
 	dims := len(q)
 	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok {
 		return nil, err
@@ -191,11 +184,11 @@ func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32,
 	return hits, err
 }
 
-func scanScored(rows *sql.Rows) ([]Scored, error) {
+func scanScored(rows *sql.Rows) ([]search.Scored, error) {
 	defer rows.Close()
-	var out []Scored
+	var out []search.Scored
 	for rows.Next() {
-		var h Scored
+		var h search.Scored
 		if err := rows.Scan(&h.ID, &h.Score); err != nil {
 			return nil, internal(err, "scan hits")
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/search"
 )
 
 // Curated memory's vectors (seed 002 §1.3: stable chunks so that embedding
@@ -119,7 +120,7 @@ func (s *MemoryStore) PutVectors(ctx context.Context, chunks []MemChunkText, vec
 // most k versions. The scope (the partition key) and the baseline
 // (`rowid IN` the baseline's chunks of scope) are predicates of the KNN
 // query itself. Scored.ID is the version's row id; Score the distance.
-func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]Scored, map[int64]int64, error) {
+func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]search.Scored, map[int64]int64, error) {
 	table := memVecTable(len(q))
 	if ok, err := s.tableExists(ctx, table); err != nil || !ok {
 		return nil, nil, err
@@ -134,7 +135,7 @@ func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemorySco
 		return nil, nil, internal(err, "vector search")
 	}
 	defer rows.Close()
-	var out []Scored
+	var out []search.Scored
 	best := map[int64]int64{} // vid → nearest chunk id
 	for rows.Next() {
 		var chunk, vid int64
@@ -146,7 +147,7 @@ func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemorySco
 			continue
 		}
 		best[vid] = chunk
-		out = append(out, Scored{ID: vid, Score: d * d / 2})
+		out = append(out, search.Scored{ID: vid, Score: d * d / 2})
 	}
 	return out, best, rows.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/search"
 )
 
 // Memory is the memory domain's view of the store (seed 002; docs/DESIGN.md
@@ -36,7 +37,7 @@ type Memory interface {
 	Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error)
 	ChunksToEmbed(ctx context.Context, versions []string, dims int) ([]MemChunkText, error)
 	PutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error
-	SearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]Scored, map[int64]int64, error)
+	SearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]search.Scored, map[int64]int64, error)
 	HitsByChunk(ctx context.Context, chunks []int64) ([]MemHit, error)
 }
 
