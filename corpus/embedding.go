@@ -5,6 +5,7 @@ import (
 
 	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
 
@@ -170,4 +171,15 @@ func (s *Service) reembedStale(ctx context.Context, db *store.Corpus, c *store.C
 		}
 		total += len(rows)
 	}
+}
+
+// Embedding is capabilities.embedding for initialize: the configured
+// embedder, or the built-in one as configured (each corpus trains its
+// own, so its exact version is in corpus/status).
+func (s *Service) Embedding() protocol.EmbeddingCapabilities {
+	info := embedding.DescribeBuiltin(s.cfg.Builtin)
+	if s.cfg.Embedder != nil {
+		info = s.cfg.Embedder.Info()
+	}
+	return protocol.EmbeddingCapabilities{Model: info.Model, ModelVersion: info.ModelVersion, Dims: info.Dims, Method: info.Method}
 }

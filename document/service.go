@@ -440,3 +440,13 @@ func (s *Service) Proposed(ctx context.Context, p *protocol.DocParams) (*protoco
 	}
 	return out, nil
 }
+
+// TypeNames lists the names of the document types doc/create accepts
+// (initialize's capabilities.documentTypes), in doc/types' order.
+func (s *Service) TypeNames() []string {
+	out := []string{}
+	for _, t := range jsondoc.Types() {
+		out = append(out, t.Name)
+	}
+	return out
+}

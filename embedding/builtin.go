@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 )
 
 // Names recorded in Info for the built-in embedder.
@@ -251,4 +252,22 @@ func (m *Builtin) foldIn(ids []int32, acc []float64, out []float32) {
 		out[c] = float32(x * inv)
 	}
 	clear(out[k:])
+}
+
+// DescribeBuiltin describes the built-in embedder before any corpus has
+// trained it, for initialize's capabilities: Model "txkernel-lsa",
+// ModelVersion the family "txkernel-lsa-1" (a trained model's version adds
+// a colon and a hash of the model), Dims the configured length (0 means
+// DefaultBuiltinDims), and Method.
+func DescribeBuiltin(cfg BuiltinConfig) Info {
+	dims := cfg.Dims
+	if dims <= 0 {
+		dims = DefaultBuiltinDims
+	}
+	return Info{
+		Model:        BuiltinModel,
+		ModelVersion: strings.TrimSuffix(builtinVersionPrefix, ":"),
+		Dims:         dims,
+		Method:       fmt.Sprintf("LSA: randomized SVD of each corpus's tf-idf matrix, k=%d, trained on the corpus at its first sync (corpus/status gives each corpus's model version)", dims),
+	}
 }

@@ -165,7 +165,13 @@ func endpoint(base string) string {
 // Info implements Embedder. Dims is 0 until the first answer when it was
 // not configured.
 func (h *HTTP) Info() Info {
-	method := "OpenAI-compatible /v1/embeddings at " + h.endpoint
+	// The URL may carry a password (user:pass@host); Info reaches
+	// initialize and corpus/status, so it is shown redacted.
+	shown := h.endpoint
+	if u, err := url.Parse(h.endpoint); err == nil {
+		shown = u.Redacted()
+	}
+	method := "OpenAI-compatible /v1/embeddings at " + shown
 	if h.docPfx != "" {
 		method += " (nomic prefixes search_document:/search_query:)"
 	}

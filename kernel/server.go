@@ -143,7 +143,7 @@ func (s *Server) listed(svc service) bool {
 	if ok, _ := s.serves(svc); !ok {
 		return false
 	}
-	return svc != svcMemory || s.cfg.Memory.Capabilities() != nil
+	return svc != svcMemory || s.cfg.Memory.Capabilities().Enabled
 }
 
 // servedMethods is capabilities.methods: every request method whose
@@ -314,9 +314,17 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 	if p.ClientInfo != nil {
 		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", p.ProtocolVersion)
 	}
-	var mem *protocol.MemoryCapabilities
+	mem := protocol.MemoryCapabilities{PolicyMode: protocol.MemoryPolicyNone}
 	if s.cfg.Memory != nil {
 		mem = s.cfg.Memory.Capabilities()
+	}
+	var emb protocol.EmbeddingCapabilities
+	if s.cfg.Corpus != nil {
+		emb = s.cfg.Corpus.Embedding()
+	}
+	docTypes := []string{}
+	if s.cfg.Documents != nil {
+		docTypes = s.cfg.Documents.TypeNames()
 	}
 	return &protocol.InitializeResult{
 		ProtocolVersion: protocol.Version,
@@ -333,6 +341,8 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
 			Caller:          caller,
 			Memory:          mem,
+			Embedding:       emb,
+			DocumentTypes:   docTypes,
 		},
 	}
 }

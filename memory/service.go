@@ -68,6 +68,9 @@ type Config struct {
 	// vectors); nil keeps it keyword-only.
 	Embedder embedding.Embedder
 	Logger   *slog.Logger
+	// StoreName is capabilities.memory.store: where Store keeps memory
+	// ("" means protocol.MemoryStoreSQLite, kernel.db).
+	StoreName string
 }
 
 // Service serves the memory methods. It is safe for concurrent use.
@@ -103,13 +106,18 @@ type ScopeData struct {
 	ProposalID  string               `json:"proposal_id,omitempty"`
 }
 
-// Capabilities is capabilities.memory for initialize: how roles are
-// established and whether self-curation is allowed; nil without a policy.
-func (s *Service) Capabilities() *protocol.MemoryCapabilities {
-	if s.cfg.Policy == nil {
-		return nil
+// Capabilities is capabilities.memory for initialize: whether memory is
+// served (only under a policy), its store, how roles are established and
+// whether self-curation is allowed.
+func (s *Service) Capabilities() protocol.MemoryCapabilities {
+	c := protocol.MemoryCapabilities{Store: s.cfg.StoreName, PolicyMode: protocol.MemoryPolicyNone}
+	if c.Store == "" {
+		c.Store = protocol.MemoryStoreSQLite
 	}
-	return &protocol.MemoryCapabilities{Roles: s.cfg.Policy.Mode(), AllowSelfCuration: s.cfg.Policy.AllowSelfCuration()}
+	if s.cfg.Policy != nil {
+		c.Enabled, c.PolicyMode, c.AllowSelfCuration = true, s.cfg.Policy.Mode(), s.cfg.Policy.AllowSelfCuration()
+	}
+	return c
 }
 
 // authorize checks req's scope and principal and that the principal holds

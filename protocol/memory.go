@@ -412,7 +412,7 @@ const (
 	SelectorBaselineID = "baseline_id"
 )
 
-// How roles are established (capabilities.memory.roles of initialize).
+// How roles are established (capabilities.memory.policyMode of initialize).
 const (
 	// MemoryRolesPolicy: the policy's "roles" lists who holds each role; a
 	// claimed role the principal does not hold is refused (role-not-held).
@@ -437,12 +437,50 @@ const (
 	DeniedOwnProposal = "own-proposal"
 )
 
-// MemoryCapabilities is capabilities.memory of initialize, present when the
-// kernel serves memory under a --memory-policy.
+// MemoryCapabilities is capabilities.memory of initialize: whether the
+// memory/* methods are served, where memory lives, and how roles are
+// established. It is always present, so a host learns why the memory
+// methods are missing from capabilities.methods (Enabled false: no
+// --memory-policy).
 type MemoryCapabilities struct {
-	// Roles is MemoryRolesPolicy or MemoryRolesAsserted.
-	Roles string `json:"roles"`
+	// Enabled reports whether the memory/* methods are served (and listed
+	// in capabilities.methods): only under a --memory-policy.
+	Enabled bool `json:"enabled"`
+	// Store names where memory state is kept: MemoryStoreSQLite (the data
+	// dir's kernel.db).
+	Store string `json:"store"`
+	// PolicyMode is MemoryRolesPolicy or MemoryRolesAsserted, or
+	// MemoryPolicyNone when Enabled is false.
+	PolicyMode string `json:"policyMode"`
 	// AllowSelfCuration reports whether a principal may accept or reject
-	// its own proposals.
+	// its own proposals (false without a policy).
 	AllowSelfCuration bool `json:"allowSelfCuration"`
+}
+
+// Values of MemoryCapabilities.Store and PolicyMode beyond the role modes.
+const (
+	// MemoryStoreSQLite: memory lives in the data dir's kernel.db.
+	MemoryStoreSQLite = "sqlite"
+	// MemoryPolicyNone: no --memory-policy; every memory method is refused.
+	MemoryPolicyNone = "none"
+)
+
+// EmbeddingCapabilities is capabilities.embedding of initialize: the
+// embedder behind the corpus's semantic and hybrid search (and memory's
+// hybrid read_context under --embed-url). Members are named as the corpus
+// records them on every row (seed 004: embedding_model_version).
+type EmbeddingCapabilities struct {
+	// Model is the model's name: "txkernel-lsa" for the built-in
+	// embedder, or --embed-model.
+	Model string `json:"model"`
+	// ModelVersion is the embedding_model_version recorded on every row.
+	// The built-in embedder is trained per corpus, so here it is its
+	// family ("txkernel-lsa-1"); each corpus's full version (the family,
+	// a colon and a hash of the trained model) is in corpus/status.
+	ModelVersion string `json:"embedding_model_version"`
+	// Dims is the vector length; 0 for a server whose length is learned
+	// from its first answer.
+	Dims int `json:"dims"`
+	// Method says in a few words how vectors are made.
+	Method string `json:"method"`
 }

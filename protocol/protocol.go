@@ -88,9 +88,14 @@ type Capabilities struct {
 	ProposalKinds   []string `json:"proposalKinds"`   // accepted proposal.kind values
 	Decisions       []string `json:"decisions"`       // accepted approval decisions
 	Caller          string   `json:"caller"`          // external | resident, as declared
-	// Memory is present when the kernel serves memory under a
-	// --memory-policy: how roles are established, and self-curation.
-	Memory *MemoryCapabilities `json:"memory,omitempty"`
+	// Memory says whether memory is served (only under a
+	// --memory-policy), where it is stored, and how roles are established.
+	Memory MemoryCapabilities `json:"memory"`
+	// Embedding is the embedder of semantic search.
+	Embedding EmbeddingCapabilities `json:"embedding"`
+	// DocumentTypes are the docType values doc/create accepts (doc/types
+	// gives their schemas); empty when documents are not served.
+	DocumentTypes []string `json:"documentTypes"`
 }
 
 // CancelParams are the params of $/cancelRequest: the id of the request to

@@ -43,6 +43,18 @@ type ValidationData struct {
 	Path   string `json:"path,omitempty"`
 }
 
+// KindData is the data of an Invalid proposal.kind: Field
+// "proposal.kind", Reason "missing", "unknown-kind" or "internal-kind" (a
+// kind only its service's own methods propose), the Kind sent, and
+// Accepted, the kinds the caller may send (for turn/start, initialize's
+// capabilities.proposalKinds).
+type KindData struct {
+	Field    string   `json:"field"`
+	Reason   string   `json:"reason"`
+	Kind     string   `json:"kind,omitempty"`
+	Accepted []string `json:"accepted"`
+}
+
 func notFoundTx(id string) error {
 	return errs.New(errs.NotFound, TxData{TransactionID: id}, "no transaction %q", id)
 }

@@ -41,19 +41,32 @@ func (e *Engine) propose(ctx context.Context, in *Input, internal bool) (*Propos
 		return nil, errs.InvalidField("proposal", "proposal is required")
 	}
 	tg, ok := e.byKind[in.Kind]
+	// turn/start's caller is told only the kinds turn/start takes.
+	kinds := e.kinds
+	if !internal {
+		kinds = e.Kinds()
+	}
+	want := "no kind"
+	switch len(kinds) {
+	case 0:
+	case 1:
+		want = kinds[0]
+	default:
+		want = strings.Join(kinds[:len(kinds)-1], ", ") + " or " + kinds[len(kinds)-1]
+	}
+	data := KindData{Field: "proposal.kind", Kind: in.Kind, Accepted: kinds}
 	if !ok {
-		want := strings.Join(e.kinds[:len(e.kinds)-1], ", ") + " or " + e.kinds[len(e.kinds)-1]
-		if len(e.kinds) == 1 {
-			want = e.kinds[0]
-		}
 		if in.Kind == "" {
-			return nil, errs.InvalidField("proposal.kind", "proposal.kind is required (%s)", want)
+			data.Reason = "missing"
+			return nil, errs.New(errs.Invalid, data, "proposal.kind is required (%s)", want)
 		}
-		return nil, errs.InvalidField("proposal.kind", "unknown proposal.kind %q (want %s)", in.Kind, want)
+		data.Reason = "unknown-kind"
+		return nil, errs.New(errs.Invalid, data, "unknown proposal.kind %q (want %s)", in.Kind, want)
 	}
 	if e.kindInfo[in.Kind].Internal && !internal {
-		return nil, errs.InvalidField("proposal.kind",
-			"%s is proposed only by the %s service's own methods, which keep rules turn/start would bypass (grants, one pending PatchSet per recipe); turn/start cannot make it", in.Kind, tg.Name())
+		data.Reason = "internal-kind"
+		return nil, errs.New(errs.Invalid, data,
+			"%s is proposed only by the %s service's own methods, which keep rules turn/start would bypass (grants, one pending PatchSet per recipe); turn/start takes %s", in.Kind, tg.Name(), want)
 	}
 	plan, err := tg.Plan(ctx, in.Kind, in.Body)
 	if err != nil {

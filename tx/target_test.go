@@ -80,8 +80,8 @@ func TestInternalKindRefusedFromPropose(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Kind != errs.Invalid {
 		t.Fatalf("Propose of an internal kind: %v, want errs.Invalid", err)
 	}
-	if d, ok := ee.Data.(errs.InvalidData); !ok || d.Field != "proposal.kind" {
-		t.Fatalf("Propose of an internal kind: data %#v, want field proposal.kind", ee.Data)
+	if d, ok := ee.Data.(KindData); !ok || d.Field != "proposal.kind" || d.Reason != "internal-kind" || len(d.Accepted) != 0 {
+		t.Fatalf("Propose of an internal kind: data %#v, want field proposal.kind, reason internal-kind, none accepted", ee.Data)
 	}
 	res, err := e.ProposeInternal(ctx, kvSet("k", "v"))
 	if err != nil {

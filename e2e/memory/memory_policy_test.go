@@ -84,8 +84,8 @@ func TestMemoryRolePolicy(t *testing.T) {
 	t.Parallel()
 	p, mem := startPolicyKernel(t, rolesPolicy)
 	defer p.Stop()
-	if mem["roles"] != "policy" || mem["allowSelfCuration"] != false {
-		t.Fatalf("initialize: capabilities.memory = %v, want roles policy, no self-curation", mem)
+	if mem["policyMode"] != "policy" || mem["allowSelfCuration"] != false {
+		t.Fatalf("initialize: capabilities.memory = %v, want policyMode policy, no self-curation", mem)
 	}
 	p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
 	auth := headOf(t, p, "backlog/001-auth.md")
@@ -195,7 +195,7 @@ func TestMemorySelfCuration(t *testing.T) {
 	t.Parallel()
 	p, mem := startPolicyKernel(t, strings.Replace(rolesPolicy, `"roles":`, `"allow_self_curation": true, "roles":`, 1))
 	defer p.Stop()
-	if mem["roles"] != "policy" || mem["allowSelfCuration"] != true {
+	if mem["policyMode"] != "policy" || mem["allowSelfCuration"] != true {
 		t.Fatalf("initialize: capabilities.memory = %v", mem)
 	}
 	p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
@@ -229,8 +229,8 @@ func TestMemoryAssertedRoles(t *testing.T) {
 ]}`
 	p, mem := startPolicyKernel(t, asserted)
 	defer p.Stop()
-	if mem["roles"] != "asserted" || mem["allowSelfCuration"] != false {
-		t.Fatalf("initialize: capabilities.memory = %v, want roles asserted", mem)
+	if mem["policyMode"] != "asserted" || mem["allowSelfCuration"] != false {
+		t.Fatalf("initialize: capabilities.memory = %v, want policyMode asserted", mem)
 	}
 	p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 	cache := harness.Str(items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]["version_id"])

@@ -466,14 +466,20 @@ type normaliser struct {
 	work string
 	ids  map[string]string
 	seq  map[string]int
-	// keepMethods keeps initialize's capabilities.methods. Only
-	// initialize.txtar does: every other transcript masks the list, so a
-	// new method changes one golden, not all of them.
+	// keepMethods keeps initialize's capabilities.methods and the
+	// capabilities of hostCapabilities. Only initialize.txtar does: every
+	// other transcript masks the list and leaves those out, so a new
+	// method or capability changes one golden, not all of them.
 	keepMethods bool
 }
 
 // maskedMethods replaces capabilities.methods outside initialize.golden.
 const maskedMethods = "<capabilities.methods: see initialize.golden>"
+
+// hostCapabilities are the capabilities that describe the kernel's
+// configuration rather than the session (PROTOCOL.md §3): only
+// initialize.golden records them.
+var hostCapabilities = []string{"memory", "embedding", "documentTypes"}
 
 var (
 	idRe = regexp.MustCompile(`\b(tx|turn|item|apr)-[0-9a-f]{16}(?:[0-9a-f]{4})?\b`) // tx ids have 20 digits since they are time-ordered
@@ -491,6 +497,9 @@ func (n *normaliser) line(raw []byte) string {
 		if !n.keepMethods {
 			if caps, ok := lookup(v, "result", "capabilities").(map[string]any); ok && caps["methods"] != nil {
 				caps["methods"] = maskedMethods
+				for _, k := range hostCapabilities {
+					delete(caps, k)
+				}
 			}
 		}
 		s = mustJSON(v) // sorted keys: field order is not part of the contract
