@@ -41,8 +41,8 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&t.PRFWeight, "prf-weight", t.PRFWeight, "hybrid: weight of the feedback documents' mean vector")
 	var ef embedFlags
 	ef.register(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if status, ok := parseFlags(fs, args[1:], stdout, stderr); !ok {
+		return status
 	}
 	if t.Fusion != search.FusionRRF && t.Fusion != search.FusionConvex || t.Alpha < 0 || t.Alpha > 1 || t.Depth < 1 {
 		fmt.Fprintln(stderr, "txkernel eval beir: --fusion must be rrf or convex, --alpha within 0..1, --depth at least 1")

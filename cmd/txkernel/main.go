@@ -9,13 +9,14 @@
 //	               [--approval-policy untrusted|never]
 //	               [--framing auto|ndjson|content-length] [--max-message-bytes N]
 //	               [--log-level debug|info|warn|error]
-//	txkernel prune --data-dir DIR --older-than DURATION
-//	txkernel version
+//	txkernel prune --data-dir DIR [--older-than AGE]
+//	txkernel version (or --version, -v)
 //
 // stdout carries protocol messages only; logs go to stderr.
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -53,11 +54,11 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
 		return 2
 	}
 	switch args[0] {
-	case "version", "--version":
+	case "version", "--version", "-v", "-version":
 		fmt.Fprintln(stdout, "txkernel", version)
 		return 0
 	case "serve":
@@ -67,7 +68,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "eval":
 		return evalCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR --older-than DURATION | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
 		return 0
 	}
 	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])
@@ -91,8 +92,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants (seed 002): {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused")
 	var ef embedFlags
 	ef.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return status
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -233,6 +234,26 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	return 0
+}
+
+// parseFlags parses args into fs. On -h or --help it prints the usage on
+// stdout, where a reader of help expects it, and returns exit status 0
+// and false; on a bad flag it prints the error and the usage on stderr and
+// returns 2 (a usage error) and false.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (int, bool) {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(out.Bytes())
+		return 0, false
+	}
+	_, _ = stderr.Write(out.Bytes())
+	return 2, false
 }
 
 // defaultDataDir is $XDG_STATE_HOME/txkernel/<base>-<sha256(ws)[:12]>, or
