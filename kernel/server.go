@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -406,6 +407,7 @@ func (s *Server) exited() bool {
 // that reaches a service runs in its own goroutine, so a long apply never
 // blocks the $/cancelRequest that would stop it.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	start := time.Now()
 	m, ok := methods[req.Method]
 	if !ok || m.notify != req.Notif {
 		if req.Notif {
@@ -413,16 +415,17 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			return
 		}
 		if ok && m.notify {
-			s.reply(ctx, req, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.Method}, "%s is a notification; send it without an id", req.Method))
+			s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.Method}, "%s is a notification; send it without an id", req.Method))
 			return
 		}
-		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method))
+		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method))
 		return
 	}
 	if req.Notif {
 		if _, err := m.handle(ctx, s, req.Params); err != nil {
 			s.log.Warn("notification failed", "method", req.Method, "err", err)
 		}
+		s.log.Debug("notification", "method", req.Method, "duration", time.Since(start))
 		return
 	}
 	s.mu.Lock()
@@ -430,15 +433,15 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	s.mu.Unlock()
 	switch {
 	case shutdown:
-		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
+		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
 		return
 	case !initialized && !m.beforeInit:
-		s.reply(ctx, req, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.Method}, "call initialize first"))
+		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.Method}, "call initialize first"))
 		return
 	}
 	if m.inline {
 		res, err := s.call(ctx, m, req)
-		s.reply(ctx, req, res, err)
+		s.reply(ctx, req, start, res, err)
 		return
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
@@ -458,7 +461,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		if err != nil && reqCtx.Err() != nil && errors.Is(err, context.Canceled) {
 			err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.Method}, "request cancelled")
 		}
-		s.reply(ctx, req, res, err)
+		s.reply(ctx, req, start, res, err)
 	}()
 }
 
@@ -478,19 +481,55 @@ func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) 
 }
 
 // reply writes a response straight to the stream, which restores the
-// client's id: jsonrpc2.Conn only reads and dispatches.
-func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, res any, err error) {
+// client's id: jsonrpc2.Conn only reads and dispatches. At debug level it
+// logs the request: method, the client's id, duration since start and the
+// error code (0 for a result). Never the params or the result, which can
+// hold secrets.
+func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, start time.Time, res any, err error) {
+	logged := s.log.Enabled(ctx, slog.LevelDebug)
+	var id string
+	if logged {
+		// The stream forgets the client's id once the answer is written.
+		if orig, ok := s.stream.OriginalID(req.ID); ok {
+			id = logID(orig)
+		}
+	}
 	var sendErr error
+	var rpcErr *jsonrpc2.Error
 	if err != nil {
-		sendErr = s.stream.WriteResponse(req.ID, nil, s.toWire(err))
+		rpcErr = s.toWire(err)
+		sendErr = s.stream.WriteResponse(req.ID, nil, rpcErr)
 	} else if raw, mErr := json.Marshal(res); mErr != nil {
-		sendErr = s.stream.WriteResponse(req.ID, nil, s.toWire(mErr))
+		rpcErr = s.toWire(mErr)
+		sendErr = s.stream.WriteResponse(req.ID, nil, rpcErr)
 	} else {
 		sendErr = s.stream.WriteResponse(req.ID, raw, nil)
 	}
 	if sendErr != nil {
 		s.log.Debug("reply not sent", "method", req.Method, "err", sendErr)
 	}
+	if logged {
+		code := int64(0)
+		if rpcErr != nil {
+			code = rpcErr.Code
+		}
+		s.log.Debug("request", "method", req.Method, "id", id, "duration", time.Since(start).Round(time.Microsecond), "code", code)
+	}
+}
+
+// logID is a client's id as the log shows it: a string id unquoted, any
+// other its JSON text, cut to 64 bytes (an id may be any string the host
+// chose).
+func logID(raw json.RawMessage) string {
+	id := string(raw)
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		id = str
+	}
+	if len(id) > 64 {
+		id = id[:61] + "..."
+	}
+	return id
 }
 
 // cancel cancels the in-flight request the host calls id. Unknown or

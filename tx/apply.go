@@ -282,30 +282,31 @@ func appliedItem(t *transaction) (*protocol.Item, error) {
 // recover finishes what a crash interrupted: a committed apply is rolled
 // forward; what Prepare left of an apply that never committed is aborted;
 // a deny recorded by an earlier release without its state is completed;
-// a terminal transaction that was not retired yet is retired.
-func (e *Engine) recover(ctx context.Context, t *transaction) error {
+// a terminal transaction that was not retired yet is retired. rolled
+// reports a roll-forward (for start-up's recovery line).
+func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err error) {
 	if commit, after := lastCommit(t.led.events); commit != nil {
 		if !slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == protocol.EventTxClose }) {
 			e.log.Info("rolling forward a committed apply", "transactionId", t.id)
-			return e.finishCommitted(ctx, t, true)
+			return true, e.finishCommitted(ctx, t, true)
 		}
 	}
 	if protocol.Terminal(t.meta.State) {
-		return e.retire(t)
+		return false, e.retire(t)
 	}
 	if t.meta.State == protocol.StateProposed {
 		// An apply may have prepared and died before its commit record;
 		// nothing in the ledger says so, and Abort is idempotent.
 		if err := t.planned.Abort(ctx, e.change(t)); err != nil {
-			return err
+			return false, err
 		}
 		for _, d := range approvals.Fold(t.led.events).Decisions {
 			if d.Decision == protocol.DecisionDeny {
-				return e.deny(t)
+				return false, e.deny(t)
 			}
 		}
 	}
-	return ctx.Err()
+	return false, ctx.Err()
 }
 
 // Respond records a decision on an approval request (approval/respond).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -32,9 +33,12 @@ func (e *Engine) start(ctx context.Context) error {
 	if err := ensureDir(e.deniedDir, e.opts.DataDir); err != nil {
 		return err
 	}
-	if err := e.sweepTmp(); err != nil {
+	var stats recoveryStats
+	swept, err := e.sweepTmp()
+	if err != nil {
 		return err
 	}
+	stats.aborted.Add(int64(swept))
 	ids, err := readNames(e.activeDir, validTxID)
 	if err != nil {
 		return err
@@ -63,6 +67,7 @@ func (e *Engine) start(ctx context.Context) error {
 		e.txs[t.id] = t
 		if t.loadErr != nil {
 			e.log.Error("transaction refused", "transactionId", t.id, "err", t.loadErr)
+			stats.refused.Add(1)
 			continue
 		}
 		for _, ev := range t.led.events {
@@ -79,52 +84,88 @@ func (e *Engine) start(ctx context.Context) error {
 	for i := range live {
 		rec.Go(func() error {
 			t := live[i]
+			hadBlobs := exists(filepath.Join(t.dir, BlobFile))
+			rolled := false
 			unlock, err := e.keys.lock(ctx, e.lockKeys(t))
 			if err == nil {
-				err = e.recover(ctx, t)
+				rolled, err = e.recover(ctx, t)
 				unlock()
 			}
 			if err != nil {
 				e.log.Error("recovery failed", "transactionId", t.id, "err", err)
 				t.loadErr = err
+				stats.refused.Add(1)
+				return nil
+			}
+			if hadBlobs && !exists(filepath.Join(t.dir, BlobFile)) {
+				stats.blobsSwept.Add(1)
+			}
+			switch {
+			case rolled:
+				stats.rolledForward.Add(1)
+			case !protocol.Terminal(t.meta.State):
+				stats.resumed.Add(1)
 			}
 			return nil
 		})
 	}
-	return rec.Wait()
+	err = rec.Wait()
+	// One line an operator can read after a crash: what start-up found and
+	// did (PROTOCOL.md §6.3).
+	e.log.Info("recovery done", "resumed", stats.resumed.Load(), "rolledForward", stats.rolledForward.Load(),
+		"aborted", stats.aborted.Load(), "blobsSwept", stats.blobsSwept.Load(), "refused", stats.refused.Load())
+	return err
+}
+
+// recoveryStats counts what start-up recovery did, for its log line:
+// resumed, the transactions loaded that still wait for the host (proposed,
+// or applying after a failed roll-forward); rolledForward, the committed
+// applies it finished; aborted, the proposals that never finished (never
+// acknowledged) it discarded; blobsSwept, the blob files of transactions
+// that no longer need them it deleted; refused, the transactions it could
+// not load or recover.
+type recoveryStats struct {
+	resumed, rolledForward, aborted, blobsSwept, refused atomic.Int64
+}
+
+// exists reports whether path exists (a dangling name counts).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // sweepTmp removes the .tmp- directories of proposals that crashed before
 // their rename: they were never acknowledged. It reads transactions/ in
-// batches so memory stays bounded however long the history.
-func (e *Engine) sweepTmp() error {
+// batches so memory stays bounded however long the history. It returns
+// how many it removed.
+func (e *Engine) sweepTmp() (int, error) {
 	d, err := os.Open(e.txRoot)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer d.Close()
-	removed := false
+	removed := 0
 	for {
 		ents, err := d.ReadDir(4096)
 		for _, ent := range ents {
 			if name := ent.Name(); strings.HasPrefix(name, ".tmp-") {
 				if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
-					return fmt.Errorf("remove unfinished proposal %s: %w", name, err)
+					return removed, fmt.Errorf("remove unfinished proposal %s: %w", name, err)
 				}
-				removed = true
+				removed++
 			}
 		}
 		if errors.Is(err, io.EOF) || len(ents) == 0 {
 			break
 		}
 		if err != nil {
-			return err
+			return removed, err
 		}
 	}
-	if removed {
-		return syncDir(e.txRoot)
+	if removed > 0 {
+		return removed, syncDir(e.txRoot)
 	}
-	return nil
+	return 0, nil
 }
 
 // buildIndex makes active/ for a data dir written before it existed: it

@@ -1,0 +1,110 @@
+package host
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+// TestDebugLogsEveryRequest: at --log-level debug every request is one
+// stderr line with its method, the client's id, its duration and its error
+// code (0 for a result), and no params ever reach the log.
+func TestDebugLogsEveryRequest(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "data"), "--log-level", "debug")
+	p.Initialize()
+	const secret = "hunter2-PARAM-never-logged"
+	p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": secret + "\n"}}}})
+	p.Call("no/such", map[string]any{"token": secret})
+	p.Call("tx/status", map[string]any{"transactionId": "tx-" + secret})
+	p.Send(`{"jsonrpc":"2.0","id":"host-7","method":"tx/list","params":{}}`)
+	p.Next(30 * time.Second)
+	p.Stop()
+	logs := p.StderrText()
+	for _, want := range []struct{ method, id, code string }{
+		{"initialize", "1", "0"},
+		{"turn/start", "2", "0"},
+		{"no/such", "3", "-32601"},
+		{"tx/status", "4", "-32602|-32002"},
+		{"tx/list", "host-7", "0"},
+	} {
+		re := regexp.MustCompile(`(?m)^time=\S+ level=DEBUG msg=request method=` + regexp.QuoteMeta(want.method) + ` id=` + want.id + ` duration=\S+ code=(` + want.code + `)$`)
+		if !re.MatchString(logs) {
+			t.Errorf("no debug line for %s id %s code %s in:\n%s", want.method, want.id, want.code, logs)
+		}
+	}
+	if strings.Contains(logs, secret) || strings.Contains(logs, "hunter2") {
+		t.Errorf("params reached the log:\n%s", logs)
+	}
+}
+
+// TestInfoLogsRecovery: at the default level, start-up says what recovery
+// did: a proposal left waiting is resumed, an apply killed after its
+// commit record is rolled forward, a proposal that never finished is
+// aborted, and blobs nothing needs any more are swept.
+func TestInfoLogsRecovery(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if err := os.WriteFile(filepath.Join(ws, f), []byte("1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	args := []string{"serve", "--workspace", ws, "--data-dir", data, "--approval-policy", "never"}
+	p := harness.Start(t, nil, args...)
+	p.Initialize()
+	if line := recoveryLine(t, p); !strings.Contains(line, "resumed=0 rolledForward=0 aborted=0 blobsSwept=0 refused=0") {
+		t.Errorf("a fresh data dir: %s", line)
+	}
+	waiting := harness.Str(p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "2\n"}}}})["transactionId"])
+	applied := harness.Str(p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "b.txt", "content": "2\n"}}}})["transactionId"])
+	p.Kill()
+
+	// Die right after the commit record of b.txt's apply, before its
+	// blobs are deleted.
+	p = harness.Start(t, []string{"TXKERNEL_FAILPOINTS=apply.after-commit-record=exit"}, args...)
+	p.Initialize()
+	p.Send(`{"jsonrpc":"2.0","id":99,"method":"apply/execute","params":{"transactionId":"` + applied + `"}}`)
+	if err := p.Exit(); err == nil {
+		t.Fatal("the failpoint did not stop the kernel")
+	}
+	// A proposal that died before its rename.
+	if err := os.MkdirAll(filepath.Join(data, "transactions", ".tmp-tx-0123456789abcdef0123"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p = harness.Start(t, nil, args...)
+	p.Initialize()
+	line := recoveryLine(t, p)
+	if !strings.Contains(line, "resumed=1 rolledForward=1 aborted=1 blobsSwept=1 refused=0") {
+		t.Errorf("after the crash: %s", line)
+	}
+	if st := p.MustResult("tx/status", map[string]any{"transactionId": applied}); st["state"] != "completed" {
+		t.Errorf("the committed apply was not rolled forward: %v", st)
+	}
+	if st := p.MustResult("tx/status", map[string]any{"transactionId": waiting}); st["state"] != "proposed" {
+		t.Errorf("the waiting proposal was not resumed: %v", st)
+	}
+	p.Stop()
+}
+
+// recoveryLine returns the kernel's start-up recovery log line.
+func recoveryLine(t *testing.T, p *harness.Proc) string {
+	t.Helper()
+	for _, l := range strings.Split(p.StderrText(), "\n") {
+		if strings.Contains(l, "level=INFO msg=\"recovery done\"") {
+			return l
+		}
+	}
+	t.Fatalf("no recovery line at info level in:\n%s", p.StderrText())
+	return ""
+}
