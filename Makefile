@@ -36,7 +36,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory eval bench fuzz crash clean
+.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval bench fuzz crash clean
 
 all: build
 
@@ -100,6 +100,17 @@ RFCS ?= $(SHARED)/corpora/rust-rfcs/text
 demo-memory: build
 	@test -d "$(RFCS)" || { echo "$(RFCS) is absent: demo-memory needs the shared RFC backlog"; exit 1; }
 	$(GO) run ./examples/host -kernel $(BIN) -memory $(RFCS)
+
+## demo-corpus: build, then open a 1,200-section correspondence log built
+## from the shared RFC corpus (testdata/corpus/mkfixture.go) as a corpus:
+## the default route (linear_tail), a semantic search with citations, a
+## governance filter, an append the watcher makes searchable (its latency),
+## and a rebuild reporting $/progress
+demo-corpus: build
+	@test -d "$(RFCS)" || { echo "$(RFCS) is absent: demo-corpus builds its log from the shared RFC corpus"; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  $(GO) run testdata/corpus/mkfixture.go -rfcs "$(RFCS)" -sections 1200 -out "$$tmp/OPEN_QUESTIONS.md" -truth "$$tmp/truth.json" && \
+	  $(GO) run ./examples/host -kernel $(BIN) -corpus "$$tmp/OPEN_QUESTIONS.md"
 
 ## eval: retrieval quality on SciFact's train split (the only split tuned
 ## on): index the corpus with the built-in embedder, run the 809 train

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -78,7 +79,7 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 			progress(v)
 		}
 	}
-	report("begin", "parsing "+c.Path, 0)
+	report("begin", "reading "+c.Path, 0)
 	res, err := s.syncLocked(ctx, db, c, st, rebuild, report)
 	s.setLastError(st, err)
 	if err != nil {
@@ -86,7 +87,7 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 		return nil, err
 	}
 	res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
-	report("end", "done", 100)
+	report("end", fmt.Sprintf("done: %d added, %d updated, %d removed, %d embedded in %.0f ms", res.Added, res.Updated, res.Removed, res.Embedded, res.DurationMs), 100)
 	return res, nil
 }
 
@@ -123,7 +124,18 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		res.Warnings = []protocol.CorpusWarning{}
 	}
 	if !p.unchanged {
-		report("report", "embedding", 30)
+		need := 0
+		for _, n := range p.embedNeed {
+			if n {
+				need++
+			}
+		}
+		// Counts, so a host's progress line says how much work this is.
+		unit := "chunks"
+		if c.Kind == "log" {
+			unit = "sections"
+		}
+		report("report", fmt.Sprintf("%d %s: embedding %d new or changed", len(p.bodies), unit, need), 30)
 		upd := store.SyncUpdate{Replace: rebuild, Delete: p.delete, Upsert: p.upsert, SourceHash: p.sourceHash, SourceSize: p.sourceSize}
 		emb, model, err := s.embedderForSync(ctx, db, c, st, p.bodies, rebuild)
 		if err != nil {
@@ -158,7 +170,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 			}
 			res.NewCollisions = fresh
 		}
-		report("report", "storing", 70)
+		report("report", fmt.Sprintf("storing %d rows, removing %d", len(p.upsert), len(p.delete)), 70)
 		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
 			return nil, err
 		}

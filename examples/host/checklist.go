@@ -55,7 +55,8 @@ func runChecklist(kernelBin, dir string, keep bool) error {
 
 	// Twelve earlier emails, one patch each, so that the seed's envelope
 	// (expected_revision 12) meets the revision it was written for.
-	fmt.Println("\nTwelve earlier patches, one per email, each validated and then applied:")
+	fmt.Println("\nTwelve earlier patches, one per email, each validated (patch/validate) and then applied (patch/apply):")
+	c.hush()
 	for i := 1; i <= 12; i++ {
 		env := map[string]any{
 			"patch_id": fmt.Sprintf("patch_earlier_%02d", i), "expected_revision": i - 1,
@@ -67,7 +68,7 @@ func runChecklist(kernelBin, dir string, keep bool) error {
 			return err
 		}
 	}
-	fmt.Println("  the checklist is at revision 12")
+	fmt.Printf("  %s; the checklist is at revision 12\n", c.summary())
 
 	val, err := c.call("patch/validate", map[string]any{"docId": docID, "patch": json.RawMessage(envelope)})
 	if err != nil {

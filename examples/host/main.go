@@ -21,11 +21,13 @@
 //	go run ./examples/host -kernel bin/txkernel -commit DIR [-decision approve|deny] [-keep]
 //	go run ./examples/host -kernel bin/txkernel -checklist testdata/demo-checklist
 //	go run ./examples/host -kernel bin/txkernel -memory ../shared/corpora/rust-rfcs/text
+//	go run ./examples/host -kernel bin/txkernel -corpus OPEN_QUESTIONS.md
 //
 // DIR holds base/ (the workspace before), patch.diff and expected/. With
-// -checklist it walks seed 000's flow on a closing checklist instead
-// (checklist.go, `make demo-docs`); with -memory, seed 002's smoke on a
-// markdown backlog (memory.go, `make demo-memory`).
+// -checklist it walks document patching on a closing checklist instead
+// (checklist.go, `make demo-docs`); with -memory, curated memory on a
+// markdown backlog (memory.go, `make demo-memory`); with -corpus, a
+// correspondence log opened as a corpus (corpus.go, `make demo-corpus`).
 package main
 
 import (
@@ -48,11 +50,14 @@ func main() {
 	commit := flag.String("commit", "", "a commit directory with base/, patch.diff and expected/")
 	decision := flag.String("decision", "approve", "the person's decision: approve, approve_for_session or deny")
 	keep := flag.Bool("keep", false, "keep the workspace and data dir afterwards")
-	checklist := flag.String("checklist", "", "instead of a commit: a directory with checklist.json and envelope.json (seed 000's example)")
-	backlog := flag.String("memory", "", "instead of a commit: a directory of markdown to ingest as a backlog (seed 002's smoke)")
+	checklist := flag.String("checklist", "", "instead of a commit: a directory with checklist.json and envelope.json (document patching)")
+	backlog := flag.String("memory", "", "instead of a commit: a directory of markdown to ingest as a backlog (curated memory)")
+	logFile := flag.String("corpus", "", "instead of a commit: a numbered markdown log to open as a corpus (search with citations)")
 	flag.Parse()
 	var err error
 	switch {
+	case *logFile != "":
+		err = runCorpus(*kernel, *logFile, *keep)
 	case *backlog != "":
 		err = runMemory(*kernel, *backlog, *keep)
 	case *checklist != "":
@@ -106,20 +111,89 @@ type client struct {
 	out    *bufio.Scanner
 	nextID int
 	last   []byte // the raw line of the last response
+	// quiet stops the printing of calls and notifications (a batch of
+	// setup calls): they are only counted, for one summary line.
+	quiet                   bool
+	quietCalls, quietEvents int
+	quietTxs                map[string]bool
+}
+
+// hush starts counting instead of printing; summary ends it.
+func (c *client) hush() {
+	c.quiet, c.quietCalls, c.quietEvents, c.quietTxs = true, 0, 0, map[string]bool{}
+}
+
+// summary ends hush and says what was sent and received meanwhile.
+func (c *client) summary() string {
+	c.quiet = false
+	if c.quietEvents == 0 {
+		return fmt.Sprintf("%d calls", c.quietCalls)
+	}
+	return fmt.Sprintf("%d calls, %d ledger events in %d transactions", c.quietCalls, c.quietEvents, len(c.quietTxs))
 }
 
 // notify sends a notification: a message without an id, never answered.
 func (c *client) notify(method string, params any) error {
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
-	fmt.Printf("\n→ %s (notification)\n", method)
+	if !c.quiet {
+		fmt.Printf("\n→ %s (notification)\n", method)
+	}
 	_, err := c.in.Write(append(msg, '\n'))
 	return err
+}
+
+// showNotification prints a notification for people: a ledger event with
+// its transaction and its place in that transaction's own ledger (seq
+// starts at 1 in each, so it is not a session counter), $/progress with
+// its percentage and message.
+func (c *client) showNotification(method string, params json.RawMessage) {
+	var ev struct {
+		TransactionID string `json:"transactionId"`
+		Seq           int    `json:"seq"`
+		Status        string `json:"status"`
+		Value         *struct {
+			Kind, Title, Message string
+			Percentage           *int
+		} `json:"value"`
+	}
+	_ = json.Unmarshal(params, &ev)
+	if c.quiet {
+		if ev.TransactionID != "" {
+			c.quietEvents++
+			c.quietTxs[ev.TransactionID] = true
+		}
+		return
+	}
+	switch {
+	case ev.TransactionID != "":
+		what := method
+		if ev.Status != "" {
+			what += " → " + ev.Status
+		}
+		fmt.Printf("  ← %-26s event %2d of %s's ledger\n", what, ev.Seq, ev.TransactionID)
+	case method == "$/progress" && ev.Value != nil:
+		pct := ""
+		if ev.Value.Percentage != nil {
+			pct = fmt.Sprintf("%3d%% ", *ev.Value.Percentage)
+		}
+		title := ""
+		if ev.Value.Title != "" {
+			title = ev.Value.Title + ": "
+		}
+		fmt.Printf("  ← $/progress %s%s%s\n", pct, title, ev.Value.Message)
+	default:
+		fmt.Printf("  ← %s\n", method)
+	}
 }
 
 func (c *client) call(method string, params any) (json.RawMessage, error) {
 	c.nextID++
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.nextID, "method": method, "params": params})
-	fmt.Printf("\n→ %s\n", method)
+	if c.quiet {
+		c.quietCalls++
+	} else {
+		fmt.Printf("\n→ %s\n", method)
+	}
 	if _, err := c.in.Write(append(req, '\n')); err != nil {
 		return nil, err
 	}
@@ -139,17 +213,9 @@ func (c *client) call(method string, params any) (json.RawMessage, error) {
 			return nil, err
 		}
 		if m.ID == nil {
-			// No id: a notification (a ledger event), not our answer.
-			var ev struct {
-				Seq    int    `json:"seq"`
-				Status string `json:"status"`
-			}
-			json.Unmarshal(m.Params, &ev)
-			extra := ""
-			if ev.Status != "" {
-				extra = " → " + ev.Status
-			}
-			fmt.Printf("  ← notification %s (ledger event #%d)%s\n", m.Method, ev.Seq, extra)
+			// No id: a notification (a ledger event, $/progress), not our
+			// answer.
+			c.showNotification(m.Method, m.Params)
 			continue
 		}
 		if *m.ID != c.nextID {

@@ -65,11 +65,22 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	}
 	var caps struct {
 		Capabilities struct {
-			Memory json.RawMessage `json:"memory"`
+			Memory struct {
+				Enabled           bool   `json:"enabled"`
+				Store             string `json:"store"`
+				PolicyMode        string `json:"policyMode"`
+				AllowSelfCuration bool   `json:"allowSelfCuration"`
+			} `json:"memory"`
 		} `json:"capabilities"`
 	}
 	_ = json.Unmarshal(init, &caps)
-	fmt.Printf("== memory policy in force: %s\n\n", caps.Capabilities.Memory)
+	m := caps.Capabilities.Memory
+	roles := map[string]string{"policy": "the policy says who holds each role", "asserted": "the host asserts each role"}[m.PolicyMode]
+	self := "nobody curates their own proposals"
+	if m.AllowSelfCuration {
+		self = "self-curation is allowed"
+	}
+	fmt.Printf("== memory: served %v, stored in %s; %s; %s\n\n", m.Enabled, m.Store, roles, self)
 	scope := map[string]any{"tenant_id": "acme", "organization_id": "platform", "repository_id": "rfcs"}
 	other := map[string]any{"tenant_id": "acme", "organization_id": "platform", "repository_id": "payments"}
 	agent := map[string]any{"principal_id": "agent-7", "roles": []string{}, "purpose": "implement RFCs"}
@@ -111,15 +122,21 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	if err := call("memory/ingest", req(scope, curator, "path", ".")); err != nil {
 		return err
 	}
-	fmt.Printf("  %v files: %v created, %v new versions, %v unchanged, %d skipped; commit %v; published baseline %v\n",
-		out["files"], out["created"], out["new_versions"], out["unchanged"], len(out["skipped"].([]any)), out["commit_sha"], out["baseline_id"])
+	commit := "none (not a git work tree)"
+	if sha, ok := out["commit_sha"].(string); ok && sha != "" {
+		commit = sha
+	}
+	fmt.Printf("  %v files: %v created, %v new versions, %v unchanged, %d skipped; commit %s; published baseline %v\n",
+		out["files"], out["created"], out["new_versions"], out["unchanged"], len(out["skipped"].([]any)), commit, out["baseline_id"])
 	b1 := out["baseline_id"]
 
 	fmt.Println("\n== 2. read_context (published) as agent-7: items with version-pinned citations")
 	if err := call("memory/read_context", req(scope, agent, "query", "borrow checker lifetimes in closures", "k", 3)); err != nil {
 		return err
 	}
-	fmt.Printf("  baseline_selector_used: %v\n", out["baseline_selector_used"])
+	if sel, ok := out["baseline_selector_used"].(map[string]any); ok {
+		fmt.Printf("  read from the %v baseline %v\n", sel["kind"], sel["baseline_id"])
+	}
 	items := out["items"].([]any)
 	if len(items) == 0 {
 		return fmt.Errorf("read_context found nothing")
@@ -219,7 +236,11 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	}
 	for _, r := range out["results"].([]any) {
 		m := r.(map[string]any)
-		fmt.Printf("  %v@%v returned=%v %v\n", m["element_id"], m["version_id"], m["returned"], m["reason"])
+		verdict := "returned by read_context: a real citation"
+		if m["returned"] != true {
+			verdict = fmt.Sprintf("NOT returned (%v): flagged", m["reason"])
+		}
+		fmt.Printf("  %v@%v %s\n", m["element_id"], m["version_id"], verdict)
 	}
 	if out["all_returned"] != false {
 		return fmt.Errorf("verify_citations accepted an invented citation")
