@@ -74,7 +74,7 @@ func runChecklist(kernelBin, dir string, keep bool) error {
 	if err != nil {
 		return err
 	}
-	banner("patch/validate with seed 000's example envelope: the dry run, its preview and validationId", c.last)
+	banner("patch/validate of the example email's envelope (close iss_mfn, cite the reply): the dry run, its preview and validationId", c.last)
 	var v struct {
 		ValidationID string `json:"validationId"`
 	}

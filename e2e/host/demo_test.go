@@ -1,0 +1,141 @@
+package host
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+var (
+	hostOnce sync.Once
+	hostBin  string
+	hostErr  error
+)
+
+// demoHost builds examples/host, the demos' host, once per test process.
+func demoHost(t *testing.T) string {
+	t.Helper()
+	hostOnce.Do(func() {
+		hostBin = filepath.Join(harness.BinDir(t), "demo-host")
+		cmd := exec.Command("go", "build", "-o", hostBin, "./examples/host")
+		cmd.Dir = harness.RepoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			hostErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if hostErr != nil {
+		t.Fatalf("go build ./examples/host: %v", hostErr)
+	}
+	return hostBin
+}
+
+// runDemo runs the demos' host against the real binary with args and
+// returns its output, failing t unless it succeeds.
+func runDemo(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(demoHost(t), append([]string{"-kernel", harness.Bin(t)}, args...)...)
+	cmd.Dir = harness.RepoRoot
+	cmd.Env = harness.Env(nil)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
+}
+
+// checkForPeople fails t where a demo's output shows Go's own renderings
+// (map[...], <nil>, %!) or a notification numbered as if by the session.
+func checkForPeople(t *testing.T, name, out string) {
+	t.Helper()
+	for _, bad := range []string{"map[", "<nil>", "%!", "ledger event #"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s prints %q:\n%s", name, bad, out)
+		}
+	}
+	// Every ledger event names its own transaction's ledger.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "event ") && strings.Contains(l, "← ") && !regexp.MustCompile(`event +\d+ of tx-[0-9a-f]+'s ledger$`).MatchString(l) {
+			t.Errorf("%s: a ledger event without its transaction: %q", name, l)
+		}
+	}
+}
+
+// TestDemoDocsOutput: make demo-docs's output is for people, and its twelve
+// setup patches are one summary line, not a screenful of notifications.
+func TestDemoDocsOutput(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "-checklist", "testdata/demo-checklist")
+	checkForPeople(t, "demo-docs", out)
+	if n := strings.Count(out, "→ patch/validate"); n > 3 {
+		t.Errorf("demo-docs prints %d patch/validate calls; the setup should be one summary line:\n%s", n, out)
+	}
+	if !regexp.MustCompile(`24 calls, 144 ledger events in 12 transactions; the checklist is at revision 12`).MatchString(out) {
+		t.Errorf("demo-docs has no summary line of its setup patches:\n%s", out)
+	}
+	if strings.Contains(strings.ToLower(out), "seed 0") {
+		t.Errorf("demo-docs names seed numbers, not capabilities:\n%s", out)
+	}
+}
+
+// TestDemoMemoryOutput: make demo-memory's output is for people.
+func TestDemoMemoryOutput(t *testing.T) {
+	harness.SkipIfShort(t, "demo-memory ingests the whole RFC backlog")
+	t.Parallel()
+	rfcs := harness.SharedDir(t, "corpora/rust-rfcs/text")
+	out := runDemo(t, "-memory", rfcs)
+	checkForPeople(t, "demo-memory", out)
+	if !regexp.MustCompile(`← \$/progress +\d+% \d+/\d+ files`).MatchString(out) {
+		t.Errorf("demo-memory's $/progress shows no counts:\n%s", out)
+	}
+}
+
+// TestDemoCorpus: make demo-corpus opens the 1,200-section log built from
+// the RFCs, answers the default route with linear_tail, finds sections
+// semantically with citations, filters to governance sections, makes an
+// append searchable and says how fast, and shows $/progress with counts.
+func TestDemoCorpus(t *testing.T) {
+	harness.SkipIfShort(t, "demo-corpus indexes a 1,200-section log")
+	t.Parallel()
+	rfcs := harness.SharedDir(t, "corpora/rust-rfcs/text")
+	dir := t.TempDir()
+	log := filepath.Join(dir, "OPEN_QUESTIONS.md")
+	gen := exec.Command("go", "run", "testdata/corpus/mkfixture.go", "-rfcs", rfcs, "-sections", "1200", "-out", log)
+	gen.Dir = harness.RepoRoot
+	if b, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("mkfixture: %v\n%s", err, b)
+	}
+	out := runDemo(t, "-corpus", log)
+	checkForPeople(t, "demo-corpus", out)
+	for _, want := range []string{
+		`a log of 1200 sections, 1200 embedded`,
+		`route linear_tail \(caller: external\)`,
+		`§1200 \(MCC\)`,
+		`#1 semantic_match, score 0\.\d+; cites governance/OPEN_QUESTIONS\.md bytes \d+–\d+, content_hash [0-9a-f]+`,
+		`#1 keyword_match\+semantic_match, score [\d.]+; cites`,
+		`searchable \d+ms after the write`,
+		`§1201 \(MCCI\) Demo: should a quokka review closures\?`,
+		`← \$/progress +30% 1201 sections: embedding 1201 new or changed`,
+		`← \$/progress 100% done: 1201 added`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("demo-corpus output lacks %q:\n%s", want, out)
+		}
+	}
+	// The governance search printed only [EXEC:GOV] sections: the demo
+	// itself fails otherwise; check the section was reached.
+	if !strings.Contains(out, "filtered to governance sections") {
+		t.Errorf("demo-corpus did not run its governance filter:\n%s", out)
+	}
+	if _, err := os.Stat(log); err != nil {
+		t.Fatal(err)
+	}
+}
