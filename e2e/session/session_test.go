@@ -31,6 +31,8 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 //
 //	start [flag...]          start the kernel on $WORK/ws with --data-dir $WORK/data
 //	env NAME=VALUE           environment for the next start
+//	hideevents               leave notifications out of the transcript from
+//	                         here on (event and noevent still see them)
 //	startfail TEXT [flag...] start a kernel that must exit non-zero with TEXT on stderr
 //	call METHOD JSON         send a request, wait for its response (${var} expands)
 //	notify METHOD JSON       send a notification
@@ -56,6 +58,8 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 //	grepabsent TEXT DIR      no file under DIR contains TEXT
 //	transcriptabsent TEXT    nothing the kernel sent so far contains TEXT
 //	write PATH TEXT          overwrite a workspace file (a user edit)
+//	copy SRC DST             overwrite DST with SRC's bytes (both ws/… or
+//	                         $WORK/… paths; SRC may be an archive file)
 //	symlink TARGET LINK      create a symlink ($WORK expands)
 //	hardlink OLD NEW         create a hard link NEW to the existing file OLD
 //	                         (both ws/… or $WORK/…, as for exists)
@@ -86,6 +90,7 @@ type session struct {
 	exitCode   int
 	transcript []string
 	norm       *normaliser
+	hideEvents bool // hideevents: notifications stay out of the transcript
 }
 
 func runSession(t *testing.T, file string) {
@@ -165,11 +170,14 @@ func (s *session) record(prefix string, raw []byte) {
 func (s *session) awaitResponse(isMine func(any) bool) error {
 	for {
 		m := s.p.Next(60 * time.Second)
-		s.record("<", m.Raw)
 		if m.Method != "" {
+			if !s.hideEvents {
+				s.record("<", m.Raw)
+			}
 			s.notes = append(s.notes, m)
 			continue
 		}
+		s.record("<", m.Raw)
 		if isMine == nil || isMine(m.Value) {
 			s.last = m.Value
 			return nil
@@ -191,6 +199,8 @@ func (s *session) exec(line string) error {
 	switch cmd {
 	case "env":
 		s.env = append(s.env, s.expand(rest))
+	case "hideevents":
+		s.hideEvents = true
 	case "start":
 		if s.p != nil {
 			return fmt.Errorf("a kernel is already running")
@@ -321,7 +331,9 @@ func (s *session) exec(line string) error {
 		s.p.Stop()
 		s.exitCode = s.p.Cmd.ProcessState.ExitCode()
 		for m := range s.p.Out {
-			s.record("<", m.Raw)
+			if m.Method == "" || !s.hideEvents {
+				s.record("<", m.Raw)
+			}
 		}
 		s.p = nil
 	case "waitexit":
@@ -331,7 +343,9 @@ func (s *session) exec(line string) error {
 			return fmt.Errorf("kernel did not exit")
 		}
 		for m := range s.p.Out {
-			s.record("<", m.Raw)
+			if m.Method == "" || !s.hideEvents {
+				s.record("<", m.Raw)
+			}
 		}
 		s.p = nil
 	case "sleep":
@@ -419,6 +433,15 @@ func (s *session) exec(line string) error {
 		}
 		text := strings.TrimSpace(strings.TrimPrefix(rest, args[0]))
 		return os.WriteFile(s.path(args[0]), []byte(text+"\n"), 0o644)
+	case "copy":
+		if err := need(2); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(s.path(args[0]))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(s.path(args[1]), b, 0o644)
 	case "symlink":
 		if err := need(2); err != nil {
 			return err
@@ -473,6 +496,25 @@ type normaliser struct {
 	keepMethods bool
 }
 
+// maskDurations replaces every durationMs member's number, a measured
+// time, with "<ms>".
+func maskDurations(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if _, isNum := e.(float64); isNum && k == "durationMs" {
+				x[k] = "<ms>"
+				continue
+			}
+			maskDurations(e)
+		}
+	case []any:
+		for _, e := range x {
+			maskDurations(e)
+		}
+	}
+}
+
 // maskedMethods replaces capabilities.methods outside initialize.golden.
 const maskedMethods = "<capabilities.methods: see initialize.golden>"
 
@@ -482,7 +524,7 @@ const maskedMethods = "<capabilities.methods: see initialize.golden>"
 var hostCapabilities = []string{"memory", "embedding", "documentTypes"}
 
 var (
-	idRe = regexp.MustCompile(`\b(tx|turn|item|apr)-[0-9a-f]{16}(?:[0-9a-f]{4})?\b`) // tx ids have 20 digits since they are time-ordered
+	idRe = regexp.MustCompile(`\b(tx|turn|item|apr)-[0-9a-f]{16}(?:[0-9a-f]{4})?\b|\b(ver|bl|dec|prop)_[0-9a-f]{24}\b`) // tx ids have 20 digits since they are time-ordered; memory's ids are random
 	tsRe = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z`)
 )
 
@@ -502,6 +544,7 @@ func (n *normaliser) line(raw []byte) string {
 				}
 			}
 		}
+		maskDurations(v)
 		s = mustJSON(v) // sorted keys: field order is not part of the contract
 	}
 	s = strings.ReplaceAll(s, n.work, "$WORK")
@@ -510,7 +553,7 @@ func (n *normaliser) line(raw []byte) string {
 		if r, ok := n.ids[id]; ok {
 			return r
 		}
-		kind := id[:strings.IndexByte(id, '-')]
+		kind := id[:strings.IndexAny(id, "-_")]
 		n.seq[kind]++
 		r := fmt.Sprintf("<%s-%d>", kind, n.seq[kind])
 		n.ids[id] = r
