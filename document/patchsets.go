@@ -39,7 +39,7 @@ func (s *Service) ProposePatchSet(ctx context.Context, p *protocol.PatchSetPropo
 		return nil, errs.InvalidField("recipeVersion", "recipeVersion is required: the recipe's current revision")
 	}
 	if len(p.PatchSet) == 0 || bytes.Equal(bytes.TrimSpace(p.PatchSet), []byte("null")) {
-		return nil, errs.InvalidField("patchSet", "patchSet is required (seed 003: emit no PatchSet rather than an empty one)")
+		return nil, errs.InvalidField("patchSet", "patchSet is required (emit no PatchSet rather than an empty one)")
 	}
 	ps, err := recipe.DecodePatchSet(p.PatchSet)
 	if err != nil {

@@ -118,7 +118,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	switch kind {
 	case protocol.KindJSONPatch:
 		if len(in.Patch) == 0 {
-			return nil, errs.InvalidField("patch", "patch is required (seed 000's envelope)")
+			return nil, errs.InvalidField("patch", "patch is required: the envelope {patch_id, expected_revision, mode?, operations}")
 		}
 		raw = in.Patch
 	case protocol.KindRecipePatchSet:

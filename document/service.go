@@ -159,7 +159,7 @@ func (s *Service) Validate(ctx context.Context, p *protocol.PatchValidateParams)
 		return nil, err
 	}
 	if len(p.Patch) == 0 {
-		return nil, errs.InvalidField("patch", "patch is required (seed 000's envelope)")
+		return nil, errs.InvalidField("patch", "patch is required: the envelope {patch_id, expected_revision, mode?, operations}")
 	}
 	env, err := jsondoc.DecodeEnvelope(p.Patch)
 	if err != nil {
@@ -350,14 +350,14 @@ func validationID(p *protocol.PatchApplyParams) (string, error) {
 	case id != "" && seed != "" && id != seed:
 		return "", errs.New(errs.Invalid, AliasData{Field: fieldValidationIDSeed, Fields: []string{fieldValidationID, fieldValidationIDSeed},
 			Values: []string{id, seed}, Reason: "conflicting-alias"},
-			"validationId %q and validation_id %q differ: they are one field (validation_id is seed 000's name for it); give one, or the same id in both", id, seed)
+			"validationId %q and validation_id %q differ: they are one field (validation_id is the envelope's spelling of it); give one, or the same id in both", id, seed)
 	case id != "":
 		return id, nil
 	case seed != "":
 		return seed, nil
 	}
 	return "", errs.New(errs.UnknownValidation, ValidationIDData{Reason: "missing", Field: fieldValidationID, Alias: fieldValidationIDSeed},
-		"validationId is required (seed 000's validation_id is accepted too): call patch/validate first and pass its validationId")
+		"validationId is required (validation_id is accepted too): call patch/validate first and pass its validationId")
 }
 
 // applied completes out from the patch-log entry of transaction txID.

@@ -39,8 +39,8 @@ var schemaFiles embed.FS
 
 var types = []DocType{
 	{Name: TypeJSON, Description: "any JSON value; no schema"},
-	{Name: TypeClosingChecklist, Description: "a deal's closing checklist (seed 000): issues_by_id with status and citations, entries_by_id"},
-	{Name: TypeRecipe, Description: "a recipe (seed 003): title, steps with todo/done status, ingredients, notes, userDefaults, overrides; its state changes only by PatchSets, patch/* changes only userDefaults and overrides",
+	{Name: TypeClosingChecklist, Description: "a deal's closing checklist: issues_by_id with status and citations, entries_by_id"},
+	{Name: TypeRecipe, Description: "a recipe: title, steps with todo/done status, ingredients, notes, userDefaults, overrides; its state changes only by PatchSets, patch/* changes only userDefaults and overrides",
 		JSONPatchMembers: []string{"userDefaults", "overrides"}},
 }
 

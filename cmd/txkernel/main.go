@@ -85,11 +85,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	framing := fs.String("framing", string(kernel.FramingAuto), "auto (recognised from the first bytes) | ndjson | content-length")
 	maxMsg := fs.Int64("max-message-bytes", kernel.DefaultMaxMessageBytes, "largest accepted message in bytes")
 	logLevel := fs.String("log-level", "info", "debug | info | warn | error")
-	docPolicy := fs.String("document-approval-policy", string(approvals.Never), "untrusted | never: whether a person approves each document patch (seed 000: optional); recipe PatchSets always wait for patchset/decide")
+	docPolicy := fs.String("document-approval-policy", string(approvals.Never), "untrusted | never: whether a person approves each document patch (optional for documents); recipe PatchSets always wait for patchset/decide")
 	docMaxBytes := fs.Int64("doc-max-bytes", jsondoc.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)")
 	docMaxDepth := fs.Int("doc-max-depth", jsondoc.DefaultLimits().MaxDepth, "deepest nesting of a JSON document")
 	validationTTL := fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
-	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants (seed 002): {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused")
+	memPolicy := fs.String("memory-policy", "", "JSON file of memory grants: {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused")
 	var ef embedFlags
 	ef.register(fs)
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {

@@ -125,7 +125,7 @@ func DecodePatchSet(raw []byte) (*PatchSet, error) {
 			var raws []json.RawMessage
 			json.Unmarshal(m.Value, &raws)
 			if len(raws) == 0 {
-				return nil, errs.New(errs.Invalid, errs.InvalidData{Field: f, Reason: "empty"}, "patches is empty: emit no PatchSet rather than an empty one (seed 003)")
+				return nil, errs.New(errs.Invalid, errs.InvalidData{Field: f, Reason: "empty"}, "patches is empty: emit no PatchSet rather than an empty one")
 			}
 			for i, r := range raws {
 				p, err := decodePatch(r, fmt.Sprintf("%s[%d]", f, i))
