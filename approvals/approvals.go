@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Policy is the --approval-policy flag.
@@ -96,7 +97,7 @@ type State struct {
 }
 
 // Fold builds the approval state from a transaction's events.
-func Fold(events []protocol.Event) *State {
+func Fold(events []record.Event) *State {
 	st := &State{}
 	for _, ev := range events {
 		switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 func sha256Hex(b []byte) string {
@@ -177,7 +178,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	// (a deny of it sticks), on another document it is not.
 	canonical := fmt.Appendf(nil, "%s\x00%s\x00%s\x00", kind, doc.ID, rec.PatchHash)
 	return &tx.Plan{
-		Pointer:   protocol.ProposalPointer{TargetPlan: plan},
+		Pointer:   record.Proposal{TargetPlan: plan},
 		Changes:   changes(doc.ID, res.preview),
 		Canonical: canonical,
 		Redacted:  text,

@@ -173,11 +173,11 @@ func (s *Service) Validate(ctx context.Context, p *protocol.PatchValidateParams)
 		if err != nil {
 			return nil, err
 		}
-		st, err := s.eng.Status(ctx, prior.TxID)
+		ptr, _, err := s.eng.Proposal(ctx, prior.TxID)
 		if err != nil {
 			return nil, err
 		}
-		pl, err := s.t.load(st.Pointers.Proposal)
+		pl, err := s.t.load(ptr)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +252,7 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 	if len(p.Patch) == 0 {
 		return nil, errs.InvalidField("patch", "patch is required: the same envelope that was validated")
 	}
-	st, err := s.eng.Status(ctx, p.ValidationID)
+	ptr, state, err := s.eng.Proposal(ctx, p.ValidationID)
 	if errs.KindIs(err, errs.NotFound) {
 		return nil, errs.New(errs.UnknownValidation, ValidationIDData{ValidationID: p.ValidationID, Reason: "unknown"},
 			"validationId %s is unknown: call patch/validate first", p.ValidationID)
@@ -260,7 +260,6 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 	if err != nil {
 		return nil, err
 	}
-	ptr := st.Pointers.Proposal
 	if ptr == nil || ptr.TargetName() != protocol.TargetDocument || ptr.Kind != protocol.KindJSONPatch {
 		return nil, errs.New(errs.UnknownValidation, ValidationIDData{ValidationID: p.ValidationID, Reason: "not-a-document-patch"},
 			"%s is a transaction but not a patch/validate validationId", p.ValidationID)
@@ -282,7 +281,7 @@ func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*pro
 			"the patch is not the one validated as %s: validate it again", p.ValidationID)
 	}
 	out := &protocol.PatchApplyResult{ValidationID: p.ValidationID, DocID: r.DocID, PatchID: r.PatchID}
-	if st.State == protocol.StateCompleted {
+	if state == protocol.StateCompleted {
 		return s.applied(ctx, out, p.ValidationID, true)
 	}
 	if err := pl.checkExpiry(); err != nil {

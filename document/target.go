@@ -28,6 +28,7 @@ import (
 	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // fpBeforeSQLCommit is hit inside Commit, after the commit record is
@@ -182,7 +183,7 @@ type planRecord struct {
 // plan record and, for a json_patch, when its validation expires.
 type planned struct {
 	d       *Target
-	ptr     *protocol.ProposalPointer
+	ptr     *record.Proposal
 	rec     *planRecord
 	expires time.Time // zero: never (a recipe PatchSet)
 }
@@ -190,7 +191,7 @@ type planned struct {
 // Load implements tx.Target: it decodes pointers.proposal.target_plan
 // (planRecord) and its expires_at, once. Either unreadable is
 // errs.LedgerCorrupt.
-func (d *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
+func (d *Target) Load(p *record.Proposal) (tx.Planned, error) {
 	var r planRecord
 	if err := json.Unmarshal(p.TargetPlan, &r); err != nil {
 		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "document target plan: %v", err)
@@ -211,7 +212,7 @@ func (d *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
 
 // load is Load for the service, which reads back a transaction it made:
 // the document plan of p.
-func (d *Target) load(p *protocol.ProposalPointer) (*planned, error) {
+func (d *Target) load(p *record.Proposal) (*planned, error) {
 	pl, err := d.Load(p)
 	if err != nil {
 		return nil, err
@@ -304,7 +305,7 @@ func staleErr(docID string, expected, current int64) error {
 // schema, a limit) slips through; the new content must be the one the dry
 // run produced. It then stages the content in kernel.db, durably and
 // invisibly, where Commit finds it.
-func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	d, r := pl.d, pl.rec
 	input, err := c.Blob(r.InputSHA256)
 	if err != nil {
@@ -333,7 +334,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitR
 		return nil, err
 	}
 	rec, _ := json.Marshal(commitRecord{DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, ContentSHA256: r.ContentSHA256})
-	return &protocol.CommitRecord{Record: rec}, nil
+	return &record.Commit{Record: rec}, nil
 }
 
 // appliedResult is what the patch log keeps as the result of an apply.
@@ -361,7 +362,7 @@ type commitRecord struct {
 // content, revision + 1 and the patch-log row keyed by the transaction
 // id. When that row exists already it does nothing, so recovery may call
 // it again.
-func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
+func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *record.Commit) error {
 	if err := pl.d.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // TestApprovalReason checks that a document's patchset approval names the
@@ -27,7 +28,7 @@ func TestApprovalReason(t *testing.T) {
 	d := New(Options{})
 	for _, c := range cases {
 		plan, _ := json.Marshal(c.rec)
-		pl, err := d.Load(&protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan, ContainsSecretIntroductions: true})
+		pl, err := d.Load(&record.Proposal{PatchID: "abc", TargetPlan: plan, ContainsSecretIntroductions: true})
 		if err != nil {
 			t.Fatalf("Load(%+v): %v", c.rec, err)
 		}
@@ -43,7 +44,7 @@ func TestApprovalReason(t *testing.T) {
 	// An unreadable plan is refused when loaded, never given a made-up
 	// reason.
 	for _, bad := range []string{`[`, `{}`, `{"doc_id":"d","expires_at":"soon"}`} {
-		if _, err := d.Load(&protocol.ProposalPointer{TargetPlan: json.RawMessage(bad)}); !errs.KindIs(err, errs.LedgerCorrupt) {
+		if _, err := d.Load(&record.Proposal{TargetPlan: json.RawMessage(bad)}); !errs.KindIs(err, errs.LedgerCorrupt) {
 			t.Errorf("Load(%s): %v, want a ledger_corrupt error", bad, err)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 	"github.com/txkernel/txkernel/unidiff"
 )
 
@@ -110,7 +111,7 @@ type Record struct {
 // planned is a memory transaction as Load decoded it.
 type planned struct {
 	t   *Target
-	ptr *protocol.ProposalPointer
+	ptr *record.Proposal
 	rec *Record
 }
 
@@ -118,7 +119,7 @@ type planned struct {
 // (Record) once. A plan that is neither an accept (proposal_id) nor a
 // promote (versions) is errs.LedgerCorrupt, as is one that does not
 // decode.
-func (t *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
+func (t *Target) Load(p *record.Proposal) (tx.Planned, error) {
 	var r Record
 	if err := json.Unmarshal(p.TargetPlan, &r); err != nil {
 		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "memory target plan: %v", err)
@@ -206,7 +207,7 @@ func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	}
 	rec, _ := json.Marshal(r)
 	return &tx.Plan{
-		Pointer:   protocol.ProposalPointer{TargetPlan: rec},
+		Pointer:   record.Proposal{TargetPlan: rec},
 		Changes:   changes,
 		Canonical: rec,
 		Redacted:  []byte(text),
@@ -341,7 +342,7 @@ type commitRecord struct {
 
 // Prepare implements tx.Planned. Nothing needs staging: Commit reads the
 // proposal's immutable body from kernel.db.
-func (pl *planned) Prepare(_ context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+func (pl *planned) Prepare(_ context.Context, c *tx.Change) (*record.Commit, error) {
 	r := pl.rec
 	cr := commitRecord{DecisionID: DecisionID(c.TxID)}
 	if r.ProposalID != "" {
@@ -350,14 +351,14 @@ func (pl *planned) Prepare(_ context.Context, c *tx.Change) (*protocol.CommitRec
 		cr.BaselineID = BaselineID(c.TxID)
 	}
 	rec, _ := json.Marshal(cr)
-	return &protocol.CommitRecord{Record: rec}, nil
+	return &record.Commit{Record: rec}, nil
 }
 
 // Commit implements tx.Planned: one SQL transaction writes the new version
 // with its relationships and decision artefact (accept), or the new
 // baseline, the pointer move and the decision artefact (promote). When the
 // transaction's rows exist already it does nothing.
-func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *protocol.CommitRecord) error {
+func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *record.Commit) error {
 	if err := pl.t.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
 		return err
 	}

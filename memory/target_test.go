@@ -6,6 +6,7 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // TestApprovalReason checks that a memory transaction's patchset approval
@@ -26,7 +27,7 @@ func TestApprovalReason(t *testing.T) {
 	tg := NewTarget(nil, nil)
 	for _, c := range cases {
 		plan, _ := json.Marshal(c.rec)
-		pl, err := tg.Load(&protocol.ProposalPointer{PatchID: "abc", TargetPlan: plan})
+		pl, err := tg.Load(&record.Proposal{PatchID: "abc", TargetPlan: plan})
 		if err != nil {
 			t.Fatalf("Load(%+v): %v", c.rec, err)
 		}

@@ -18,10 +18,13 @@ const (
 	EventTxClose          = "tx/close"
 )
 
-// Event is one line of events.jsonl and one notification. Seq starts at 1 and
-// has no gaps. TS is RFC 3339 with nanoseconds, UTC. Exactly the fields that
-// belong to Type are set. Checksum is "blake3:" + hex over the line's bytes
-// before the checksum field; it is stored but not sent.
+// Event is one notification (PROTOCOL.md §5) and one element of
+// tx/events' result: a ledger event as the host sees it. Every appended
+// ledger line is sent as a notification whose method is Type and whose
+// params are this Event. Seq is per transaction, starts at 1 and has no
+// gaps; TS is RFC 3339 with nanoseconds, UTC. Exactly the members that
+// belong to Type are set. The engine's on-disk line (tx/record.Event)
+// also carries a checksum, which is not sent.
 type Event struct {
 	Seq           int64             `json:"seq"`
 	TS            string            `json:"ts"`
@@ -29,7 +32,7 @@ type Event struct {
 	TransactionID string            `json:"transactionId"`
 	TurnID        string            `json:"turnId,omitempty"`       // turn/start, turn/item
 	ProposalKind  string            `json:"proposalKind,omitempty"` // turn/start
-	Proposal      *ProposalPointer  `json:"proposal,omitempty"`     // turn/start: pointers.proposal, so transaction.json can be rebuilt from the ledger
+	Proposal      *ProposalPointer  `json:"proposal,omitempty"`     // turn/start: pointers.proposal
 	Status        string            `json:"status,omitempty"`       // tx/status
 	Item          *Item             `json:"item,omitempty"`         // turn/item
 	Approval      *ApprovalRequest  `json:"approval,omitempty"`     // approval/request
@@ -38,7 +41,6 @@ type Event struct {
 	AppliedFiles  []string          `json:"appliedFiles,omitempty"` // apply/complete
 	Recovered     bool              `json:"recovered,omitempty"`    // apply/complete written by recovery
 	Reason        string            `json:"reason,omitempty"`       // tx/close: completed | discarded | denied
-	Checksum      string            `json:"checksum,omitempty"`
 }
 
 // Item types carried by turn/item (seed 001).
@@ -65,8 +67,10 @@ type ItemMetadata struct {
 	Applied bool `json:"applied"`
 }
 
-// CommitRecord is the apply protocol's commit point: once it is durable in
-// events.jsonl, recovery rolls the apply forward. Ops are in apply order.
+// CommitRecord is the commit member of the apply/commit notification
+// (PROTOCOL.md §5.7): the apply protocol's commit point as the host sees
+// it. Ops are in apply order. It mirrors tx/record.Commit, the engine's
+// own, member for member.
 type CommitRecord struct {
 	Ops    []CommitOp      `json:"ops"`              // the workspace target's file operations
 	Record json.RawMessage `json:"record,omitempty"` // another target's own commit record
@@ -89,25 +93,11 @@ const (
 	OpDelete = "delete"
 )
 
-// TransactionFile is transaction.json: the transaction's metadata, replaced
-// atomically (temp file, fsync, rename, directory fsync) when the state
-// changes. The ledger is the source of truth for State; this file is its
-// summary and the home of pointers.proposal, and it is rebuilt from the
-// ledger when missing or unreadable. UpdatedAt is when State was entered.
-// Field names are the seed's (snake_case).
-type TransactionFile struct {
-	SchemaVersion int      `json:"schema_version"`
-	TransactionID string   `json:"transaction_id"`
-	CreatedAt     string   `json:"created_at"`
-	UpdatedAt     string   `json:"updated_at"`
-	State         string   `json:"state"`
-	WorkspaceRoot string   `json:"workspace_root"`
-	Pointers      Pointers `json:"pointers"`
-}
-
-// ProposalPointer is transaction.json's pointers.proposal: the bridge between
-// the review trace and the apply (seed 001, "pointers.proposal required
-// fields"). Changes and PatchPath are txkernel's additions: what each target
+// ProposalPointer is tx/status's pointers.proposal and the turn/start
+// notification's proposal (PROTOCOL.md §10.3): the bridge between the
+// review trace and the apply (seed 001, "pointers.proposal required
+// fields"), as stored in transaction.json. It mirrors tx/record.Proposal,
+// the engine's own, member for member. Changes and PatchPath are txkernel's additions: what each target
 // becomes, and where the redacted diff is stored.
 type ProposalPointer struct {
 	Target                      string            `json:"target,omitempty"` // absent in ledgers written before targets: workspace
@@ -124,15 +114,6 @@ type ProposalPointer struct {
 	PatchPath                   string            `json:"patch_path"`
 	Changes                     []PlannedChange   `json:"changes"`
 	TargetPlan                  json.RawMessage   `json:"target_plan,omitempty"` // a non-file target's own plan
-}
-
-// TargetName returns p's target, workspace for ledgers written before
-// targets were named.
-func (p *ProposalPointer) TargetName() string {
-	if p.Target == "" {
-		return TargetWorkspace
-	}
-	return p.Target
 }
 
 // PlannedChange is what one target file becomes. Kind is add, modify or

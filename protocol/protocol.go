@@ -3,8 +3,9 @@
 // the standard library so that every other package can share it.
 //
 // Names on the wire are camelCase. Stored artefacts that a seed defines keep
-// the seed's spelling (see TransactionFile). PROTOCOL.md documents every type
-// here with an example.
+// the seed's spelling where the wire shows them (ProposalPointer). What is
+// stored on disk is tx/record's; the types here are what a host sees.
+// PROTOCOL.md documents every type here with an example.
 package protocol
 
 import "encoding/json"
@@ -370,7 +371,8 @@ type ApprovalRespondResult struct {
 	PendingApprovals []ApprovalRequest `json:"pendingApprovals"`
 }
 
-// Pointers is transaction.json's "pointers" object.
+// Pointers is tx/status's "pointers" object, transaction.json's as the
+// host sees it.
 type Pointers struct {
 	Proposal *ProposalPointer `json:"proposal"`
 }

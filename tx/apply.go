@@ -8,6 +8,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Apply applies a proposed transaction all-or-nothing (apply/execute). In
@@ -71,16 +72,16 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		}
 		return nil, deniedErr(*plan.Denied)
 	}
-	var evs []protocol.Event
+	var evs []record.Event
 	for i, req := range plan.Auto {
-		evs = append(evs, protocol.Event{Type: protocol.EventApprovalDecision, Decision: &protocol.ApprovalDecision{
+		evs = append(evs, record.Event{Type: protocol.EventApprovalDecision, Decision: &protocol.ApprovalDecision{
 			ApprovalRequestID: newID("apr"), Kind: req.Kind, Fingerprint: req.Fingerprint,
 			Decision: protocol.DecisionApprove, Source: plan.AutoSource[i]}})
 	}
 	pending := plan.Pending
 	for _, req := range plan.ToRequest {
 		ar := protocol.ApprovalRequest{ApprovalRequestID: newID("apr"), Kind: req.Kind, Fingerprint: req.Fingerprint, Reason: req.Reason}
-		evs = append(evs, protocol.Event{Type: protocol.EventApprovalRequest, Approval: &ar})
+		evs = append(evs, record.Event{Type: protocol.EventApprovalRequest, Approval: &ar})
 		pending = append(pending, ar)
 	}
 	if len(evs) > 0 {
@@ -120,8 +121,8 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		// apply/start and the commit record share one fsync. Recovery does
 		// not need apply/start to be durable before Prepare: every
 		// uncommitted transaction is aborted at start-up.
-		err = e.appendEvents(t, protocol.Event{Type: protocol.EventApplyStart},
-			protocol.Event{Type: protocol.EventApplyCommit, Commit: rec})
+		err = e.appendEvents(t, record.Event{Type: protocol.EventApplyStart},
+			record.Event{Type: protocol.EventApplyCommit, Commit: rec})
 	}
 	if err != nil {
 		if aerr := pl.Abort(context.Background(), c); aerr != nil {
@@ -190,10 +191,10 @@ func (e *Engine) deniedError(t *transaction) error {
 
 // deny makes t terminal in state denied, then retires it. The caller holds
 // t's lock.
-func (e *Engine) deny(t *transaction, decision ...protocol.Event) error {
+func (e *Engine) deny(t *transaction, decision ...record.Event) error {
 	evs := append(decision,
-		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateDenied},
-		protocol.Event{Type: protocol.EventTxClose, Reason: protocol.StateDenied})
+		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateDenied},
+		record.Event{Type: protocol.EventTxClose, Reason: protocol.StateDenied})
 	if err := e.appendWithMeta(t, evs...); err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (e *Engine) deny(t *transaction, decision ...protocol.Event) error {
 }
 
 // lastCommit returns the newest commit record and the events after it.
-func lastCommit(evs []protocol.Event) (*protocol.CommitRecord, []protocol.Event) {
+func lastCommit(evs []record.Event) (*record.Commit, []record.Event) {
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Type == protocol.EventApplyCommit {
 			return evs[i].Commit, evs[i+1:]
@@ -219,7 +220,7 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 		return errors.New("no commit record")
 	}
 	has := func(typ string) bool {
-		return slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == typ })
+		return slices.ContainsFunc(after, func(ev record.Event) bool { return ev.Type == typ })
 	}
 	if !has(protocol.EventApplyComplete) {
 		if err := t.planned.Commit(ctx, e.change(t), commit); err != nil {
@@ -233,7 +234,7 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 	}
 	// The closing events are appended in one write, so after a torn write
 	// the ones present are a prefix of this list.
-	tail := []protocol.Event{
+	tail := []record.Event{
 		{Type: protocol.EventTurnItem, TurnID: ptr.ProposalTurnID, Item: applied},
 		{Type: protocol.EventApplyComplete, AppliedFiles: t.planned.Files(), Recovered: recovered},
 		{Type: protocol.EventTxStatus, Status: protocol.StateApplied},
@@ -286,7 +287,7 @@ func appliedItem(t *transaction) (*protocol.Item, error) {
 // reports a roll-forward (for start-up's recovery line).
 func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err error) {
 	if commit, after := lastCommit(t.led.events); commit != nil {
-		if !slices.ContainsFunc(after, func(ev protocol.Event) bool { return ev.Type == protocol.EventTxClose }) {
+		if !slices.ContainsFunc(after, func(ev record.Event) bool { return ev.Type == protocol.EventTxClose }) {
 			e.log.Info("rolling forward a committed apply", "transactionId", t.id)
 			return true, e.finishCommitted(ctx, t, true)
 		}
@@ -339,7 +340,7 @@ func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) 
 			"transaction %s is %s; it takes no more decisions", t.id, t.meta.State)
 	}
 	d := protocol.ApprovalDecision{ApprovalRequestID: req.ApprovalRequestID, Kind: req.Kind, Fingerprint: req.Fingerprint, Decision: p.Decision, Source: "user"}
-	ev := protocol.Event{Type: protocol.EventApprovalDecision, Decision: &d}
+	ev := record.Event{Type: protocol.EventApprovalDecision, Decision: &d}
 	if p.Decision == protocol.DecisionDeny {
 		err = e.deny(t, ev)
 	} else {
@@ -369,8 +370,8 @@ func (e *Engine) CloseTx(ctx context.Context, id string) (*protocol.TxStatusResu
 			"transaction %s is being applied and cannot be discarded", id)
 	}
 	if err := e.appendWithMeta(t,
-		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateClosed},
-		protocol.Event{Type: protocol.EventTxClose, Reason: "discarded"}); err != nil {
+		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateClosed},
+		record.Event{Type: protocol.EventTxClose, Reason: "discarded"}); err != nil {
 		return nil, err
 	}
 	if err := e.retire(t); err != nil {

@@ -33,7 +33,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,11 +52,12 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // File and directory names in the data dir and in a transaction directory.
 const (
-	MetaFile  = "transaction.json"
+	MetaFile  = record.TransactionFile
 	PatchFile = "proposal.patch"
 	TxDir     = "transactions"
 	ActiveDir = "active"
@@ -125,7 +125,7 @@ type transaction struct {
 	id      string
 	dir     string
 	sem     chan struct{}
-	meta    protocol.TransactionFile
+	meta    record.Transaction
 	led     *ledger
 	target  Target
 	planned Planned // the proposal as its target loaded it (Target.Load)
@@ -258,7 +258,8 @@ func ensureDir(dir string, parents ...string) error {
 	return nil
 }
 
-// SetNotify sets the function that receives each event after it is durable.
+// SetNotify sets the function that receives each event, as the host sees
+// it (record.Event.Wire), after it is durable.
 // Events of one transaction arrive in seq order. fn must not call the Engine.
 func (e *Engine) SetNotify(fn func(protocol.Event)) {
 	e.notifyMu.Lock()
@@ -301,7 +302,7 @@ func (e *Engine) Kinds() []string {
 }
 
 // targetOf returns the target a persisted proposal names.
-func (e *Engine) targetOf(p *protocol.ProposalPointer) (Target, error) {
+func (e *Engine) targetOf(p *record.Proposal) (Target, error) {
 	tg, ok := e.targets[p.TargetName()]
 	if !ok {
 		return nil, fmt.Errorf("no target %q in this kernel", p.TargetName())
@@ -340,9 +341,9 @@ func (e *Engine) loadTx(id string) *transaction {
 		return t
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
-	var onDisk protocol.TransactionFile
+	var onDisk record.Transaction
 	if err == nil {
-		err = json.Unmarshal(raw, &onDisk)
+		onDisk, err = record.DecodeTransaction(raw)
 	}
 	if err != nil {
 		e.log.Warn("transaction.json unreadable; rebuilt from the ledger", "transactionId", id, "err", err)
@@ -358,8 +359,8 @@ func (e *Engine) loadTx(id string) *transaction {
 }
 
 // metaFromLedger derives transaction.json from the ledger alone.
-func metaFromLedger(id string, evs []protocol.Event) protocol.TransactionFile {
-	m := protocol.TransactionFile{SchemaVersion: 1, TransactionID: id}
+func metaFromLedger(id string, evs []record.Event) record.Transaction {
+	m := record.Transaction{SchemaVersion: 1, TransactionID: id}
 	if len(evs) > 0 {
 		m.CreatedAt = evs[0].TS
 	}
@@ -378,7 +379,7 @@ func metaFromLedger(id string, evs []protocol.Event) protocol.TransactionFile {
 // without apply/complete means the apply is still in flight. Approval
 // events do not change the state, so transaction.json (whose updated_at is
 // this time) need not be rewritten for them.
-func deriveState(evs []protocol.Event) (state, since string) {
+func deriveState(evs []record.Event) (state, since string) {
 	state = protocol.StateProposed
 	committed, commitTS := false, ""
 	for _, ev := range evs {
@@ -398,7 +399,11 @@ func deriveState(evs []protocol.Event) (state, since string) {
 }
 
 func (e *Engine) writeMeta(t *transaction) error {
-	return replaceMeta(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), metaJSON(t.meta))
+	data, err := t.meta.Encode()
+	if err != nil {
+		return err
+	}
+	return replaceMeta(e.opts.Failpoints, filepath.Join(t.dir, MetaFile), data)
 }
 
 // maxInFlight bounds the engine's concurrent I/O calls, mostly fsyncs.
@@ -413,7 +418,7 @@ const maxInFlight = 16
 // replace running side by side. They are independent: if the append fails
 // after the metadata landed, the next start sees the mismatch and rebuilds
 // transaction.json from the ledger, which stays the source of truth.
-func (e *Engine) appendWithMeta(t *transaction, evs ...protocol.Event) error {
+func (e *Engine) appendWithMeta(t *transaction, evs ...record.Event) error {
 	ts := now()
 	for i := range evs {
 		evs[i].TS = ts
@@ -421,19 +426,14 @@ func (e *Engine) appendWithMeta(t *transaction, evs ...protocol.Event) error {
 	next := t.meta
 	next.State, next.UpdatedAt = deriveState(append(slices.Clone(t.led.events), evs...))
 	path := filepath.Join(t.dir, MetaFile)
+	data, err := next.Encode()
+	if err != nil {
+		return err
+	}
 	var g errgroup.Group
 	g.Go(func() error { return e.appendEvents(t, evs...) })
-	g.Go(func() error { return replaceMeta(e.opts.Failpoints, path, metaJSON(next)) })
+	g.Go(func() error { return replaceMeta(e.opts.Failpoints, path, data) })
 	return g.Wait()
-}
-
-// metaJSON renders transaction.json, indented for people who read it.
-func metaJSON(m protocol.TransactionFile) []byte {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		panic(err) // plain structs of strings, maps and slices always encode
-	}
-	return append(data, '\n')
 }
 
 // get returns a healthy transaction: a loaded one, or a terminal one read
@@ -486,7 +486,7 @@ func (e *Engine) locked(ctx context.Context, id string) (*transaction, error) {
 // (after the notifications, as when List waited for t's lock: a host never
 // sees a state in tx/list before the event that entered it). The caller
 // holds t's lock.
-func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
+func (e *Engine) appendEvents(t *transaction, evs ...record.Event) error {
 	out, err := t.led.append(evs...)
 	if err != nil {
 		return err
@@ -497,7 +497,7 @@ func (e *Engine) appendEvents(t *transaction, evs ...protocol.Event) error {
 	return nil
 }
 
-func (e *Engine) emit(evs []protocol.Event) {
+func (e *Engine) emit(evs []record.Event) {
 	e.notifyMu.RLock()
 	fn := e.notify
 	e.notifyMu.RUnlock()
@@ -505,9 +505,22 @@ func (e *Engine) emit(evs []protocol.Event) {
 		return
 	}
 	for _, ev := range evs {
-		ev.Checksum = ""
-		fn(ev)
+		fn(ev.Wire())
 	}
+}
+
+// Proposal returns a transaction's persisted proposal pointer and its
+// state: how a service finds the plan it made in an earlier call (a
+// validationId given back to patch/apply, a replayed patch). The pointer
+// is the engine's own: callers must not modify it. Errors are those of
+// Status.
+func (e *Engine) Proposal(ctx context.Context, id string) (*record.Proposal, string, error) {
+	t, err := e.locked(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	defer t.release()
+	return t.meta.Pointers.Proposal, t.meta.State, nil
 }
 
 // Status returns a transaction's state, pointers.proposal, pending approvals
@@ -537,7 +550,7 @@ func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
 		Target:           p.TargetName(),
 		Kind:             p.Kind,
 		Summary:          t.planned.Summary(),
-		Pointers:         t.meta.Pointers,
+		Pointers:         protocol.Pointers{Proposal: t.meta.Pointers.Proposal.Wire()},
 		PendingApprovals: t.pending(),
 		Decisions:        decisions,
 	}
@@ -557,8 +570,7 @@ func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protoc
 	res := &protocol.TxEventsResult{TransactionID: id, Events: []protocol.Event{}, LastSeq: t.led.lastSeq()}
 	if afterSeq < int64(len(t.led.events)) {
 		for _, ev := range t.led.events[afterSeq:] {
-			ev.Checksum = ""
-			res.Events = append(res.Events, ev)
+			res.Events = append(res.Events, ev.Wire())
 		}
 	}
 	return res, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // The tests in package tx exercise the ledger and the engine's internals
@@ -109,22 +110,22 @@ func (f *kvFixture) decide(id, decision string) {
 }
 
 func TestEventLineRoundTrip(t *testing.T) {
-	ev := protocol.Event{Seq: 1, TS: now(), Type: protocol.EventTxStatus, TransactionID: "tx-1", Status: protocol.StateProposed}
-	line, err := encodeEvent(ev)
+	ev := record.Event{Seq: 1, TS: now(), Type: protocol.EventTxStatus, TransactionID: "tx-1", Status: protocol.StateProposed}
+	line, err := ev.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.HasSuffix(line, []byte("\"}\n")) || !bytes.Contains(line, []byte(`"checksum":"blake3:`)) {
 		t.Fatalf("line = %s", line)
 	}
-	got, err := decodeEvent(bytes.TrimSuffix(line, []byte("\n")))
+	got, err := record.DecodeEvent(bytes.TrimSuffix(line, []byte("\n")))
 	if err != nil || got.Status != ev.Status || got.Seq != 1 {
 		t.Fatalf("decode = %+v, %v", got, err)
 	}
 	for i := 0; i < len(line)-1; i++ {
 		bad := bytes.Clone(line[:len(line)-1])
 		bad[i] ^= 0x01
-		if _, err := decodeEvent(bad); err == nil {
+		if _, err := record.DecodeEvent(bad); err == nil {
 			t.Fatalf("flipping byte %d of %s went unnoticed", i, line)
 		}
 	}

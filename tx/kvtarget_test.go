@@ -15,6 +15,7 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // kvTarget is the second, small target that proves the Target interface
@@ -118,11 +119,11 @@ func (k *kvTarget) Plan(ctx context.Context, kind string, body json.RawMessage) 
 // kvPlanned is a kv_set transaction as Load decoded it.
 type kvPlanned struct {
 	k    *kvTarget
-	ptr  *protocol.ProposalPointer
+	ptr  *record.Proposal
 	plan kvPlan
 }
 
-func (k *kvTarget) Load(p *protocol.ProposalPointer) (Planned, error) {
+func (k *kvTarget) Load(p *record.Proposal) (Planned, error) {
 	var kp kvPlan
 	if err := json.Unmarshal(p.TargetPlan, &kp); err != nil {
 		return nil, errs.Wrap(errs.LedgerCorrupt, err, nil, "kv target plan: %v", err)
@@ -158,7 +159,7 @@ func (k *kvTarget) stagedPath(txID string) string {
 	return filepath.Join(k.dir, "staged", txID+".json")
 }
 
-func (kp *kvPlanned) Prepare(ctx context.Context, c *Change) (*protocol.CommitRecord, error) {
+func (kp *kvPlanned) Prepare(ctx context.Context, c *Change) (*record.Commit, error) {
 	k := kp.k
 	values := map[string]string{}
 	for key, sum := range kp.plan.Sets {
@@ -179,11 +180,11 @@ func (kp *kvPlanned) Prepare(ctx context.Context, c *Change) (*protocol.CommitRe
 		return nil, err
 	}
 	rec, _ := json.Marshal(map[string]int64{"expected_revision": kp.plan.ExpectedRevision})
-	return &protocol.CommitRecord{Ops: []protocol.CommitOp{}, Record: rec}, nil
+	return &record.Commit{Ops: []record.CommitOp{}, Record: rec}, nil
 }
 
 // Commit is idempotent: a transaction already in the applied log is done.
-func (kp *kvPlanned) Commit(ctx context.Context, c *Change, rec *protocol.CommitRecord) error {
+func (kp *kvPlanned) Commit(ctx context.Context, c *Change, rec *record.Commit) error {
 	k := kp.k
 	st, err := k.load()
 	if err != nil {

@@ -3,7 +3,6 @@ package tx
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,36 +10,11 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/internal/failpoint"
-	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/tx/ledgerline"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // LedgerFile is the name of a transaction's append-only ledger.
 const LedgerFile = "events.jsonl"
-
-// encodeEvent renders ev as one ledger line (with its trailing newline),
-// sealed by ledgerline (its checksum covers the line's bytes up to the
-// checksum member).
-func encodeEvent(ev protocol.Event) ([]byte, error) {
-	ev.Checksum = ""
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return nil, err
-	}
-	return ledgerline.Seal(body)
-}
-
-// decodeEvent verifies and decodes one ledger line (without its newline).
-func decodeEvent(line []byte) (protocol.Event, error) {
-	var ev protocol.Event
-	if err := ledgerline.Verify(line); err != nil {
-		return ev, err
-	}
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return ev, fmt.Errorf("bad JSON: %w", err)
-	}
-	return ev, nil
-}
 
 // ledger is one transaction's events.jsonl and its events in memory. The
 // file is open only during an append (DESIGN.md §2, "Bounded resources"):
@@ -50,7 +24,7 @@ func decodeEvent(line []byte) (protocol.Event, error) {
 type ledger struct {
 	path   string
 	txID   string
-	events []protocol.Event
+	events []record.Event
 	broken error // set after a failed write or fsync: no silent retry
 	fp     *failpoint.Set
 }
@@ -82,7 +56,7 @@ func loadLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
 		i := bytes.IndexByte(data, '\n')
 		line := data[:i]
 		data = data[i+1:]
-		ev, err := decodeEvent(line)
+		ev, err := record.DecodeEvent(line)
 		if err == nil && ev.Seq != int64(len(l.events)+1) {
 			err = fmt.Errorf("seq %d, want %d", ev.Seq, len(l.events)+1)
 		}
@@ -116,7 +90,7 @@ func (l *ledger) lastSeq() int64 { return int64(len(l.events)) }
 // append assigns seq and ts (unless evs[0].TS is set) to evs, writes them with one write and one fsync,
 // and only then adds them to the in-memory view. The fsync is the point at
 // which the events are durable; the caller notifies the host after it.
-func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
+func (l *ledger) append(evs ...record.Event) ([]record.Event, error) {
 	if l.broken != nil {
 		return nil, fmt.Errorf("ledger %s is unusable after an earlier failure: %w", l.path, l.broken)
 	}
@@ -125,12 +99,12 @@ func (l *ledger) append(evs ...protocol.Event) ([]protocol.Event, error) {
 		ts = evs[0].TS // the caller fixed the time, to write metadata alongside
 	}
 	var buf []byte
-	out := make([]protocol.Event, len(evs))
+	out := make([]record.Event, len(evs))
 	for i, ev := range evs {
 		ev.Seq = l.lastSeq() + int64(i) + 1
 		ev.TS = ts
 		ev.TransactionID = l.txID
-		line, err := encodeEvent(ev)
+		line, err := ev.Encode()
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // FuzzLoadLedger feeds arbitrary bytes to the ledger loader: it must never
@@ -14,11 +15,11 @@ import (
 // and what it leaves on disk is exactly the whole lines it accepted.
 func FuzzLoadLedger(f *testing.F) {
 	var good []byte
-	for i, ev := range []protocol.Event{
+	for i, ev := range []record.Event{
 		{Seq: 1, TS: now(), Type: protocol.EventTurnStart, TransactionID: "tx-f"},
 		{Seq: 2, TS: now(), Type: protocol.EventTxStatus, TransactionID: "tx-f", Status: protocol.StateProposed},
 	} {
-		line, err := encodeEvent(ev)
+		line, err := ev.Encode()
 		if err != nil {
 			f.Fatal(err)
 		}

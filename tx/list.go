@@ -3,7 +3,6 @@ package tx
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // listFilters are the tx/list state filters: each state, active and
@@ -156,9 +156,9 @@ func (e *Engine) listRow(id string) (protocol.TxSummary, bool) {
 		return protocol.TxSummary{}, false
 	}
 	raw, err := os.ReadFile(filepath.Join(e.txRoot, id, MetaFile))
-	var m protocol.TransactionFile
+	var m record.Transaction
 	if err == nil {
-		err = json.Unmarshal(raw, &m)
+		m, err = record.DecodeTransaction(raw)
 	}
 	if err != nil || m.Pointers.Proposal == nil || !protocol.Terminal(m.State) {
 		// Unreadable, or retired or created since we looked: the ledger

@@ -16,6 +16,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Propose turns a proposal into a transaction (turn/start). The target its
@@ -117,17 +118,17 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	// The turn's events: turn/start, the plan item when turn/start has a
 	// plan (seed 001 lists plan items before fileChange), the fileChange
 	// and turnDiff items, and the proposed status.
-	turn := []protocol.Event{{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: &ptr}}
+	turn := []record.Event{{Type: protocol.EventTurnStart, TurnID: turnID, ProposalKind: in.Kind, Proposal: &ptr}}
 	if in.Plan != nil {
-		turn = append(turn, protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID,
+		turn = append(turn, record.Event{Type: protocol.EventTurnItem, TurnID: turnID,
 			Item: &protocol.Item{ID: newID("item"), Type: protocol.ItemPlan, Text: in.Plan.Text, Steps: in.Plan.Steps}})
 	}
 	turn = append(turn,
-		protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
-		protocol.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
-		protocol.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
+		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
+		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
+		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
 	)
-	var evs []protocol.Event
+	var evs []record.Event
 	// The ledger, transaction.json, proposal.patch, the blobs, their
 	// directory and the active/ marker are independent: write and fsync
 	// them together (see maxInFlight). The marker is durable before the
@@ -140,12 +141,16 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		if err != nil {
 			return err
 		}
-		t.meta = protocol.TransactionFile{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
-			State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: protocol.Pointers{Proposal: &ptr}}
+		t.meta = record.Transaction{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
+			State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: record.Pointers{Proposal: &ptr}}
 		// No fsync: transaction.json is rebuilt from the ledger whenever
 		// it is unreadable (see replaceMeta); its name is made durable
 		// with the directory's.
-		return os.WriteFile(filepath.Join(tmp, MetaFile), metaJSON(t.meta), 0o600)
+		data, err := t.meta.Encode()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, MetaFile), data, 0o600)
 	}, func() error {
 		if err := touch(filepath.Join(e.activeDir, txID)); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Target is one kind of thing a transaction changes (DESIGN.md §2): the
@@ -76,7 +77,7 @@ type Target interface {
 	// loaded transaction, into the value every later call works on. A
 	// pointer it cannot decode is an errs.LedgerCorrupt error; Load never
 	// substitutes a value for one it cannot read.
-	Load(p *protocol.ProposalPointer) (Planned, error)
+	Load(p *record.Proposal) (Planned, error)
 }
 
 // Kind is one proposal kind a target plans.
@@ -125,14 +126,14 @@ type Planned interface {
 	// anyone can observe (the workspace stages and fsyncs files), and
 	// returns the commit record the engine appends as the commit point.
 	// An error leaves the transaction proposed; the engine calls Abort.
-	Prepare(ctx context.Context, c *Change) (*protocol.CommitRecord, error)
+	Prepare(ctx context.Context, c *Change) (*record.Commit, error)
 
 	// Commit makes rec take effect. It is idempotent: recovery calls it
 	// again after a crash at any point of an earlier call, and committing
 	// twice has one effect. It does not read blobs: Prepare put what it
 	// needs where Commit finds it, and the engine deletes the blobs as
 	// soon as rec is durable.
-	Commit(ctx context.Context, c *Change, rec *protocol.CommitRecord) error
+	Commit(ctx context.Context, c *Change, rec *record.Commit) error
 
 	// Abort removes whatever Prepare left of an apply whose commit record
 	// never became durable. It is idempotent and also runs at start-up
@@ -171,7 +172,7 @@ type Input struct {
 type Proposed struct {
 	*protocol.TurnStartResult
 	// Pointer is pointers.proposal as persisted.
-	Pointer *protocol.ProposalPointer
+	Pointer *record.Proposal
 	// Planned is Pointer as the target loaded it (Target.Load).
 	Planned Planned
 }
@@ -183,7 +184,7 @@ type Plan struct {
 	// (TargetFiles, BaseSHA256ByPath, Changes, Needle, WorkspaceRoot for
 	// files; TargetPlan for the others). The engine fills in the ids, the
 	// kind, the target, PatchID and the fingerprint.
-	Pointer protocol.ProposalPointer
+	Pointer record.Proposal
 	// Changes are the reviewable items of the fileChange turn item: for
 	// files one per path; other targets name what they change in Path.
 	// The applied fileChange item repeats them.

@@ -12,6 +12,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // TestAppliedItemKeepsChanges: the applied fileChange item is the
@@ -100,7 +101,7 @@ func TestInternalKindRefusedFromPropose(t *testing.T) {
 // does with a pointer it cannot decode.
 type badLoadKV struct{ *kvTarget }
 
-func (k badLoadKV) Load(*protocol.ProposalPointer) (Planned, error) {
+func (k badLoadKV) Load(*record.Proposal) (Planned, error) {
 	return nil, errs.New(errs.LedgerCorrupt, nil, "kv target plan: unreadable")
 }
 

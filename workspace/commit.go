@@ -14,6 +14,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // StaleData is the data of an errs.Stale error: every path whose base
@@ -65,9 +66,9 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 // sibling (sandbox.StagedName) and fsyncs it, then fsyncs the staged files'
 // directories, and returns the commit record's ops in plan order. The files
 // are staged concurrently.
-func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitRecord, error) {
+func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	w, changes := pl.w, pl.p.Changes
-	ops := make([]protocol.CommitOp, len(changes))
+	ops := make([]record.CommitOp, len(changes))
 	var g errgroup.Group
 	g.SetLimit(maxInFlight)
 	for i := range changes {
@@ -77,7 +78,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitR
 				return err
 			}
 			if ch.Kind == protocol.ChangeDelete {
-				ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpDelete}
+				ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpDelete}
 				return nil
 			}
 			data, err := c.Blob(ch.NewSHA256)
@@ -88,7 +89,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitR
 			if err := w.ws.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode)); err != nil {
 				return err
 			}
-			ops[i] = protocol.CommitOp{Path: ch.Path, Op: protocol.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
+			ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
 			return nil
 		})
 	}
@@ -103,14 +104,14 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*protocol.CommitR
 	// created directories, whose names live in their parents.
 	var paths []string
 	for _, op := range ops {
-		if op.Op == protocol.OpWrite {
+		if op.Op == record.OpWrite {
 			paths = append(paths, op.Path)
 		}
 	}
 	if err := w.syncDirs(paths, true); err != nil {
 		return nil, err
 	}
-	return &protocol.CommitRecord{Ops: ops}, nil
+	return &record.Commit{Ops: ops}, nil
 }
 
 // maxInFlight bounds the concurrent stagings and fsyncs of a commit, as
@@ -170,12 +171,12 @@ func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
 // or removes the target, in the record's order, then fsyncs every parent
 // directory. Each step is idempotent: a staged file already renamed is
 // recognised by its target holding the committed sha256.
-func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *protocol.CommitRecord) error {
+func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit) error {
 	w := pl.w
 	var paths []string
 	for i, op := range rec.Ops {
 		switch op.Op {
-		case protocol.OpWrite:
+		case record.OpWrite:
 			ok, err := w.ws.Exists(op.Staged)
 			if err != nil {
 				return w.classify(err)
@@ -196,7 +197,7 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *protocol.Commi
 						"cannot roll forward %s: staged file %s is gone and %s does not hold the committed content", c.TxID, op.Staged, op.Path)
 				}
 			}
-		case protocol.OpDelete:
+		case record.OpDelete:
 			if err := w.ws.Remove(op.Path); err != nil {
 				return w.classify(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 	"github.com/txkernel/txkernel/unidiff"
 )
 
@@ -60,7 +61,7 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	slices.SortFunc(files, func(a, b plannedFile) int { return strings.Compare(a.path, b.path) })
 	raw, redacted, findings := w.canonicalDiff(files)
 	out := &tx.Plan{
-		Pointer:   protocol.ProposalPointer{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
+		Pointer:   record.Proposal{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
 		Canonical: raw,
 		Redacted:  redacted,
 		Findings:  findings,
@@ -71,7 +72,7 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	for _, f := range files {
 		out.Pointer.TargetFiles = append(out.Pointer.TargetFiles, f.path)
 		out.Changes = append(out.Changes, protocol.FileChange{Path: f.path, Kind: f.kind})
-		pc := protocol.PlannedChange{Path: f.path, Kind: f.kind}
+		pc := record.PlannedChange{Path: f.path, Kind: f.kind}
 		if f.oldExists {
 			out.Pointer.BaseSHA256ByPath[f.path] = sha256Hex(f.old)
 		}

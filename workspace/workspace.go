@@ -20,6 +20,7 @@ import (
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Failpoints of the workspace commit (internal/failpoint).
@@ -103,13 +104,13 @@ func Proposal(kind string, in Input) *tx.Input {
 // pointers.proposal's own (target_files, base_sha256_by_path, changes).
 type planned struct {
 	w *Target
-	p *protocol.ProposalPointer
+	p *record.Proposal
 }
 
 // Load implements tx.Target. The workspace's plan is pointers.proposal's
 // file fields; Load checks that every change names a path and a kind, and
 // every write the blob of its new content (errs.LedgerCorrupt otherwise).
-func (w *Target) Load(p *protocol.ProposalPointer) (tx.Planned, error) {
+func (w *Target) Load(p *record.Proposal) (tx.Planned, error) {
 	if len(p.Changes) == 0 {
 		return nil, errs.New(errs.LedgerCorrupt, nil, "workspace plan: no changes")
 	}

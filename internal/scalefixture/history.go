@@ -17,7 +17,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
-	"github.com/txkernel/txkernel/tx/ledgerline"
+	"github.com/txkernel/txkernel/tx/record"
 	"github.com/txkernel/txkernel/workspace"
 )
 
@@ -253,9 +253,9 @@ func readTemplate(dir, id string, live bool) (*template, error) {
 }
 
 // reseal returns line with every oldID replaced by newID and its checksum
-// recomputed (ledgerline, the engine's own codec).
+// recomputed (tx/record, the engine's own codec).
 func reseal(line []byte, oldID, newID string) ([]byte, error) {
-	return ledgerline.Reseal(line, oldID, newID)
+	return record.Reseal(line, oldID, newID)
 }
 
 // copyAs writes t under dataDir as transaction id, and its active/ marker

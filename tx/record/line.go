@@ -1,11 +1,18 @@
-// Package ledgerline is the one codec of a line of events.jsonl
-// (PROTOCOL.md §10.4): a JSON object whose last member is
+// Package record owns what the engine keeps on disk (DESIGN.md §4):
+// the lines of events.jsonl (Event), transaction.json (Transaction), the
+// proposal pointer a target plans into (Proposal) and the commit record
+// that is an apply's commit point (Commit), with their one codec. The wire
+// types in protocol are projections of these (Event.Wire, Proposal.Wire,
+// Commit.Wire), so the notification a host receives can change without
+// changing a byte on disk, and the other way round.
+//
+// A ledger line (PROTOCOL.md §10.4) is a JSON object whose last member is
 // "checksum":"blake3:<64 hex digits>", the BLAKE3 hash of the line's bytes
 // before that member. Hashing the bytes as written, not a re-encoding,
 // keeps verification independent of how JSON is encoded. The engine
 // writes and reads ledgers with it; test fixtures that copy ledgers reseal
 // lines with it, so the format is written in one place.
-package ledgerline
+package record
 
 import (
 	"bytes"
@@ -27,7 +34,7 @@ const tailLen = len(prefix) + 64 + 2
 func Seal(body []byte) ([]byte, error) {
 	body = bytes.TrimRight(body, "\n")
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
-		return nil, errors.New("ledgerline: body is not a JSON object")
+		return nil, errors.New("record: body is not a JSON object")
 	}
 	open := body[:len(body)-1]
 	sum := blake3.Sum256(open)
@@ -67,7 +74,7 @@ func Reseal(line []byte, old, new string) ([]byte, error) {
 	line = bytes.TrimRight(line, "\n")
 	at := bytes.LastIndex(line, []byte(prefix))
 	if at < 0 {
-		return nil, errors.New("ledgerline: a line without a checksum")
+		return nil, errors.New("record: a line without a checksum")
 	}
 	body := bytes.ReplaceAll(line[:at], []byte(old), []byte(new))
 	return Seal(append(body, '}'))

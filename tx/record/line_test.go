@@ -1,4 +1,4 @@
-package ledgerline
+package record
 
 import (
 	"bytes"

@@ -1,0 +1,84 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// Event is one line of events.jsonl (PROTOCOL.md §10.4). Seq starts at 1
+// and has no gaps; TS is RFC 3339 with nanoseconds, UTC. Exactly the
+// members that belong to Type (one of protocol's Event* constants) are
+// set. Checksum is "blake3:" + hex over the line's bytes before the
+// checksum member; Encode computes it and DecodeEvent verifies it.
+//
+// Item, Approval and Decision are the wire types themselves: the ledger
+// stores exactly what the host was sent for them. Proposal and Commit are
+// this package's own, because they are the engine's state.
+type Event struct {
+	Seq           int64                      `json:"seq"`
+	TS            string                     `json:"ts"`
+	Type          string                     `json:"type"`
+	TransactionID string                     `json:"transactionId"`
+	TurnID        string                     `json:"turnId,omitempty"`       // turn/start, turn/item
+	ProposalKind  string                     `json:"proposalKind,omitempty"` // turn/start
+	Proposal      *Proposal                  `json:"proposal,omitempty"`     // turn/start: so transaction.json can be rebuilt from the ledger
+	Status        string                     `json:"status,omitempty"`       // tx/status
+	Item          *protocol.Item             `json:"item,omitempty"`         // turn/item
+	Approval      *protocol.ApprovalRequest  `json:"approval,omitempty"`     // approval/request
+	Decision      *protocol.ApprovalDecision `json:"decision,omitempty"`     // approval/decision
+	Commit        *Commit                    `json:"commit,omitempty"`       // apply/commit
+	AppliedFiles  []string                   `json:"appliedFiles,omitempty"` // apply/complete
+	Recovered     bool                       `json:"recovered,omitempty"`    // apply/complete written by recovery
+	Reason        string                     `json:"reason,omitempty"`       // tx/close: completed | discarded | denied
+	Checksum      string                     `json:"checksum,omitempty"`
+}
+
+// Encode renders ev as one sealed ledger line with its trailing newline.
+// Any Checksum already set is ignored: the seal is computed over the
+// bytes written.
+func (ev Event) Encode() ([]byte, error) {
+	ev.Checksum = ""
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return Seal(body)
+}
+
+// DecodeEvent verifies and decodes one ledger line (without its newline).
+// Its errors say what is wrong with the line (see Verify, or "bad JSON").
+func DecodeEvent(line []byte) (Event, error) {
+	var ev Event
+	if err := Verify(line); err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, fmt.Errorf("bad JSON: %w", err)
+	}
+	return ev, nil
+}
+
+// Wire is the notification a host receives for ev (PROTOCOL.md §5) and
+// one element of tx/events: the same members without the checksum, with
+// the proposal pointer and commit record projected to their wire types.
+func (ev Event) Wire() protocol.Event {
+	return protocol.Event{
+		Seq:           ev.Seq,
+		TS:            ev.TS,
+		Type:          ev.Type,
+		TransactionID: ev.TransactionID,
+		TurnID:        ev.TurnID,
+		ProposalKind:  ev.ProposalKind,
+		Proposal:      ev.Proposal.Wire(),
+		Status:        ev.Status,
+		Item:          ev.Item,
+		Approval:      ev.Approval,
+		Decision:      ev.Decision,
+		Commit:        ev.Commit.Wire(),
+		AppliedFiles:  ev.AppliedFiles,
+		Recovered:     ev.Recovered,
+		Reason:        ev.Reason,
+	}
+}
