@@ -97,12 +97,17 @@ func TestInfoLogsRecovery(t *testing.T) {
 	p.Stop()
 }
 
-// recoveryLine returns the kernel's start-up recovery log line.
+// recoveryLine returns the kernel's start-up recovery log line. It is
+// written before the kernel answers anything, but stderr reaches the test
+// through a pipe copied by another goroutine, so it may land a little
+// after initialize's answer: wait for it.
 func recoveryLine(t *testing.T, p *harness.Proc) string {
 	t.Helper()
-	for _, l := range strings.Split(p.StderrText(), "\n") {
-		if strings.Contains(l, "level=INFO msg=\"recovery done\"") {
-			return l
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, l := range strings.Split(p.StderrText(), "\n") {
+			if strings.Contains(l, "level=INFO msg=\"recovery done\"") {
+				return l
+			}
 		}
 	}
 	t.Fatalf("no recovery line at info level in:\n%s", p.StderrText())
