@@ -36,7 +36,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval bench fuzz crash clean
+.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval eval-data bench fuzz crash clean
 
 all: build
 
@@ -112,13 +112,17 @@ demo-corpus: build
 	  $(GO) run testdata/corpus/mkfixture.go -rfcs "$(RFCS)" -sections 1200 -out "$$tmp/OPEN_QUESTIONS.md" -truth "$$tmp/truth.json" && \
 	  $(GO) run ./examples/host -kernel $(BIN) -corpus "$$tmp/OPEN_QUESTIONS.md"
 
+## eval-data: fail, naming what is missing, unless SciFact is there (eval
+## checks it before it builds anything)
+eval-data:
+	@for f in corpus.jsonl queries.jsonl qrels/train.tsv; do test -f "$(SCIFACT)/$$f" || { \
+	  echo "$(SCIFACT)/$$f is absent: make eval needs BEIR SciFact (corpus.jsonl, queries.jsonl, qrels/train.tsv); set SCIFACT=DIR or SHARED=DIR"; exit 1; }; done
+
 ## eval: retrieval quality on SciFact's train split (the only split tuned
 ## on): index the corpus with the built-in embedder, run the 809 train
 ## queries in each mode, print nDCG@10 and recall@100, write TREC runs
 SCIFACT ?= $(SHARED)/corpora/scifact
-eval: build
-	@for f in corpus.jsonl queries.jsonl qrels/train.tsv; do test -f "$(SCIFACT)/$$f" || { \
-	  echo "$(SCIFACT)/$$f is absent: make eval needs BEIR SciFact (corpus.jsonl, queries.jsonl, qrels/train.tsv); set SCIFACT=DIR or SHARED=DIR"; exit 1; }; done
+eval: eval-data build
 	@mkdir -p bench
 	$(BIN) eval beir --corpus $(SCIFACT)/corpus.jsonl --queries $(SCIFACT)/queries.jsonl \
 	  --qrels $(SCIFACT)/qrels/train.tsv --run bench/scifact-train.run --mode all

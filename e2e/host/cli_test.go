@@ -80,3 +80,18 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeEvalWithoutData: make eval without SciFact says which file is
+// missing, before it builds anything.
+func TestMakeEvalWithoutData(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	cmd := exec.Command("make", "--no-print-directory", "eval-data", "SHARED="+filepath.Join(t.TempDir(), "no-shared"))
+	cmd.Dir = harness.RepoRoot
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "corpora/scifact/corpus.jsonl is absent: make eval needs BEIR SciFact") {
+		t.Fatalf("make eval-data without SciFact: %v\n%s", err, out)
+	}
+}
