@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultDataDirOutsideWorkspace(t *testing.T) {
@@ -39,4 +40,57 @@ func TestRunUsage(t *testing.T) {
 	if code := run([]string{"version"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "txkernel ") {
 		t.Fatalf("version: exit %d, %q", code, out.String())
 	}
+}
+
+func TestAgeFlag(t *testing.T) {
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"30d", "30d", true},
+		{"0d", "0s", true},
+		{"720h", "30d", true},
+		{"90m", "1h30m0s", true},
+		{"36h", "36h0m0s", true},
+		{"1.5d", "", false},
+		{"-1d", "", false},
+		{"-3h", "", false},
+		{"d", "", false},
+		{"", "", false},
+		{"99999d", "99999d", true},
+		{"2562024h", "106751d", true},
+		{"106752d", "", false},
+	}
+	for _, c := range cases {
+		var a age
+		err := a.Set(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("Set(%q): err %v, want ok %v", c.in, err, c.ok)
+			continue
+		}
+		if c.ok && a.String() != c.want {
+			t.Errorf("Set(%q).String() = %q, want %q", c.in, a.String(), c.want)
+		}
+	}
+}
+
+// FuzzAgeFlag: Set never panics, never accepts a negative age, and what
+// String prints parses back to the same age.
+func FuzzAgeFlag(f *testing.F) {
+	for _, s := range []string{"30d", "720h", "90m", "1.5d", "-1d", "", "d", "1e3h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var a age
+		if a.Set(s) != nil {
+			return
+		}
+		if a < 0 {
+			t.Fatalf("Set(%q) accepted a negative age %v", s, time.Duration(a))
+		}
+		var b age
+		if err := b.Set(a.String()); err != nil || b != a {
+			t.Fatalf("Set(%q) = %v; its String %q parses to %v, %v", s, time.Duration(a), a.String(), time.Duration(b), err)
+		}
+	})
 }

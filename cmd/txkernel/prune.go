@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -71,8 +72,8 @@ func (a *age) String() string {
 // non-negative integer, an unparsable duration, or a negative one.
 func (a *age) Set(s string) error {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseUint(n, 10, 16)
-		if err != nil {
+		days, err := strconv.ParseUint(n, 10, 64)
+		if err != nil || days > uint64(math.MaxInt64/int64(24*time.Hour)) {
 			return fmt.Errorf("want a whole number of days such as 30d, or a duration such as 720h")
 		}
 		*a = age(time.Duration(days) * 24 * time.Hour)
