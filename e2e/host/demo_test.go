@@ -69,6 +69,19 @@ func checkForPeople(t *testing.T, name, out string) {
 	}
 }
 
+// TestDemoOutput: make demo (on the bundled sample workspace) is for
+// people, and applies the change only after the approval.
+func TestDemoOutput(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, "-commit", "testdata/demo")
+	checkForPeople(t, "demo", out)
+	for _, want := range []string{"The FIRST apply/execute answered ok:false", "workspace byte-identical to expected/: true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestDemoDocsOutput: make demo-docs's output is for people, and its twelve
 // setup patches are one summary line, not a screenful of notifications.
 func TestDemoDocsOutput(t *testing.T) {
