@@ -134,7 +134,7 @@ func TestDemoCorpus(t *testing.T) {
 		`§1200 \(MCC\)`,
 		`#1 semantic_match, score 0\.\d+; cites governance/OPEN_QUESTIONS\.md bytes \d+–\d+, content_hash [0-9a-f]+`,
 		`#1 keyword_match\+semantic_match, score [\d.]+; cites`,
-		`searchable \d+ms after the write`,
+		`searchable [0-9.]+m?s after the write`,
 		`§1201 \(MCCI\) Demo: should a quokka review closures\?`,
 		`← \$/progress +30% 1201 sections: embedding 1201 new or changed`,
 		`← \$/progress 100% done: 1201 added`,
