@@ -127,6 +127,9 @@ func TestTurnStartKinds(t *testing.T) {
 	p.MustResult("doc/create", map[string]any{"docId": "d", "docType": "json", "content": map[string]any{"a": 1}})
 	res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "json_patch", "docId": "d",
 		"patch": map[string]any{"patch_id": "p1", "expected_revision": 0, "operations": []any{map[string]any{"op": "replace", "path": "/a", "value": 2}}}}})
+	if target, _ := harness.JSONPath(res, "proposal.target"); target != "document" {
+		t.Errorf("json_patch by turn/start: proposal.target = %v, want document", target)
+	}
 	id := harness.Str(res["transactionId"])
 	if apply := p.MustResult("apply/execute", map[string]any{"transactionId": id}); apply["ok"] != true {
 		t.Fatalf("apply of a json_patch proposed by turn/start: %v", apply)
