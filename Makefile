@@ -3,8 +3,9 @@
 # kernel.db is SQLite through github.com/mattn/go-sqlite3, which is cgo and
 # bundles SQLite's amalgamation: it needs a C compiler (gcc, installed by
 # .ci/run) and no system libsqlite3 (sqlite-vec's cgo bindings need only its
-# header, libsqlite3-dev). Its cold build took 97 s (83 s user, 14 s sys)
-# on the 2-core VM shared with other work (GOCACHE=$(mktemp -d) make build);
+# header, libsqlite3-dev). Its cold build took 73 s and 97 s wall, about
+# 100 s of CPU, on the 2-core VM shared with other work
+# (GOCACHE=$(mktemp -d) time make build);
 # every target below passes TAGS (or TEST_TAGS, TAGS plus a tag SQLite does
 # not see) so that it is compiled once and reused.
 #   sqlite_fts5: FTS5, for the corpus index (BM25 keyword search).
@@ -43,7 +44,7 @@ all: build
 ## build: write bin/txkernel, the release binary (no failpoints)
 build:
 	@if [ "$$($(GO) list -tags "$(TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
-	  echo "(first build: compiling SQLite's C amalgamation takes about 2 minutes on 2 cores; later builds reuse it)"; fi
+	  echo "(first build: compiling SQLite's C amalgamation takes 1-2 minutes on 2 cores; later builds reuse it)"; fi
 	$(GO) build -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/txkernel
 
 ## check-release: build, then fail if the release binary has failpoints
