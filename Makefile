@@ -86,13 +86,13 @@ demo: build
 	  echo "($(DEMO_COMMIT) is absent; using the bundled sample workspace)"; commit=testdata/demo; fi; \
 	$(GO) run ./examples/host -kernel $(BIN) -commit "$$commit"
 
-## demo-docs: build, then walk seed 000's flow on a closing checklist with
-## the seed's own example envelope: validate, apply, an idempotent replay,
+## demo-docs: build, then walk document patching on a closing checklist with
+## an email's patch envelope: validate, apply, an idempotent replay,
 ## a stale revision refused
 demo-docs: build
 	$(GO) run ./examples/host -kernel $(BIN) -checklist testdata/demo-checklist
 
-## demo-memory: build, then run seed 002's smoke on the real RFC backlog
+## demo-memory: build, then run curated memory on the real RFC backlog
 ## (copied into a temporary git repository as backlog/): ingest, read with
 ## citations, propose, an agent posing as a curator refused, accept,
 ## promote; then an agent outside its scope, a stale proposal rebased, and
