@@ -13,21 +13,21 @@ import (
 // declared at initialize reaches the service in the request's
 // protocol.Session.
 var corpusMethods = map[string]methodInfo{
-	protocol.MethodCorpusOpen:       corpusMethod((*corpus.Service).Open),
-	protocol.MethodCorpusStatus:     corpusMethod((*corpus.Service).Status),
-	protocol.MethodCorpusSync:       corpusMethod((*corpus.Service).Sync),
-	protocol.MethodCorpusRebuild:    corpusMethod((*corpus.Service).Rebuild),
-	protocol.MethodCorpusTail:       corpusMethod((*corpus.Service).Tail),
-	protocol.MethodCorpusSearch:     corpusMethod((*corpus.Service).Search),
-	protocol.MethodCorpusSection:    corpusMethod((*corpus.Service).Section),
-	protocol.MethodCorpusCollisions: corpusMethod((*corpus.Service).Collisions),
-	protocol.MethodCorpusQuery:      corpusMethod((*corpus.Service).Query),
+	protocol.MethodCorpusOpen:       corpusMethod(Writes, (*corpus.Service).Open),
+	protocol.MethodCorpusStatus:     corpusMethod(Reads, (*corpus.Service).Status),
+	protocol.MethodCorpusSync:       corpusMethod(Writes, (*corpus.Service).Sync),
+	protocol.MethodCorpusRebuild:    corpusMethod(Writes, (*corpus.Service).Rebuild),
+	protocol.MethodCorpusTail:       corpusMethod(Reads, (*corpus.Service).Tail),
+	protocol.MethodCorpusSearch:     corpusMethod(Reads, (*corpus.Service).Search),
+	protocol.MethodCorpusSection:    corpusMethod(Reads, (*corpus.Service).Section),
+	protocol.MethodCorpusCollisions: corpusMethod(Reads, (*corpus.Service).Collisions),
+	protocol.MethodCorpusQuery:      corpusMethod(Reads, (*corpus.Service).Query),
 }
 
 // corpusMethod makes a row from a corpus service method: typed params, and
 // -32601 when the kernel was started without a corpus service.
-func corpusMethod[P, R any](fn func(c *corpus.Service, ctx context.Context, p *P) (R, error)) methodInfo {
+func corpusMethod[P, R any](effect Effect, fn func(c *corpus.Service, ctx context.Context, p *P) (R, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
 		return fn(s.cfg.Corpus, ctx, p)
-	}), service: svcCorpus, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	}), effect: effect, service: svcCorpus, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
 }

@@ -11,26 +11,26 @@ import (
 // documentMethods are the document methods (seeds 000 and 003, PROTOCOL.md
 // "Documents"): each row names the document service's method for it.
 var documentMethods = map[string]methodInfo{
-	protocol.MethodDocCreate:          docMethod((*document.Service).Create),
-	protocol.MethodDocGet:             docMethod((*document.Service).Get),
-	protocol.MethodDocTypes:           docMethod((*document.Service).Types),
-	protocol.MethodDocPaths:           docMethod((*document.Service).Paths),
-	protocol.MethodPatchValidate:      docMethod((*document.Service).Validate),
-	protocol.MethodPatchApply:         docMethod((*document.Service).Apply),
-	protocol.MethodPatchLog:           docMethod((*document.Service).Log),
-	protocol.MethodPatchProposed:      docMethod((*document.Service).Proposed),
-	protocol.MethodPatchSetPropose:    docMethod((*document.Service).ProposePatchSet),
-	protocol.MethodPatchSetReview:     docMethod((*document.Service).ReviewPatchSet),
-	protocol.MethodPatchSetDecide:     docMethod((*document.Service).DecidePatchSet),
-	protocol.MethodPatchSetContext:    docMethod((*document.Service).PatchSetContext),
-	protocol.MethodPatchSetContextAck: docMethod((*document.Service).AckPatchSetContext),
+	protocol.MethodDocCreate:          docMethod(Writes, (*document.Service).Create),
+	protocol.MethodDocGet:             docMethod(Reads, (*document.Service).Get),
+	protocol.MethodDocTypes:           docMethod(Reads, (*document.Service).Types),
+	protocol.MethodDocPaths:           docMethod(Reads, (*document.Service).Paths),
+	protocol.MethodPatchValidate:      docMethod(Writes, (*document.Service).Validate),
+	protocol.MethodPatchApply:         docMethod(Destroys, (*document.Service).Apply),
+	protocol.MethodPatchLog:           docMethod(Reads, (*document.Service).Log),
+	protocol.MethodPatchProposed:      docMethod(Reads, (*document.Service).Proposed),
+	protocol.MethodPatchSetPropose:    docMethod(Writes, (*document.Service).ProposePatchSet),
+	protocol.MethodPatchSetReview:     docMethod(Reads, (*document.Service).ReviewPatchSet),
+	protocol.MethodPatchSetDecide:     docMethod(Decides, (*document.Service).DecidePatchSet),
+	protocol.MethodPatchSetContext:    docMethod(Reads, (*document.Service).PatchSetContext),
+	protocol.MethodPatchSetContextAck: docMethod(Writes, (*document.Service).AckPatchSetContext),
 }
 
 // docMethod makes a row from a document service method: typed params, and
 // -32601 when the kernel was started without documents (Config.Documents
 // nil).
-func docMethod[P, R any](fn func(d *document.Service, ctx context.Context, p *P) (R, error)) methodInfo {
+func docMethod[P, R any](effect Effect, fn func(d *document.Service, ctx context.Context, p *P) (R, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
 		return fn(s.cfg.Documents, ctx, p)
-	}), service: svcDocuments, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	}), effect: effect, service: svcDocuments, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
 }

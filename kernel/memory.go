@@ -12,23 +12,23 @@ import (
 // row names the memory service's method for it, which checks the
 // principal's grants.
 var memoryMethods = map[string]methodInfo{
-	protocol.MethodMemoryReadContext:     memoryMethod((*memory.Service).ReadContext),
-	protocol.MethodMemoryIngest:          memoryMethod((*memory.Service).Ingest),
-	protocol.MethodMemoryPropose:         memoryMethod((*memory.Service).Propose),
-	protocol.MethodMemoryProposals:       memoryMethod((*memory.Service).Proposals),
-	protocol.MethodMemoryProposal:        memoryMethod((*memory.Service).Proposal),
-	protocol.MethodMemoryAccept:          memoryMethod((*memory.Service).Accept),
-	protocol.MethodMemoryReject:          memoryMethod((*memory.Service).Reject),
-	protocol.MethodMemoryRebase:          memoryMethod((*memory.Service).Rebase),
-	protocol.MethodMemoryPromote:         memoryMethod((*memory.Service).Promote),
-	protocol.MethodMemoryBaselines:       memoryMethod((*memory.Service).Baselines),
-	protocol.MethodMemoryVerifyCitations: memoryMethod((*memory.Service).VerifyCitations),
+	protocol.MethodMemoryReadContext:     memoryMethod(Reads, (*memory.Service).ReadContext),
+	protocol.MethodMemoryIngest:          memoryMethod(Writes, (*memory.Service).Ingest),
+	protocol.MethodMemoryPropose:         memoryMethod(Writes, (*memory.Service).Propose),
+	protocol.MethodMemoryProposals:       memoryMethod(Reads, (*memory.Service).Proposals),
+	protocol.MethodMemoryProposal:        memoryMethod(Reads, (*memory.Service).Proposal),
+	protocol.MethodMemoryAccept:          memoryMethod(Decides, (*memory.Service).Accept),
+	protocol.MethodMemoryReject:          memoryMethod(Decides, (*memory.Service).Reject),
+	protocol.MethodMemoryRebase:          memoryMethod(Decides, (*memory.Service).Rebase),
+	protocol.MethodMemoryPromote:         memoryMethod(Decides, (*memory.Service).Promote),
+	protocol.MethodMemoryBaselines:       memoryMethod(Reads, (*memory.Service).Baselines),
+	protocol.MethodMemoryVerifyCitations: memoryMethod(Reads, (*memory.Service).VerifyCitations),
 }
 
 // memoryMethod makes a row from a memory service method: typed params, and
 // -32601 when the kernel was started without a memory service.
-func memoryMethod[P, R any](fn func(m *memory.Service, ctx context.Context, p *P) (R, error)) methodInfo {
+func memoryMethod[P, R any](effect Effect, fn func(m *memory.Service, ctx context.Context, p *P) (R, error)) methodInfo {
 	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
 		return fn(s.cfg.Memory, ctx, p)
-	}), service: svcMemory, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	}), effect: effect, service: svcMemory, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
 }

@@ -111,6 +111,8 @@ type methodInfo struct {
 	// of its result (nil for notifications, which have none), for
 	// reflection over the table (JSON Schema, tools).
 	params, result reflect.Type
+	// effect is what the method does to state (Methods, MCP tools).
+	effect Effect
 }
 
 // service names the service a method runs on.
@@ -203,42 +205,42 @@ func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
 
 // txMethods are the session methods and the transaction methods (seed 001).
 var txMethods = map[string]methodInfo{
-	protocol.MethodInitialize: {params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
+	protocol.MethodInitialize: {effect: Session, params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
 		if p.Caller != "" && p.Caller != protocol.CallerExternal && p.Caller != protocol.CallerResident {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "caller", "reason": "unknown"}, "caller must be external or resident")
 		}
 		return s.initialize(p), nil
 	})},
-	protocol.MethodInitialized: {beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
-	protocol.MethodShutdown: {params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+	protocol.MethodInitialized: {effect: Session, beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
+	protocol.MethodShutdown: {effect: Session, params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
 		s.mu.Lock()
 		s.shutdown = true
 		s.mu.Unlock()
 		return map[string]any{}, nil
 	}},
-	protocol.MethodExit: {beforeInit: true, notify: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+	protocol.MethodExit: {effect: Session, beforeInit: true, notify: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
 		s.mu.Lock()
 		clean := s.shutdown
 		s.mu.Unlock()
 		s.exitOnce.Do(func() { s.exitClean = clean; close(s.exit) })
 		return nil, nil
 	}},
-	protocol.MethodCancelRequest: {beforeInit: true, notify: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
+	protocol.MethodCancelRequest: {effect: Session, beforeInit: true, notify: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
 		s.cancel(p.ID)
 		return nil, nil
 	})},
-	protocol.MethodTurnStart: {params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
+	protocol.MethodTurnStart: {effect: Writes, params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
 		return typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
 			return s.turnStart(ctx, p, raw)
 		})(ctx, s, raw)
 	}},
-	protocol.MethodTxStatus: {params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxStatus: {effect: Reads, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Status(ctx, p.TransactionID)
 	})},
-	protocol.MethodTxList: {params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
+	protocol.MethodTxList: {effect: Reads, params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
 		res, err := s.cfg.Engine.List(ctx, *p)
 		if err != nil {
 			return nil, err
@@ -250,25 +252,25 @@ var txMethods = map[string]methodInfo{
 		}
 		return res, nil
 	})},
-	protocol.MethodTxEvents: {params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
+	protocol.MethodTxEvents: {effect: Reads, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Events(ctx, p.TransactionID, p.AfterSeq)
 	})},
-	protocol.MethodTxClose: {params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxClose: {effect: Writes, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.CloseTx(ctx, p.TransactionID)
 	})},
-	protocol.MethodApplyExecute: {params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodApplyExecute: {effect: Destroys, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Apply(ctx, p.TransactionID)
 	})},
-	protocol.MethodApprovalRespond: {params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
+	protocol.MethodApprovalRespond: {effect: Decides, params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
