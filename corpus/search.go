@@ -115,6 +115,10 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 	if err != nil {
 		return nil, err
 	}
+	minScore, err := floorParam(p.MinScore)
+	if err != nil {
+		return nil, err
+	}
 	f, err := filter(p.Filters)
 	if err != nil {
 		return nil, err
@@ -133,12 +137,14 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		}
 	}
 	out := &protocol.CorpusHits{CorpusID: c.ID, Route: p.Mode, Caller: protocol.SessionOf(ctx).CallerKind(), Hits: []protocol.Hit{}}
+	var qv [][]float32
+	var stale string // the query embedder's model version
 	if p.Mode != protocol.SearchKeyword {
 		e, err := s.queryEmbedder(ctx, db, c, st)
 		if err != nil {
 			return nil, err
 		}
-		var qv [][]float32
+		stale = e.Info().ModelVersion
 		if vec != nil {
 			if qv, err = queryVector(vec, e.Info().Dims); err != nil {
 				return nil, err
@@ -146,6 +152,14 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		} else if qv, err = e.Embed(ctx, []string{text}, embedding.Query); err != nil {
 			return nil, errs.Wrap(errs.Internal, err, map[string]any{"reason": "embedder-failed"}, "embed the query")
 		}
+		if search.ZeroVector(qv[0]) {
+			// No token the embedder knows: every row would tie at
+			// similarity 0. Rank nothing, and say why.
+			out.Note = NoteZeroQuery
+			qv = nil
+		}
+	}
+	if qv != nil {
 		if p.Mode == protocol.SearchHybrid && t.PRFDocs > 0 && len(kw) > 0 {
 			if qv[0], err = feedback(ctx, db, qv[0], kw[:min(t.PRFDocs, len(kw))], t.PRFWeight); err != nil {
 				return nil, err
@@ -158,7 +172,10 @@ func (s *Service) SearchTuned(ctx context.Context, p *protocol.CorpusSearchParam
 		if sem, err = db.SearchVector(ctx, c.ID, qv[0], f, n); err != nil {
 			return nil, err
 		}
-		if n, err := db.StaleCount(ctx, c.ID, e.Info().ModelVersion); err == nil {
+		sem = search.Floor(sem, minScore)
+	}
+	if p.Mode != protocol.SearchKeyword {
+		if n, err := db.StaleCount(ctx, c.ID, stale); err == nil {
 			out.StaleVectors = n
 		}
 	}
@@ -276,6 +293,22 @@ func feedback(ctx context.Context, db *store.Corpus, q []float32, top []search.S
 		res[i] = float32(x * inv)
 	}
 	return res, nil
+}
+
+// NoteZeroQuery is corpus/search's note when the query has no token the
+// embedder knows, so its semantic side ranks nothing.
+const NoteZeroQuery = "the query has no term the embedder knows: no semantic hit (keyword mode matches words exactly)"
+
+// floorParam reads corpus/search's optional minScore, a cosine similarity
+// in [0, 1).
+func floorParam(v *float64) (float64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if math.IsNaN(*v) || *v < 0 || *v >= 1 {
+		return 0, errs.New(errs.Invalid, errs.InvalidData{Field: "minScore", Reason: "out-of-range"}, "minScore is a cosine similarity: at least 0 and below 1")
+	}
+	return *v, nil
 }
 
 // count reads an optional positive count with a default and MaxResults.

@@ -169,6 +169,9 @@ type InvalidData struct {
 	Got      string `json:"got,omitempty"`
 	Path     string `json:"path,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Known lists the members an object takes, when Reason is
+	// "unknown-member" (a misspelt filter or selector member).
+	Known []string `json:"known,omitempty"`
 }
 
 // InvalidField returns an Invalid error naming field.

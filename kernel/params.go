@@ -13,7 +13,9 @@ import (
 )
 
 // decodeParams decodes by-name params into v. Unknown fields are ignored,
-// as LSP and MCP servers do, so newer hosts can talk to older kernels. A
+// as LSP and MCP servers do, so newer hosts can talk to older kernels,
+// except in protocol.Closed objects (filters, selectors), where a member
+// changes the answer and an unknown one is refused (checkClosed). A
 // type mismatch is errs.Invalid with data {field, expected, got} in JSON's
 // words (object, array, string, integer, number, boolean, null), never a
 // Go type name: a host's developer reads these.
@@ -30,12 +32,19 @@ func decodeParams(raw []byte, v any) error {
 			if got == "bool" {
 				got = "boolean" // encoding/json's one Go-flavoured word
 			}
-			return errs.New(errs.Invalid, errs.InvalidData{Field: te.Field, Expected: want, Got: got},
-				"params.%s: expected %s, got %s", te.Field, want, got)
+			field := wirePath(reflect.TypeOf(v), te.Field)
+			return errs.New(errs.Invalid, errs.InvalidData{Field: field, Expected: want, Got: got},
+				"params.%s: expected %s, got %s", field, want, got)
 		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return errs.New(errs.Invalid, errs.InvalidData{Field: "", Reason: "syntax"}, "params are not valid JSON: %v", se)
+		}
+		// A type's own decoder (a selector, a query) refused its value;
+		// its message is written for hosts.
 		return errs.New(errs.Invalid, errs.InvalidData{Field: ""}, "invalid params: %v", err)
 	}
-	return nil
+	return checkClosed(raw, reflect.TypeOf(v), "")
 }
 
 // jsonType names the JSON type that decodes into t.

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/txkernel/txkernel/errs"
@@ -79,14 +80,14 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 				byKeyword[h.VID] = true
 			}
 			if s.cfg.Embedder != nil {
-				fused, err := s.hybrid(ctx, db, scope, bid, p.Query, hits, k)
+				fused, note, err := s.hybrid(ctx, db, scope, bid, p.Query, hits, k)
 				if err != nil {
 					return nil, err
 				}
 				if fused != nil {
 					hits, out.Mode = fused, protocol.SearchHybrid
 				} else {
-					out.Note = "the embedder is unavailable: keyword ranking only"
+					out.Note = note
 				}
 			}
 			for _, h := range hits[:min(k, len(hits))] {
@@ -116,6 +117,11 @@ func (s *Service) selectBaseline(ctx context.Context, db store.Memory, scope pro
 	sel := &protocol.BaselineSelector{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, sel); err != nil {
+			var um *protocol.UnknownMemberError
+			if errors.As(err, &um) {
+				field := "selector." + um.Member
+				return protocol.BaselineSelector{}, 0, errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unknown-member", Known: um.Known}, "selector: %v", err)
+			}
 			return protocol.BaselineSelector{}, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "selector", Reason: "bad-selector"}, "%v", err)
 		}
 	}

@@ -52,18 +52,25 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 // hybrid ranks baseline bid's versions for query by fusing the keyword
 // ranking kw with the embedder's nearest chunks (search.DefaultTuning's
 // convex fusion of normalised scores), at most k. Both rankings are
-// trimmed inside their queries. It returns nil hits when the embedder
-// fails, so the caller keeps the keyword ranking.
-func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, error) {
+// trimmed inside their queries; semantic hits need a cosine similarity
+// above 0. It returns nil hits and a note saying why when the embedder
+// fails or knows no token of the query, so the caller keeps the keyword
+// ranking.
+func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, string, error) {
 	vecs, err := s.cfg.Embedder.Embed(ctx, []string{query}, embedding.Query)
 	if err != nil {
 		s.log.Warn("memory: embedder failed; keyword ranking only", "err", err)
-		return nil, nil
+		return nil, "the embedder is unavailable: keyword ranking only", nil
+	}
+	if search.ZeroVector(vecs[0]) {
+		return nil, "the query has no term the embedder knows: keyword ranking only", nil
 	}
 	sem, nearest, err := db.SearchVector(ctx, scope, bid, vecs[0], search.DefaultTuning.Depth)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	// A version the query points away from is no answer (search.Floor).
+	sem = search.Floor(sem, 0)
 	kwScored := make([]search.Scored, len(kw))
 	byVID := map[int64]store.MemHit{}
 	for i, h := range kw {
@@ -79,7 +86,7 @@ func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.Me
 	}
 	more, err := db.HitsByChunk(ctx, missing)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for _, h := range more {
 		byVID[h.VID] = h
@@ -90,5 +97,5 @@ func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.Me
 		h.Score = f.Score
 		out = append(out, h)
 	}
-	return out, nil
+	return out, "", nil
 }

@@ -95,6 +95,12 @@ type CorpusSearchParams struct {
 	K       *int            `json:"k,omitempty"`
 	Mode    string          `json:"mode"`
 	Filters *CorpusFilters  `json:"filters,omitempty"`
+	// MinScore is the least cosine similarity a semantic-side hit needs
+	// (modes semantic and hybrid), in [0, 1). Whatever it is, a semantic
+	// hit needs a similarity above 0: a search that matches nothing
+	// returns nothing. In hybrid mode a hit can still come from its
+	// keyword side alone.
+	MinScore *float64 `json:"minScore,omitempty"`
 }
 
 // TextQuery is a CorpusSearchParams.Query holding the text q.
@@ -310,7 +316,9 @@ type CorpusHits struct {
 	// Caller is the caller kind declared at initialize.
 	Caller string `json:"caller"`
 	Hits   []Hit  `json:"hits"`
-	// Note explains a corpus/query whose query was not searched.
+	// Note explains an answer that is not what the call may suggest: a
+	// corpus/query whose query was not searched, or a semantic side that
+	// ranked nothing because the query has no token the embedder knows.
 	Note string `json:"note,omitempty"`
 	// StaleVectors is set when semantic results may miss rows still to be
 	// embedded.

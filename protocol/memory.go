@@ -3,6 +3,9 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // Memory methods (seed 002; PROTOCOL.md §13): curated agent memory with
@@ -388,6 +391,17 @@ func (s *BaselineSelector) UnmarshalJSON(b []byte) error {
 		*s = BaselineSelector{Kind: SelectorPublished}
 		return nil
 	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return fmt.Errorf("selector must be %q or {\"baseline_id\": ...}", SelectorPublished)
+	}
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		if k != "kind" && k != SelectorBaselineID {
+			// A misspelt member would otherwise select the published
+			// baseline: a different answer, silently.
+			return &UnknownMemberError{Member: k, Known: []string{SelectorBaselineID, "kind"}}
+		}
+	}
 	var o struct {
 		Kind       string `json:"kind"`
 		BaselineID string `json:"baseline_id"`
@@ -404,6 +418,19 @@ func (s *BaselineSelector) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("selector must be %q or {\"baseline_id\": ...}", SelectorPublished)
 	}
 	return nil
+}
+
+// UnknownMemberError is a Closed object's decoder refusing a member it
+// does not have (see Closed): Member is the member as sent, Known the
+// members the object takes.
+type UnknownMemberError struct {
+	Member string
+	Known  []string
+}
+
+// Error says which member is unknown and which are known.
+func (e *UnknownMemberError) Error() string {
+	return fmt.Sprintf("no member %q (it takes %s)", e.Member, strings.Join(e.Known, ", "))
 }
 
 // Selector kinds.

@@ -376,3 +376,20 @@ type ApprovalRespondResult struct {
 type Pointers struct {
 	Proposal *ProposalPointer `json:"proposal"`
 }
+
+// Closed is implemented by the params objects whose members change what
+// a method returns: filters and selectors. The kernel refuses a member
+// such an object does not have with -32602, data {field, reason:
+// "unknown-member", known}, where every other object ignores unknown
+// members (as LSP and MCP do, so newer hosts can talk to older kernels):
+// a misspelt filter must not silently return a different answer.
+type Closed interface {
+	// ClosedMembers is a marker; it does nothing.
+	ClosedMembers()
+}
+
+// ClosedMembers marks CorpusFilters as Closed.
+func (CorpusFilters) ClosedMembers() {}
+
+// ClosedMembers marks DateRange as Closed.
+func (DateRange) ClosedMembers() {}

@@ -1,0 +1,195 @@
+package kernel
+
+// This file refuses unknown members of protocol.Closed objects (filters,
+// selectors) wherever they sit in a method's params.
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+var closedType = reflect.TypeFor[protocol.Closed]()
+
+// reachesClosed caches, per type, whether a value of it can hold a
+// protocol.Closed object, so params without one are not walked at all.
+var reachesClosed sync.Map // reflect.Type → bool
+
+// checkClosed walks raw (params that already decoded into a value of type
+// t) and refuses the first member of a protocol.Closed object that t does
+// not have. path is the wire path of raw ("" for params itself).
+func checkClosed(raw json.RawMessage, t reflect.Type, path string) error {
+	t = deref(t)
+	if !canReachClosed(t, map[reflect.Type]bool{}) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil {
+			return nil
+		}
+		for i, e := range elems {
+			if err := checkClosed(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return nil
+		}
+		fields := jsonFields(t)
+		closed := t.Implements(closedType) || reflect.PointerTo(t).Implements(closedType)
+		keys := make([]string, 0, len(members))
+		for k := range members {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // the first unknown member in a stable order
+		for _, k := range keys {
+			f, ok := lookupField(fields, k)
+			if !ok {
+				if closed {
+					known := make([]string, 0, len(fields))
+					for _, f := range fields {
+						known = append(known, f.name)
+					}
+					slices.Sort(known)
+					field := join(path, k)
+					return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unknown-member", Known: known},
+						"%s: %s has no member %q (it takes %s)", field, orParams(path), k, strings.Join(known, ", "))
+				}
+				continue
+			}
+			if err := checkClosed(members[k], f.typ, join(path, f.name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wireField is one JSON member of a struct, with embedded structs'
+// members promoted as encoding/json promotes them.
+type wireField struct {
+	name string
+	typ  reflect.Type
+}
+
+// jsonFields lists t's JSON members.
+func jsonFields(t reflect.Type) []wireField {
+	var out []wireField
+	for f := range t.Fields() {
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && deref(f.Type).Kind() == reflect.Struct {
+			out = append(out, jsonFields(deref(f.Type))...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, wireField{name: name, typ: f.Type})
+	}
+	return out
+}
+
+// lookupField finds member k as encoding/json does: an exact name first,
+// then a case-insensitive one.
+func lookupField(fields []wireField, k string) (wireField, bool) {
+	for _, f := range fields {
+		if f.name == k {
+			return f, true
+		}
+	}
+	for _, f := range fields {
+		if strings.EqualFold(f.name, k) {
+			return f, true
+		}
+	}
+	return wireField{}, false
+}
+
+// canReachClosed reports whether t, or a type inside it, is Closed.
+func canReachClosed(t reflect.Type, seen map[reflect.Type]bool) bool {
+	t = deref(t)
+	if v, ok := reachesClosed.Load(t); ok {
+		return v.(bool)
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	found := t.Implements(closedType) || reflect.PointerTo(t).Implements(closedType)
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		found = found || canReachClosed(t.Elem(), seen)
+	case reflect.Struct:
+		for _, f := range jsonFields(t) {
+			found = found || canReachClosed(f.typ, seen)
+		}
+	}
+	reachesClosed.Store(t, found)
+	return found
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func orParams(path string) string {
+	if path == "" {
+		return "params"
+	}
+	return path
+}
+
+// wirePath turns encoding/json's path of a member (UnmarshalTypeError's
+// Field, dotted Go-side names that include embedded struct types, such
+// as "MemoryRequest.principal") into the member's wire path
+// ("principal"), so no Go name reaches a host.
+func wirePath(root reflect.Type, goPath string) string {
+	t := deref(root)
+	var out []string
+	for _, c := range strings.Split(goPath, ".") {
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = deref(t.Elem())
+		}
+		if t.Kind() != reflect.Struct {
+			out = append(out, c)
+			continue
+		}
+		if f, ok := t.FieldByName(c); ok && f.Anonymous && f.Tag.Get("json") == "" {
+			continue // an embedded struct: its members are promoted
+		}
+		if f, ok := lookupField(jsonFields(t), c); ok {
+			out = append(out, f.name)
+			t = deref(f.typ)
+			continue
+		}
+		out = append(out, c)
+	}
+	return strings.Join(out, ".")
+}

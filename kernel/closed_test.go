@@ -1,0 +1,58 @@
+package kernel
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// TestDecodeParamsWireNames checks that decode errors name wire members
+// only: no embedded Go struct name (ReadContextParams embeds
+// MemoryRequest) and no Go type, and that unknown members of Closed
+// objects are refused with the known ones listed while unknown members
+// elsewhere are still ignored.
+func TestDecodeParamsWireNames(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		into   func() any
+		params string
+		field  string // "" when the params decode
+		reason string
+		known  []string
+	}{
+		{"embedded struct type name", func() any { return new(protocol.ReadContextParams) }, `{"principal":"alice"}`, "principal", "", nil},
+		{"nested under an embedded struct", func() any { return new(protocol.ReadContextParams) }, `{"principal":{"roles":"agent"}}`, "principal.roles", "", nil},
+		{"misspelt filter", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"author":["a"]}}`, "filters.author", "unknown-member",
+			[]string{"authors", "date_range", "exec_tags", "is_external_caller", "retro_dark_fields", "status_tags"}},
+		{"misspelt date range end", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"date_range":{"until":"2020-01-01"}}}`, "filters.date_range.until", "unknown-member", []string{"from", "to"}},
+		{"filters case-insensitive as encoding/json", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"Authors":["a"]}}`, "", "", nil},
+		{"unknown top-level member ignored", func() any { return new(protocol.CorpusSearchParams) }, `{"corpusId":"c","newThing":1}`, "", "", nil},
+		{"type mismatch in filters", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"authors":"a"}}`, "filters.authors", "", nil},
+	} {
+		err := decodeParams([]byte(tc.params), tc.into())
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		var e *errs.Error
+		if !errors.As(err, &e) {
+			t.Errorf("%s: got %v, want an errs.Error", tc.name, err)
+			continue
+		}
+		d, _ := e.Data.(errs.InvalidData)
+		if d.Field != tc.field || d.Reason != tc.reason || !slices.Equal(d.Known, tc.known) {
+			t.Errorf("%s: data %+v, want field %q reason %q known %v", tc.name, d, tc.field, tc.reason, tc.known)
+		}
+		for _, goName := range []string{"MemoryRequest", "MemoryPrincipal", "[]string", "Go struct"} {
+			if strings.Contains(e.Error(), goName) {
+				t.Errorf("%s: message %q names Go's %s", tc.name, e.Error(), goName)
+			}
+		}
+	}
+}
