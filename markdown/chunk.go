@@ -24,6 +24,15 @@ const PreambleKey = "_preamble"
 // a heading changes the keys under it only (and its repeats'). Setext
 // headings ("Title\n===") are body text.
 //
+// A heading with no body of its own (a title straight above its first
+// subsection) is no chunk: it is merged into the chunk that follows it,
+// whose Start and Line then begin at that heading, so no chunk, search
+// hit or citation is headings only. Trailing headings with nothing after
+// them extend the previous chunk's End instead; a document of headings
+// alone keeps its first one as its only chunk. The merged heading's key
+// stays reserved, so whether a section is empty never renumbers a later
+// repeat of the same path.
+//
 // The only error is *NotUTF8Error.
 func Split(name string, data []byte) ([]Chunk, error) {
 	if err := checkUTF8(data); err != nil {
@@ -42,6 +51,7 @@ func Split(name string, data []byte) ([]Chunk, error) {
 	var f fence
 	cur := Chunk{Start: 0, Line: 1, Title: name}
 	bodyFrom := 0
+	var pending *Chunk // the first heading-only chunk not yet merged
 	flush := func(end int) {
 		body, at := trimmed(src, bodyFrom, end)
 		if cur.HeadingPath == nil && body == "" {
@@ -61,6 +71,17 @@ func Split(name string, data []byte) ([]Chunk, error) {
 		used[key] = true
 		cur.Key = key
 		cur.Hash = chunkHash(cur.HeadingPath, body)
+		if body == "" {
+			if pending == nil {
+				c := cur
+				pending = &c
+			}
+			return
+		}
+		if pending != nil {
+			cur.Start, cur.Line = pending.Start, pending.Line
+			pending = nil
+		}
 		out = append(out, cur)
 	}
 	for _, l := range lines {
@@ -84,6 +105,12 @@ func Split(name string, data []byte) ([]Chunk, error) {
 		bodyFrom = l.next
 	}
 	flush(len(src))
+	switch {
+	case pending != nil && len(out) == 0:
+		out = append(out, *pending)
+	case pending != nil:
+		out[len(out)-1].End = len(src)
+	}
 	return out, nil
 }
 

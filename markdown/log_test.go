@@ -200,9 +200,14 @@ func TestSplit(t *testing.T) {
 			t.Errorf("%s: offsets %d %d %d do not hold its body", c.Key, c.Start, c.BodyStart, c.End)
 		}
 	}
-	want := []string{PreambleKey, "title", "title > a", "title > a > a1", "title > b", "title > a#2"}
+	// "## B" has no body of its own: it is merged into the chunk after
+	// it, which starts at "## B".
+	want := []string{PreambleKey, "title", "title > a", "title > a > a1", "title > a#2"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Fatalf("keys %q, want %q", keys, want)
+	}
+	if c := chunks[4]; c.Start != strings.Index(doc, "## B") || c.Body != "again" || c.Line != 19 {
+		t.Errorf("the chunk after an empty heading: start %d line %d body %q", c.Start, c.Line, c.Body)
 	}
 	if chunks[2].Body != "a text\n\n```\n# not a heading\n```" || chunks[3].Title != "A1" || chunks[0].Title != "doc.md" {
 		t.Errorf("%+v", chunks)
@@ -215,6 +220,41 @@ func TestSplit(t *testing.T) {
 		changed := chunks[i].Hash != after[i].Hash
 		if chunks[i].Key != after[i].Key || changed != (i == 2) {
 			t.Errorf("chunk %d (%s): key %q→%q, hash changed %v", i, chunks[i].Key, chunks[i].Key, after[i].Key, changed)
+		}
+	}
+}
+
+// TestSplitHeadingOnly: no chunk is headings only. Chained empty
+// headings merge into the first chunk with a body; trailing ones extend
+// the last chunk; a document of headings alone keeps one chunk; an empty
+// heading's key stays reserved, so giving it a body later renumbers no
+// repeat.
+func TestSplitHeadingOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		keys      []string
+		starts    []int
+		lastEnd   int
+	}{
+		{"chained", "# Crash recovery\n\n## After a crash\n\n### Steps\n\nrestart it\n", []string{"crash recovery > after a crash > steps"}, []int{0}, -1},
+		{"trailing", "# A\n\ntext\n\n# B\n\n## C\n", []string{"a"}, []int{0}, len("# A\n\ntext\n\n# B\n\n## C\n")},
+		{"only headings", "# A\n\n## B\n", []string{"a"}, []int{0}, -1},
+		{"an empty repeat keeps its number", "# A\n\n# A\n\ntwo\n", []string{"a#2"}, []int{0}, -1},
+	} {
+		chunks, err := Split("d.md", []byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		var starts []int
+		for _, c := range chunks {
+			keys, starts = append(keys, c.Key), append(starts, c.Start)
+		}
+		if !reflect.DeepEqual(keys, tc.keys) || !reflect.DeepEqual(starts, tc.starts) {
+			t.Errorf("%s: keys %q starts %v, want %q %v", tc.name, keys, starts, tc.keys, tc.starts)
+		}
+		if tc.lastEnd >= 0 && chunks[len(chunks)-1].End != tc.lastEnd {
+			t.Errorf("%s: last chunk ends at %d, want %d", tc.name, chunks[len(chunks)-1].End, tc.lastEnd)
 		}
 	}
 }
