@@ -169,8 +169,11 @@ func (s *Service) chooseGovernance(corpusID, clean, kind string, raw json.RawMes
 			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "log-only"},
 				"governanceDir is for a log; a folder corpus keeps its governance in the data dir")
 		}
-		d, err := sandbox.CleanPath(d)
+		d, err := s.cfg.Workspace.HostPath(d)
 		if err != nil {
+			return s.sandboxError(err)
+		}
+		if d, err = sandbox.CleanPath(d); err != nil {
 			return s.sandboxError(err)
 		}
 		if err := s.cfg.Workspace.CheckWritable(path.Join(d, sectionCountName)); err != nil {

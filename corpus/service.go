@@ -125,7 +125,9 @@ func (s *Service) state(id string) *state {
 	return st
 }
 
-// Open registers the markdown file or folder at path (workspace-relative)
+// Open registers the markdown file or folder at path (workspace-relative,
+// or absolute or a file:// URI inside the workspace: see
+// sandbox.Workspace.HostPath)
 // and runs a first sync (corpus/open). The same path gives the same
 // corpusId again. Errors: the sandbox's for a path outside the workspace
 // or through a symlink; errs.NotFound for a missing path; errs.Invalid
@@ -134,7 +136,11 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 	if p.Path == "" {
 		return nil, errs.InvalidField("path", "path is required")
 	}
-	clean, err := sandbox.CleanPath(p.Path)
+	rel, err := s.cfg.Workspace.HostPath(p.Path)
+	if err != nil {
+		return nil, s.sandboxError(err)
+	}
+	clean, err := sandbox.CleanPath(rel)
 	if err != nil {
 		return nil, s.sandboxError(err)
 	}
@@ -206,8 +212,11 @@ func (s *Service) sandboxError(err error) error {
 	if !errors.As(err, &pe) || errors.As(err, &done) {
 		return err
 	}
-	return errs.Wrap(errs.Sandbox, err, map[string]any{"field": "path", "path": pe.Path, "reason": pe.Reason, "sandbox": string(s.cfg.Workspace.Mode())},
-		"sandbox violation: %v", pe)
+	data := map[string]any{"field": "path", "path": pe.Path, "reason": pe.Reason, "sandbox": string(s.cfg.Workspace.Mode())}
+	if pe.Root != "" {
+		data["workspaceRoot"] = pe.Root
+	}
+	return errs.Wrap(errs.Sandbox, err, data, "sandbox violation: %v", pe)
 }
 
 func (s *Service) abs(clean string) string {

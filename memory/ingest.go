@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os/exec"
 	"path"
@@ -69,10 +70,17 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 	abs := filepath.Join(s.cfg.Workspace.Dir(), filepath.FromSlash(dir))
 	repo := gitInfo(ctx, abs)
 	out := &protocol.IngestResult{Scope: scope, SourceRepo: repo.sourceRepo, CommitSHA: repo.commit, Files: len(matches), Skipped: []protocol.IngestSkip{}, WorkDoneToken: token}
+	var notes []string
+	if len(matches) == 0 {
+		// Nothing to ingest is an answer a host must be able to tell
+		// from "nothing changed": say which glob matched nothing where.
+		notes = append(notes, fmt.Sprintf("glob %s matched no file under %s", glob, dir))
+	}
 	if repo.commit == nil {
-		out.Note = dir + " is not in a git work tree: commit_sha is null"
+		notes = append(notes, dir+" is not in a git work tree: commit_sha is null")
 		out.SourceRepo = dir
 	}
+	out.Note = strings.Join(notes, "; ")
 	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err
@@ -154,10 +162,16 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 func pct(n int) *int { return &n }
 
 // cleanDir checks that p names a directory inside the workspace ("." is
-// the workspace itself) and returns its clean slash form.
+// the workspace itself; an absolute path or file:// URI inside it is made
+// relative, see sandbox.Workspace.HostPath) and returns its clean slash
+// form.
 func (s *Service) cleanDir(p string) (string, error) {
 	if p == "" {
 		return "", errs.InvalidField("path", "path is required: a workspace directory (\".\" for the workspace)")
+	}
+	p, err := s.cfg.Workspace.HostPath(p)
+	if err != nil {
+		return "", sandboxError("path", s.cfg.Workspace, err)
 	}
 	clean := "."
 	if p != "." {
@@ -202,7 +216,11 @@ func sandboxError(field string, ws *sandbox.Workspace, err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	return errs.Wrap(errs.Sandbox, err, map[string]any{"field": field, "path": pe.Path, "reason": pe.Reason, "sandbox": string(ws.Mode())}, "sandbox violation: %v", pe)
+	data := map[string]any{"field": field, "path": pe.Path, "reason": pe.Reason, "sandbox": string(ws.Mode())}
+	if pe.Root != "" {
+		data["workspaceRoot"] = pe.Root
+	}
+	return errs.Wrap(errs.Sandbox, err, data, "sandbox violation: %v", pe)
 }
 
 // readIngest reads one matched file (rel in the workspace, m under the

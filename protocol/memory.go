@@ -177,9 +177,12 @@ type IngestSkip struct {
 
 // IngestResult is the result of memory/ingest.
 type IngestResult struct {
-	Scope       MemoryScope  `json:"scope"`
-	SourceRepo  string       `json:"source_repo"`
-	CommitSHA   *string      `json:"commit_sha"`
+	Scope      MemoryScope `json:"scope"`
+	SourceRepo string      `json:"source_repo"`
+	CommitSHA  *string     `json:"commit_sha"`
+	// Note says what a host would otherwise have to guess, joined by
+	// "; ": that the glob matched no file, or that the path is not in a
+	// git work tree (commit_sha null).
 	Note        string       `json:"note,omitempty"`
 	Files       int          `json:"files"`
 	Created     int          `json:"created"`

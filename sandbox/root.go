@@ -57,6 +57,10 @@ type PathError struct {
 	Path   string
 	Reason string
 	Err    error
+	// Root is the workspace root, set when the path was refused for being
+	// outside it (Reason "outside-workspace"), so the error can say where
+	// paths must be.
+	Root string
 }
 
 // Error returns "sandbox: <reason> <path>: <err>", with Path quoted because
@@ -81,9 +85,10 @@ func pathErr(p, reason string, sentinel error) error {
 // A Workspace is safe for concurrent use; callers serialise conflicting
 // writes to the same path themselves.
 type Workspace struct {
-	root *os.Root
-	dir  string
-	mode Mode
+	root  *os.Root
+	dir   string
+	given string // the absolute path before symlinks were evaluated
+	mode  Mode
 }
 
 // Open opens dir, which must be an existing directory, as a workspace under
@@ -114,7 +119,7 @@ func Open(dir string, mode Mode) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: open workspace: %w", err)
 	}
-	return &Workspace{root: root, dir: resolved, mode: mode}, nil
+	return &Workspace{root: root, dir: resolved, given: abs, mode: mode}, nil
 }
 
 // Dir returns the absolute, symlink-free path of the workspace root.

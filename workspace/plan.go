@@ -148,6 +148,20 @@ func (w *Target) cleanPath(field, p string) (string, error) {
 		"sandbox violation: %s: %v", field, pe)
 }
 
+// cleanHostPath is cleanPath for a path a host names (files[i].path,
+// targetFiles[i]): an absolute path or a file:// URI inside the
+// workspace is made relative first (sandbox.Workspace.HostPath). Paths
+// inside a diff stay strictly relative, as git apply wants them.
+func (w *Target) cleanHostPath(field, p string) (string, error) {
+	rel, err := w.ws.HostPath(p)
+	var pe *sandbox.PathError
+	if errors.As(err, &pe) {
+		return "", errs.Wrap(errs.Sandbox, err, SandboxData{Field: field, Path: p, Reason: pe.Reason, Sandbox: string(w.ws.Mode()), WorkspaceRoot: pe.Root},
+			"sandbox violation: %s: %v", field, pe)
+	}
+	return w.cleanPath(field, rel)
+}
+
 // emptyPathData is the data of the Invalid error for a path that names no
 // file: the path is always there, even when it is "".
 type emptyPathData struct {
@@ -329,7 +343,7 @@ func (w *Target) planFiles(in *Input) ([]plannedFile, []protocol.HunkOffset, err
 	var out []plannedFile
 	for i, f := range in.Files {
 		field := "proposal.files[" + strconv.Itoa(i) + "]"
-		p, err := w.cleanPath(field+".path", f.Path)
+		p, err := w.cleanHostPath(field+".path", f.Path)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -383,7 +397,7 @@ func (w *Target) planRemoveTodo(in *Input) ([]plannedFile, []protocol.HunkOffset
 	}
 	var out []plannedFile
 	for i, tf := range in.TargetFiles {
-		p, err := w.cleanPath("proposal.targetFiles["+strconv.Itoa(i)+"]", tf)
+		p, err := w.cleanHostPath("proposal.targetFiles["+strconv.Itoa(i)+"]", tf)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -187,6 +187,9 @@ type SandboxData struct {
 	Path    string `json:"path,omitempty"`
 	Reason  string `json:"reason"`
 	Sandbox string `json:"sandbox"`
+	// WorkspaceRoot is set for a path outside the workspace (reason
+	// "outside-workspace"): where paths must be.
+	WorkspaceRoot string `json:"workspaceRoot,omitempty"`
 }
 
 // PathData is the data of NotFound and Validation errors about one path.
