@@ -467,19 +467,25 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}()
 }
 
-// call runs a handler and turns a panic into an internal error: a bug must
+// call runs a request's handler under this connection's session.
+func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (any, error) {
+	return s.invoke(s.withSession(ctx), m, req.Method, req.Params)
+}
+
+// invoke runs a row's handler under the session already in ctx, with the
+// service check, and turns a panic into an internal error: a bug must
 // cost one request, never the host's session.
-func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (res any, err error) {
+func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params *json.RawMessage) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("handler panic", "method", req.Method, "panic", r)
-			err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": req.Method}, "internal error in %s", req.Method)
+			s.log.Error("handler panic", "method", method, "panic", r)
+			err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": method}, "internal error in %s", method)
 		}
 	}()
 	if ok, notServed := s.serves(m.service); !ok {
 		return nil, notServed
 	}
-	return m.handle(s.withSession(ctx), s, req.Params)
+	return m.handle(ctx, s, params)
 }
 
 // reply writes a response straight to the stream, which restores the

@@ -347,8 +347,9 @@ type ApprovalRequest struct {
 }
 
 // ApprovalDecision records one decision. Source is "user" for
-// approval/respond, "policy" for --approval-policy never, and "session" for a
-// grant carried over from an earlier approve_for_session.
+// approval/respond, "elicitation" for a person asked through an MCP
+// client's elicitation, "policy" for --approval-policy never, and
+// "session" for a grant carried over from an earlier approve_for_session.
 type ApprovalDecision struct {
 	ApprovalRequestID string `json:"approvalRequestId"`
 	Kind              string `json:"kind"`
@@ -356,6 +357,12 @@ type ApprovalDecision struct {
 	Decision          string `json:"decision"`
 	Source            string `json:"source"`
 }
+
+// Decision sources a person's decision is recorded with (ApprovalDecision.Source).
+const (
+	SourceUser        = "user"        // approval/respond over JSON-RPC
+	SourceElicitation = "elicitation" // the MCP facade asked the person through the client
+)
 
 // ApprovalRespondParams are the params of approval/respond.
 type ApprovalRespondParams struct {

@@ -18,6 +18,10 @@ type Session struct {
 	// makes from job) and a function that sends one value. Nil: no
 	// connection to report to, and progress is dropped.
 	Progress func(token any, job string) (any, func(ProgressValue))
+	// DecisionSource is the source approval/respond records for a person's
+	// decision: SourceUser (empty reads so) over JSON-RPC, SourceElicitation
+	// when the MCP facade asked the person through the client.
+	DecisionSource string
 }
 
 type sessionKey struct{}

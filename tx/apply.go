@@ -339,7 +339,7 @@ func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) 
 		return nil, errs.New(errs.Closed, TxData{TransactionID: t.id, State: t.meta.State},
 			"transaction %s is %s; it takes no more decisions", t.id, t.meta.State)
 	}
-	d := protocol.ApprovalDecision{ApprovalRequestID: req.ApprovalRequestID, Kind: req.Kind, Fingerprint: req.Fingerprint, Decision: p.Decision, Source: "user"}
+	d := protocol.ApprovalDecision{ApprovalRequestID: req.ApprovalRequestID, Kind: req.Kind, Fingerprint: req.Fingerprint, Decision: p.Decision, Source: decisionSource(ctx)}
 	ev := record.Event{Type: protocol.EventApprovalDecision, Decision: &d}
 	if p.Decision == protocol.DecisionDeny {
 		err = e.deny(t, ev)
@@ -378,4 +378,13 @@ func (e *Engine) CloseTx(ctx context.Context, id string) (*protocol.TxStatusResu
 		return nil, err
 	}
 	return e.statusLocked(t), nil
+}
+
+// decisionSource is the source a person's decision is recorded with: the
+// session's (the MCP facade's "elicitation"), "user" by default.
+func decisionSource(ctx context.Context) string {
+	if src := protocol.SessionOf(ctx).DecisionSource; src != "" {
+		return src
+	}
+	return protocol.SourceUser
 }

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/corpus"
+	"github.com/txkernel/txkernel/document"
+	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/jsondoc"
+	"github.com/txkernel/txkernel/kernel"
+	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/sandbox"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/tx"
+	wstarget "github.com/txkernel/txkernel/workspace"
+)
+
+// serveFlags are the flags that open a kernel: serve's, which mcp takes
+// too, so one workspace and data dir behave the same behind either.
+type serveFlags struct {
+	workspace, dataDir, sandboxMode, policy, framing, logLevel *string
+	maxMsg, docMaxBytes                                        *int64
+	docPolicy, memPolicy                                       *string
+	docMaxDepth                                                *int
+	validationTTL                                              *time.Duration
+	ef                                                         embedFlags
+}
+
+func newServeFlags(fs *flag.FlagSet) *serveFlags {
+	f := &serveFlags{
+		workspace:   fs.String("workspace", "", "workspace directory (required)"),
+		dataDir:     fs.String("data-dir", "", "data directory (default: $XDG_STATE_HOME/txkernel/<workspace-name>-<hash>)"),
+		sandboxMode: fs.String("sandbox", string(sandbox.WorkspaceWrite), "read-only | workspace-write | danger-full-access"),
+		policy:      fs.String("approval-policy", string(approvals.Untrusted), "untrusted | never"),
+		framing:     fs.String("framing", string(kernel.FramingAuto), "auto (recognised from the first bytes) | ndjson | content-length"),
+		maxMsg:      fs.Int64("max-message-bytes", kernel.DefaultMaxMessageBytes, "largest accepted message in bytes"),
+		logLevel:    fs.String("log-level", "info", "debug | info | warn | error"),
+		docPolicy:   fs.String("document-approval-policy", string(approvals.Never), "untrusted | never: whether a person approves each document patch (optional for documents); recipe PatchSets always wait for patchset/decide"),
+		docMaxBytes: fs.Int64("doc-max-bytes", jsondoc.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)"),
+		docMaxDepth: fs.Int("doc-max-depth", jsondoc.DefaultLimits().MaxDepth, "deepest nesting of a JSON document"),
+		memPolicy:   fs.String("memory-policy", "", "JSON file of memory grants: {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused"),
+	}
+	f.validationTTL = fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
+	f.ef.register(fs)
+	return f
+}
+
+// openKernel is an opened kernel: the services wired into a
+// kernel.Config, its logger and data dir, and what close releases.
+type openKernel struct {
+	cfg     kernel.Config
+	log     *slog.Logger
+	dataDir string
+	closers []func()
+}
+
+// close releases everything open opened, last opened first.
+func (k *openKernel) close() {
+	for i := len(k.closers) - 1; i >= 0; i-- {
+		k.closers[i]()
+	}
+}
+
+// open checks the flags and opens the workspace, the data dir (its lock,
+// recovery, kernel.db's lazy opener) and every service. On failure it
+// prints why on stderr, closes what it opened and returns nil with the
+// exit status (2 for a usage error, 1 otherwise).
+func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel, status int) {
+	k = &openKernel{}
+	fail := func(format string, a ...any) (*openKernel, int) {
+		fmt.Fprintf(stderr, "txkernel: "+format+"\n", a...)
+		k.close()
+		return nil, 1
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "txkernel: --log-level: %v\n", err)
+		return nil, 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	k.log = log
+	if *f.workspace == "" {
+		fmt.Fprintln(stderr, "txkernel: --workspace is required")
+		return nil, 2
+	}
+	mode, err := sandbox.ParseMode(*f.sandboxMode)
+	if err != nil {
+		return fail("--sandbox: %v", err)
+	}
+	pol, err := approvals.ParsePolicy(*f.policy)
+	if err != nil {
+		return fail("--approval-policy: %v", err)
+	}
+	dpol, err := approvals.ParsePolicy(*f.docPolicy)
+	if err != nil {
+		return fail("--document-approval-policy: %v", err)
+	}
+	if *f.docMaxBytes <= 0 || *f.docMaxDepth <= 0 || *f.validationTTL <= 0 {
+		return fail("--doc-max-bytes, --doc-max-depth and --validation-ttl must be positive")
+	}
+	fr, err := kernel.ParseFraming(*f.framing)
+	if err != nil {
+		return fail("--framing: %v", err)
+	}
+	fps, err := failpoint.FromEnv() // nil, and the environment unread, without -tags failpoints
+	if err != nil {
+		return fail("%v", err)
+	}
+	ws, err := sandbox.Open(*f.workspace, mode)
+	if err != nil {
+		return fail("workspace: %v", err)
+	}
+	k.closers = append(k.closers, func() { ws.Close() })
+	dd := *f.dataDir
+	if dd == "" {
+		if dd, err = defaultDataDir(ws.Dir()); err != nil {
+			return fail("data dir: %v", err)
+		}
+	}
+	if dd, err = filepath.Abs(dd); err != nil {
+		return fail("data dir: %v", err)
+	}
+	// Inside the workspace, the ledger and blobs could themselves be targets
+	// of a proposal. Check the path as given before creating anything, and
+	// again once symlinks are resolved.
+	inside := func(p string) bool {
+		return p == ws.Dir() || strings.HasPrefix(p, ws.Dir()+string(filepath.Separator))
+	}
+	if inside(dd) {
+		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
+	}
+	if err := os.MkdirAll(dd, 0o700); err != nil {
+		return fail("data dir: %v", err)
+	}
+	if real, err := filepath.EvalSymlinks(dd); err == nil {
+		dd = real
+	}
+	if inside(dd) {
+		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
+	}
+	k.dataDir = dd
+
+	if path := os.Getenv("TXKERNEL_CPUPROFILE"); path != "" {
+		// A debugging aid for performance work: a CPU profile of the whole
+		// session, written when the kernel exits normally.
+		pf, err := os.Create(path)
+		if err != nil {
+			return fail("TXKERNEL_CPUPROFILE: %v", err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fail("TXKERNEL_CPUPROFILE: %v", err)
+		}
+		k.closers = append(k.closers, func() { pprof.StopCPUProfile(); pf.Close() })
+	}
+	var mpol *memory.Policy
+	if *f.memPolicy != "" {
+		if mpol, err = memory.LoadPolicy(*f.memPolicy); err != nil {
+			return fail("%s: %v", memory.PolicyFlag, err)
+		}
+	}
+	// Each target reports its kinds' approval policies (tx.Kind): the
+	// workspace's follow --approval-policy, json_patch follows
+	// --document-approval-policy, a recipe PatchSet always waits for a
+	// person (seed 003), and memory's are the curator's own decision.
+	// One lazy kernel.db opener for every domain (docs/DESIGN.md §5): a
+	// kernel that never touches a document, the corpus or memory never
+	// creates the file. It is closed after everything that uses it.
+	kdb := store.NewOpener(filepath.Join(dd, store.FileName))
+	k.closers = append(k.closers, func() { kdb.Close() })
+	doct := document.New(document.Options{
+		DB: kdb.Open, Failpoints: fps, TTL: *f.validationTTL,
+		Limits:      jsondoc.Limits{MaxBytes: *f.docMaxBytes, MaxDepth: *f.docMaxDepth},
+		PatchPolicy: dpol,
+	})
+	k.closers = append(k.closers, func() { doct.Close() })
+	// The memory domain sees kernel.db through its store.Memory view.
+	memStore := store.MemoryOf(kdb.Open)
+	eng, err := tx.Open(ctx, tx.Options{
+		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(memStore, fps)},
+		DataDir: dd, Failpoints: fps, Logger: log,
+	})
+	if err != nil {
+		if errors.Is(err, tx.ErrDataDirLocked) {
+			return fail("%v; only one kernel may own a data dir at a time", err)
+		}
+		return fail("open data dir: %v", err)
+	}
+	k.closers = append(k.closers, func() { eng.Close() })
+	emb, err := f.ef.embedder()
+	if err != nil {
+		return fail("%v", err)
+	}
+	cs := corpus.NewService(corpus.Config{DB: kdb.Open, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
+	k.closers = append(k.closers, func() { cs.Close() })
+	ms := memory.New(memory.Config{Store: memStore, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
+	k.cfg = kernel.Config{
+		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,
+		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: version, Logger: log,
+	}
+	return k, 0
+}
