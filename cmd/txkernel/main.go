@@ -9,6 +9,8 @@
 //	               [--approval-policy untrusted|never]
 //	               [--framing auto|ndjson|content-length] [--max-message-bytes N]
 //	               [--log-level debug|info|warn|error]
+//	txkernel mcp --workspace DIR [serve's flags] [--principal-id ID --principal-roles R,...]
+//	             [--http ADDR --token-file FILE]
 //	txkernel prune --data-dir DIR [--older-than AGE]
 //	txkernel version (or --version, -v)
 //
@@ -41,7 +43,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
 		return 2
 	}
 	switch args[0] {
@@ -50,12 +52,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stdin, stdout, stderr)
+	case "mcp":
+		return mcpCmd(args[1:], stdin, stdout, stderr)
 	case "prune":
 		return prune(args[1:], stdout, stderr)
 	case "eval":
 		return evalCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
 		return 0
 	}
 	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])

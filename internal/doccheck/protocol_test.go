@@ -141,14 +141,16 @@ func TestProtocolCommandLine(t *testing.T) {
 			t.Errorf("PROTOCOL.md §1 does not document the subcommand %q", m[1])
 		}
 	}
-	help, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
-	flags := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(string(help), -1)
-	if len(flags) < 5 {
-		t.Fatalf("serve -h printed too few flags: %s", help)
-	}
-	for _, m := range flags {
-		if !strings.Contains(doc, "`--"+m[1]+"`") {
-			t.Errorf("PROTOCOL.md §1 has no row for serve's flag --%s", m[1])
+	for _, cmd := range []string{"serve", "mcp"} {
+		help, _ := exec.Command(bin, cmd, "-h").CombinedOutput()
+		flags := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(string(help), -1)
+		if len(flags) < 5 {
+			t.Fatalf("%s -h printed too few flags: %s", cmd, help)
+		}
+		for _, m := range flags {
+			if !strings.Contains(doc, "`--"+m[1]+"`") {
+				t.Errorf("PROTOCOL.md §1 has no row for %s's flag --%s", cmd, m[1])
+			}
 		}
 	}
 }
