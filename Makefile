@@ -37,7 +37,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval eval-data bench fuzz crash clean
+.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval eval-data bench fuzz crash clean mcp-inspector
 
 all: build
 
@@ -146,6 +146,14 @@ crash:
 	  -crash.iterations $(CRASH_ITERATIONS) -crash.commits 5 \
 	  -powerloss.commits all-largest -powerloss.max 256 > bench/crash.txt 2>&1; status=$$?; \
 	  grep -v -e '^=== ' -e '^  *--- PASS' bench/crash.txt; exit $$status
+
+## mcp-inspector: drive `txkernel mcp` with the official MCP Inspector CLI
+## (npx fetches @modelcontextprotocol/inspector@2.12.0 from npm): the tool
+## list's --strict portability check, turn_start then apply_execute, a tool
+## error (exit 5), and tools/list over streamable HTTP with a bearer token.
+## Not part of make test: it needs the npm registry.
+mcp-inspector:
+	TXKERNEL_INSPECTOR=1 $(GO) test -tags "$(TEST_TAGS)" -count=1 -run TestInspectorCLI -v ./e2e/mcp
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

@@ -39,9 +39,32 @@ func inputSchema(t reflect.Type, memoryTool bool) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// outputSchema is a tool's output schema: the result type's.
+// outputSchema is a tool's output schema: the result type's, or a
+// kernel error's {code, message, data} (toolError), since a tool error
+// carries the error as its structured content and clients check that
+// against the output schema too.
 func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
-	return forType(t)
+	res, err := forType(t)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{res, errorSchema()}}, nil
+}
+
+// errorSchema is a tool error's structured content: the kernel error's
+// JSON-RPC code, its message and its data (PROTOCOL.md §9).
+func errorSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:        "object",
+		Description: "a kernel error (isError): its JSON-RPC code, message and data",
+		Properties: map[string]*jsonschema.Schema{
+			"code":    {Type: "integer"},
+			"message": {Type: "string"},
+			"data":    {Description: "the error's data, as over JSON-RPC"},
+		},
+		Required:             []string{"code", "message"},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
 }
 
 // forType infers t's schema (through pointers: a result is never null)
@@ -57,5 +80,42 @@ func forType(t reflect.Type) (*jsonschema.Schema, error) {
 	if s.Type == "" && len(s.Types) == 0 {
 		s.Type = "object"
 	}
+	splitNullable(s)
 	return s, nil
+}
+
+// splitNullable rewrites every `"type": ["null", T]` that inference gives
+// a Go slice, map or pointer into `anyOf: [{"type": "null"}, {"type": T,
+// …}]`: the same set of values, in the spelling that every client's
+// schema reader takes (the MCP Inspector's portability check flags the
+// array form).
+func splitNullable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		other := s.Types[0]
+		if other == "null" {
+			other = s.Types[1]
+		}
+		inner := *s
+		inner.Types, inner.Type = nil, other
+		inner.Description, inner.Title = "", ""
+		*s = jsonschema.Schema{Description: s.Description, Title: s.Title, AnyOf: []*jsonschema.Schema{{Type: "null"}, &inner}}
+		splitNullable(&inner)
+		return
+	}
+	for _, p := range s.Properties {
+		splitNullable(p)
+	}
+	splitNullable(s.Items)
+	splitNullable(s.AdditionalProperties)
+	for _, list := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf, s.AllOf, s.PrefixItems} {
+		for _, x := range list {
+			splitNullable(x)
+		}
+	}
+	for _, d := range s.Defs {
+		splitNullable(d)
+	}
 }
