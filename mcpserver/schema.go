@@ -1,25 +1,12 @@
 package mcpserver
 
 import (
-	"encoding/json"
 	"reflect"
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/txkernel/txkernel/internal/wireschema"
 )
-
-// schemaOptions are the inference rules for every txkernel type: a
-// json.RawMessage (a patch, a document, a query that is a string or a
-// vector) is any JSON value, an object schema without "type", where plain
-// inference would say "an array of bytes" and refuse every patch a model
-// sends. (The empty schema would encode as `true`, which some clients
-// do not read as a schema; a description keeps it an object.)
-var schemaOptions = &jsonschema.ForOptions{
-	TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
-		reflect.TypeFor[any]():             {Description: "any JSON value"},
-	},
-}
 
 // inputSchema is a tool's input schema: the params type's, an object. For
 // a memory tool the principal member is left out: the facade fixes it.
@@ -67,13 +54,11 @@ func errorSchema() *jsonschema.Schema {
 	}
 }
 
-// forType infers t's schema (through pointers: a result is never null)
-// as an object schema.
+// forType is wireschema's schema of t (the one derivation of the
+// protocol's schemas) as an object schema, with nullable types spelt as
+// anyOf.
 func forType(t reflect.Type) (*jsonschema.Schema, error) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	s, err := jsonschema.ForType(t, schemaOptions)
+	s, err := wireschema.ForType(t)
 	if err != nil {
 		return nil, err
 	}
