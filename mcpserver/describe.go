@@ -24,7 +24,7 @@ var descriptions = map[string]string{
 	"patchset/propose":        "Propose a recipe PatchSet for a document; a person decides it.",
 	"patchset/review":         "Review a proposed PatchSet: what it changes and the checks it passes.",
 	"patchset/context":        "The LLM context of a recipe PatchSet.",
-	"patchset/contextAck":     "Acknowledge a PatchSet context.",
+	"patchset/context_ack":    "Acknowledge a PatchSet context.",
 	"corpus/open":             "Open a markdown log or folder in the workspace as a searchable corpus.",
 	"corpus/status":           "A corpus's sections, chunks, embeddings and governance files.",
 	"corpus/sync":             "Bring a corpus up to date with its files.",
