@@ -123,19 +123,15 @@ func newClient(ctx context.Context, rwc io.ReadWriteCloser, opts Options, cmd *e
 // point, or finishes it if past) and returns ctx's error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = c.conn.Notify(context.Background(), protocol.MethodCancelRequest, protocol.CancelParams{ID: json.RawMessage(fmt.Sprint(id.Num))})
-		case <-done:
-		}
-	}()
 	var raw json.RawMessage
 	err := c.conn.Call(ctx, method, params, &raw, jsonrpc2.PickID(id))
 	var rerr *jsonrpc2.Error
 	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The call returned because ctx ended: the request was sent
+		// (or is on its way), so tell the kernel to stop it.
+		_ = c.conn.Notify(context.Background(), protocol.MethodCancelRequest, protocol.CancelParams{ID: json.RawMessage(fmt.Sprint(id.Num))})
+		return err
 	case errors.As(err, &rerr):
 		e := &Error{Code: rerr.Code, Message: rerr.Message}
 		if rerr.Data != nil {

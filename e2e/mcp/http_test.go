@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ const testToken = "s3cret-token-for-the-http-test"
 
 // startHTTP starts `txkernel mcp --http 127.0.0.1:0` on d with a token
 // file and returns the endpoint URL and the kernel's stderr so far.
-func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, stderr *strings.Builder) {
+func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, stderr *syncBuffer) {
 	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte(testToken+"\n"), tokenMode); err != nil {
@@ -36,7 +37,7 @@ func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	stderr = &strings.Builder{}
+	stderr = &syncBuffer{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)
@@ -59,6 +60,24 @@ func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, s
 		t.Fatalf("no URL logged: %s", stderr)
 	}
 	return "", nil
+}
+
+// syncBuffer collects a kernel's stderr while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) WriteString(x string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.WriteString(x)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // bearerTransport adds an Authorization header to every request.
