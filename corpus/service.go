@@ -161,7 +161,14 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 		return nil, err
 	}
 	info := &protocol.CorpusInfo{CorpusID: c.ID, Path: c.Path, Kind: c.Kind, Created: c.LastSyncAt.IsZero()}
-	res, err := s.sync(ctx, c.ID, false, nil)
+	// Progress only when the host asked for it with a token (LSP's
+	// client-initiated work-done progress): every open would otherwise
+	// send notifications no host waits for.
+	var progress func(protocol.ProgressValue)
+	if p.WorkDoneToken != nil {
+		info.WorkDoneToken, progress = protocol.SessionOf(ctx).BeginProgress(p.WorkDoneToken, protocol.MethodCorpusOpen)
+	}
+	res, err := s.sync(ctx, c.ID, false, progress)
 	if err != nil {
 		return nil, err
 	}

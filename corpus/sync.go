@@ -74,7 +74,10 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 			p := pct
 			v := protocol.ProgressValue{Kind: kind, Message: msg, Percentage: &p}
 			if kind == "begin" {
-				v.Title = "Rebuilding corpus " + c.ID
+				v.Title = "Indexing corpus " + c.ID
+				if rebuild {
+					v.Title = "Rebuilding corpus " + c.ID
+				}
 			}
 			progress(v)
 		}

@@ -18,6 +18,11 @@ const (
 	SectionResource = "txkernel://corpus/{corpusId}/section/{n}"
 )
 
+// TxURI is the resource URI of a transaction's ledger (TxResource). A
+// server that is told of each new ledger event sends
+// notifications/resources/updated for it to the sessions subscribed.
+func TxURI(transactionID string) string { return "txkernel://tx/" + transactionID }
+
 // addResources registers the resource templates: reading one runs
 // tx/events or corpus/section.
 func (f *facade) addResources(s *mcp.Server) {

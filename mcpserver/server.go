@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,6 +59,10 @@ func New(inv *kernel.Invoker, opts Options) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "txkernel", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       opts.Logger,
+		// Any resource may be subscribed to: a transaction's ledger
+		// changes with each event (see TxURI and cmd's engine hook).
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	f := &facade{inv: inv, opts: opts}
 	for _, m := range inv.Served() {
@@ -133,7 +138,7 @@ func (f *facade) tool(m kernel.Method) (*mcp.Tool, bool, error) {
 // structured content, or its error as a tool error.
 func (f *facade) call(m kernel.Method) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := f.arguments(m, req.Params.Arguments)
+		args, err := f.arguments(m, req.Params.Arguments, req.Params.GetProgressToken())
 		if err != nil {
 			return toolError(err), nil
 		}
@@ -147,9 +152,12 @@ func (f *facade) call(m kernel.Method) mcp.ToolHandler {
 
 // arguments returns the params the method gets: the tool's arguments,
 // with the fixed principal put in for a memory method whatever the
-// arguments said.
-func (f *facade) arguments(m kernel.Method, args json.RawMessage) (json.RawMessage, *protocol.Error) {
-	if m.Service != "memory" {
+// arguments said, and the call's MCP progress token as the method's
+// workDoneToken (LSP's client-initiated progress) when it takes one.
+func (f *facade) arguments(m kernel.Method, args json.RawMessage, progressToken any) (json.RawMessage, *protocol.Error) {
+	memory := m.Service == "memory"
+	wantsProgress := progressToken != nil && takesWorkDoneToken(m.Params)
+	if !memory && !wantsProgress {
 		return args, nil
 	}
 	obj := map[string]json.RawMessage{}
@@ -158,11 +166,20 @@ func (f *facade) arguments(m kernel.Method, args json.RawMessage) (json.RawMessa
 			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": ""}, "arguments must be an object")
 		}
 	}
-	pr, err := json.Marshal(f.opts.Principal)
-	if err != nil {
-		return nil, protocol.NewError(protocol.CodeInternalError, nil, "principal: %v", err)
+	if memory {
+		pr, err := json.Marshal(f.opts.Principal)
+		if err != nil {
+			return nil, protocol.NewError(protocol.CodeInternalError, nil, "principal: %v", err)
+		}
+		obj["principal"] = pr
 	}
-	obj["principal"] = pr
+	if wantsProgress {
+		tok, err := json.Marshal(progressToken)
+		if err != nil {
+			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "_meta.progressToken"}, "progress token: %v", err)
+		}
+		obj["workDoneToken"] = tok
+	}
 	out, err := json.Marshal(obj)
 	if err != nil {
 		return nil, protocol.NewError(protocol.CodeInternalError, nil, "arguments: %v", err)
@@ -232,4 +249,21 @@ func toolError(e *protocol.Error) *mcp.CallToolResult {
 		StructuredContent: body,
 		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("error %d: %s", e.Code, e.Message)}},
 	}
+}
+
+// takesWorkDoneToken reports whether a params type has a workDoneToken
+// member (the long methods: corpus/open, corpus/rebuild, memory/ingest).
+func takesWorkDoneToken(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return false
+	}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "workDoneToken" {
+			return true
+		}
+	}
+	return false
 }

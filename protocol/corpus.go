@@ -59,6 +59,10 @@ type CorpusOpenParams struct {
 	// log, a string names a workspace folder, and null keeps them in the
 	// data dir only. It stays raw so that null and absent differ.
 	GovernanceDir json.RawMessage `json:"governanceDir,omitempty"`
+	// WorkDoneToken, when given, asks for $/progress of the first sync
+	// (LSP's client-initiated work-done progress): a large folder takes
+	// seconds.
+	WorkDoneToken any `json:"workDoneToken,omitempty"`
 }
 
 // CorpusParams name one corpus: corpus/status, corpus/sync,
@@ -156,6 +160,8 @@ type CorpusInfo struct {
 	Created bool `json:"created"`
 	// Sync is the first sync's report, when corpus/open ran one.
 	Sync *CorpusSyncResult `json:"sync,omitempty"`
+	// WorkDoneToken echoes the params' token when progress was reported.
+	WorkDoneToken any `json:"workDoneToken,omitempty"`
 }
 
 // CorpusSyncResult is the result of corpus/sync and corpus/rebuild.

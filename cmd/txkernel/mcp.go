@@ -78,6 +78,14 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "txkernel: %v\n", err)
 		return 1
 	}
+	// Each durable ledger event updates its transaction's resource for
+	// the sessions subscribed to it.
+	k.cfg.Engine.SetNotify(func(ev protocol.Event) {
+		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: mcpserver.TxURI(ev.TransactionID)}); err != nil {
+			k.log.Debug("resource update not sent", "err", err)
+		}
+	})
+	defer k.cfg.Engine.SetNotify(nil)
 	if *httpAddr != "" {
 		if err := serveMCPHTTP(ctx, srv, *httpAddr, token, k.cfg.MaxMessageBytes, k.log); err != nil {
 			fmt.Fprintf(stderr, "txkernel: %v\n", err)
