@@ -13,8 +13,8 @@
 //
 // Messages on stdout are of two sorts, interleaved: responses (they carry
 // an "id") and notifications (ledger events such as tx/status and
-// approval/request; they carry a "method" and no "id"). client.call routes
-// them by that.
+// approval/request; they carry a "method" and no "id"). The Go client
+// (package client) routes them by that: events reach showEvent in order.
 //
 // Usage:
 //
@@ -31,18 +31,22 @@
 package main
 
 import (
-	"bufio"
+	"context"
+	"sync"
+
 	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	txclient "github.com/txkernel/txkernel/client"
+	"github.com/txkernel/txkernel/protocol"
 )
 
 func main() {
@@ -71,46 +75,40 @@ func main() {
 	}
 }
 
-// client is a JSON-RPC 2.0 client over a child's pipes.
-// kernelProc is a started kernel and a client on its pipes.
+// kernelProc is a started kernel and the demo's printing client on it.
 type kernelProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	c     *client
+	c *client
 }
 
-// startKernel starts kernelBin with args, its stderr on ours, and returns
-// a client speaking to it over its stdin and stdout.
+// startKernel starts kernelBin with args, its stderr on ours, as a host
+// would with the Go client (package client): client.Start starts it and
+// runs initialize and initialized; the demo's client prints what passes.
 func startKernel(kernelBin string, args ...string) (*kernelProc, error) {
 	cmd := exec.Command(kernelBin, args...)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	c := &client{}
+	tc, err := txclient.Start(context.Background(), cmd, txclient.Options{
+		ClientInfo: protocol.Implementation{Name: "txkernel-demo-host"},
+		OnEvent:    c.showEvent,
+		OnProgress: c.showProgress,
+	})
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	return &kernelProc{cmd: cmd, stdin: stdin, c: &client{in: stdin, out: sc}}, nil
+	c.tc = tc
+	return &kernelProc{c: c}, nil
 }
 
-// stop closes the kernel's input and waits for it to exit.
-func (k *kernelProc) stop() {
-	k.stdin.Close()
-	k.cmd.Wait()
-}
+// stop ends the session (shutdown, exit) and waits for the kernel.
+func (k *kernelProc) stop() error { return k.c.tc.Close() }
 
+// client prints a demo's calls and the kernel's notifications for people,
+// over the Go client. Notifications arrive on the client's read loop
+// before the response that follows them, so they print in wire order.
 type client struct {
-	in     io.Writer
-	out    *bufio.Scanner
-	nextID int
-	last   []byte // the raw line of the last response
+	tc   *txclient.Client
+	mu   sync.Mutex // guards the quiet counters, shared with the read loop
+	last []byte     // the last response as the host received it: {"result":…} or {"error":…}
 	// quiet stops the printing of calls and notifications (a batch of
 	// setup calls): they are only counted, for one summary line.
 	quiet                   bool
@@ -120,11 +118,15 @@ type client struct {
 
 // hush starts counting instead of printing; summary ends it.
 func (c *client) hush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.quiet, c.quietCalls, c.quietEvents, c.quietTxs = true, 0, 0, map[string]bool{}
 }
 
 // summary ends hush and says what was sent and received meanwhile.
 func (c *client) summary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.quiet = false
 	if c.quietEvents == 0 {
 		return fmt.Sprintf("%d calls", c.quietCalls)
@@ -132,102 +134,85 @@ func (c *client) summary() string {
 	return fmt.Sprintf("%d calls, %d ledger events in %d transactions", c.quietCalls, c.quietEvents, len(c.quietTxs))
 }
 
-// notify sends a notification: a message without an id, never answered.
-func (c *client) notify(method string, params any) error {
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+// notify is a session notification the Go client sends itself
+// (initialized with Start, exit with Close): the demo only shows it.
+func (c *client) notify(method string, _ any) error {
 	if !c.quiet {
-		fmt.Printf("\n→ %s (notification)\n", method)
+		fmt.Printf("\n→ %s (notification, sent by the Go client)\n", method)
 	}
-	_, err := c.in.Write(append(msg, '\n'))
-	return err
+	return nil
 }
 
-// showNotification prints a notification for people: a ledger event with
-// its transaction and its place in that transaction's own ledger (seq
-// starts at 1 in each, so it is not a session counter), $/progress with
-// its percentage and message.
-func (c *client) showNotification(method string, params json.RawMessage) {
-	var ev struct {
-		TransactionID string `json:"transactionId"`
-		Seq           int    `json:"seq"`
-		Status        string `json:"status"`
-		Value         *struct {
-			Kind, Title, Message string
-			Percentage           *int
-		} `json:"value"`
-	}
-	_ = json.Unmarshal(params, &ev)
+// showEvent prints a ledger event for people: its transaction and its
+// place in that transaction's own ledger (seq starts at 1 in each, so it
+// is not a session counter).
+func (c *client) showEvent(ev protocol.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.quiet {
-		if ev.TransactionID != "" {
-			c.quietEvents++
-			c.quietTxs[ev.TransactionID] = true
-		}
+		c.quietEvents++
+		c.quietTxs[ev.TransactionID] = true
 		return
 	}
-	switch {
-	case ev.TransactionID != "":
-		what := method
-		if ev.Status != "" {
-			what += " → " + ev.Status
-		}
-		fmt.Printf("  ← %-26s event %2d of %s's ledger\n", what, ev.Seq, ev.TransactionID)
-	case method == "$/progress" && ev.Value != nil:
-		pct := ""
-		if ev.Value.Percentage != nil {
-			pct = fmt.Sprintf("%3d%% ", *ev.Value.Percentage)
-		}
-		title := ""
-		if ev.Value.Title != "" {
-			title = ev.Value.Title + ": "
-		}
-		fmt.Printf("  ← $/progress %s%s%s\n", pct, title, ev.Value.Message)
-	default:
-		fmt.Printf("  ← %s\n", method)
+	what := ev.Type
+	if ev.Status != "" {
+		what += " → " + ev.Status
 	}
+	fmt.Printf("  ← %-26s event %2d of %s's ledger\n", what, ev.Seq, ev.TransactionID)
 }
 
-func (c *client) call(method string, params any) (json.RawMessage, error) {
-	c.nextID++
-	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.nextID, "method": method, "params": params})
+// showProgress prints $/progress with its percentage and message.
+func (c *client) showProgress(p protocol.ProgressParams) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.quiet {
+		return
+	}
+	v := p.Value
+	pct := ""
+	if v.Percentage != nil {
+		pct = fmt.Sprintf("%3d%% ", *v.Percentage)
+	}
+	title := ""
+	if v.Title != "" {
+		title = v.Title + ": "
+	}
+	fmt.Printf("  ← $/progress %s%s%s\n", pct, title, v.Message)
+}
+
+// call calls method and returns its raw result; c.last keeps the answer
+// as the host received it. initialize answers what client.Start got, and
+// shutdown ends the session through Close (the Go client does both).
+func (c *client) call(method string, params any) (json.RawMessage, error) {
+	c.mu.Lock()
+	quiet := c.quiet
+	if quiet {
 		c.quietCalls++
-	} else {
+	}
+	c.mu.Unlock()
+	if !quiet {
 		fmt.Printf("\n→ %s\n", method)
 	}
-	if _, err := c.in.Write(append(req, '\n')); err != nil {
+	var raw json.RawMessage
+	var err error
+	switch method {
+	case protocol.MethodInitialize:
+		raw, err = json.Marshal(c.tc.Init)
+	case protocol.MethodShutdown:
+		raw, err = json.RawMessage(`{}`), c.tc.Close()
+	default:
+		err = c.tc.Call(context.Background(), method, params, &raw)
+	}
+	var kerr *txclient.Error
+	if errors.As(err, &kerr) {
+		c.last, _ = json.Marshal(map[string]any{"error": map[string]any{"code": kerr.Code, "message": kerr.Message, "data": kerr.Data}})
+		return nil, fmt.Errorf("%s: error %d: %s %s", method, kerr.Code, kerr.Message, kerr.Data)
+	}
+	if err != nil {
 		return nil, err
 	}
-	for c.out.Scan() {
-		var m struct {
-			ID     *int            `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code    int             `json:"code"`
-				Message string          `json:"message"`
-				Data    json.RawMessage `json:"data"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(c.out.Bytes(), &m); err != nil {
-			return nil, err
-		}
-		if m.ID == nil {
-			// No id: a notification (a ledger event, $/progress), not our
-			// answer.
-			c.showNotification(m.Method, m.Params)
-			continue
-		}
-		if *m.ID != c.nextID {
-			return nil, fmt.Errorf("response for id %d, want %d", *m.ID, c.nextID)
-		}
-		c.last = append(c.last[:0], c.out.Bytes()...)
-		if m.Error != nil {
-			return nil, fmt.Errorf("%s: error %d: %s %s", method, m.Error.Code, m.Error.Message, m.Error.Data)
-		}
-		return m.Result, nil
-	}
-	return nil, errors.New("the kernel closed its output")
+	c.last, _ = json.Marshal(map[string]any{"result": raw})
+	return raw, nil
 }
 
 func run(kernelBin, commit, decision string, keep bool) error {
@@ -259,7 +244,7 @@ func run(kernelBin, commit, decision string, keep bool) error {
 	if err != nil {
 		return err
 	}
-	cmd, stdin, c := k.cmd, k.stdin, k.c
+	c := k.c
 
 	res, err := c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "txkernel-demo-host"}})
 	if err != nil {
@@ -346,10 +331,8 @@ func run(kernelBin, commit, decision string, keep bool) error {
 	var st struct{ State string }
 	json.Unmarshal(res, &st)
 	fmt.Printf("  state: %s\n", st.State)
-	c.call("shutdown", nil)
-	stdin.Write([]byte(`{"jsonrpc":"2.0","method":"exit"}` + "\n"))
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
+	fmt.Printf("\n→ shutdown, exit (client.Close)\n")
+	if err := k.stop(); err != nil {
 		return fmt.Errorf("kernel exit: %w", err)
 	}
 	if decision != "deny" {
