@@ -37,7 +37,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval eval-data bench fuzz crash clean mcp-inspector
+.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval eval-data bench fuzz crash clean mcp-inspector bench-buckets
 
 all: build
 
@@ -135,6 +135,14 @@ bench:
 	$(GO) test -tags "$(TEST_TAGS)" -run '^$$' -bench . -count 6 -timeout 60m ./... | tee bench/latest.txt
 	$(GOBIN)/benchstat bench/latest.txt
 	$(GOBIN)/benchstat -col /impl -filter '.name:HostSession' bench/latest.txt
+
+## bench-buckets: the main job by file count (1-10, 11-100, 101+ files):
+## the fzf commits, the largest ones combined and two sweeping renames across
+## the Rust RFCs, each against git apply and the write+fsync floor, per phase
+BENCH_BUCKETS_COUNT ?= 3
+bench-buckets:
+	@mkdir -p bench
+	$(GO) test -tags "$(TEST_TAGS)" -run '^$$' -bench BenchmarkHostSessionBuckets -benchtime 1x -count $(BENCH_BUCKETS_COUNT) -timeout 60m ./e2e/bench | tee bench/buckets.txt
 
 ## crash: the long reliability run (RELIABILITY.md): 600 kill -9 at random
 ## moments plus every failpoint on the 5 largest fzf commits, and the

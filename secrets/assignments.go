@@ -8,6 +8,47 @@ import (
 // line. After a rejected candidate the search resumes inside its value, so
 // "token=foo_key=<secret>" is still found.
 func (s *Scanner) genericMatches(line string) [][2]int {
+	if !mayBeGeneric(line) {
+		return nil
+	}
+	return s.genericMatchesAll(line)
+}
+
+// minGenericLine is the shortest line the generic rule can match: a
+// three-letter keyword, one operator character and a 16-character value.
+const minGenericLine = 3 + 1 + 16
+
+// genericKeywords are the keywords of the generic rule's pattern
+// (NewScanner), for mayBeGeneric.
+var genericKeywords = []string{"key", "api", "token", "secret", "client", "passwd", "password", "auth", "access"}
+
+// mayBeGeneric is a cheap test that is false only for lines the generic
+// pattern cannot match, so most lines of a diff never reach the regexp:
+// a match needs an operator (every one holds ':' or '='), the length of
+// a keyword, an operator and a value, and a keyword, case-insensitively.
+// The keyword test is exact for ASCII; a line with other bytes goes to the
+// regexp, whose case folding also maps U+212A KELVIN SIGN to k and U+017F
+// LONG S to s.
+func mayBeGeneric(line string) bool {
+	if len(line) < minGenericLine || !strings.ContainsAny(line, ":=") {
+		return false
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] >= 0x80 {
+			return true
+		}
+	}
+	lower := strings.ToLower(line)
+	for _, k := range genericKeywords {
+		if strings.Contains(lower, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// genericMatchesAll is genericMatches without the prefilter.
+func (s *Scanner) genericMatchesAll(line string) [][2]int {
 	var out [][2]int
 	for off := 0; off < len(line); {
 		m := s.generic.FindStringSubmatchIndex(line[off:])

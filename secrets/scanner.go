@@ -87,6 +87,28 @@ func NewScanner() *Scanner {
 	}
 }
 
+// awsPrefixes are the literal prefixes of the AWS key id pattern.
+var awsPrefixes = []string{"A3T", "AKIA", "ASIA", "ABIA", "ACCA"}
+
+// awsMatches runs the AWS pattern on a line holding one of its prefixes.
+func awsMatches(s *Scanner, line string) [][]int {
+	for _, p := range awsPrefixes {
+		if strings.Contains(line, p) {
+			return s.aws.FindAllStringIndex(line, -1)
+		}
+	}
+	return nil
+}
+
+// githubMatches runs the GitHub token pattern on a line holding one of its
+// prefixes ("gh" of gh[pousr]_, or github_pat_).
+func githubMatches(s *Scanner, line string) [][]int {
+	if !strings.Contains(line, "gh") && !strings.Contains(line, "github_pat_") {
+		return nil
+	}
+	return s.github.FindAllStringIndex(line, -1)
+}
+
 // span is a byte range of one line to redact. Body lines of a private key
 // are redacted without being findings.
 type span struct {
@@ -214,7 +236,9 @@ func (s *Scanner) scan(lines []string) []span {
 			lineSpans = append(lineSpans, sp)
 			spans = append(spans, sp)
 		}
-		for _, m := range s.aws.FindAllStringIndex(line, -1) {
+		// The AWS and GitHub patterns are case-sensitive and start with
+		// literal prefixes: a line without one cannot match.
+		for _, m := range awsMatches(s, line) {
 			// AWS's documentation keys (AKIAIOSFODNN7EXAMPLE and the
 			// other "…EXAMPLE" ids, allowlisted by gitleaks too: they are
 			// published, so not secret), and placeholders.
@@ -223,7 +247,7 @@ func (s *Scanner) scan(lines []string) []span {
 				add(m[0], m[1], RuleAWSAccessKeyID)
 			}
 		}
-		for _, m := range s.github.FindAllStringIndex(line, -1) {
+		for _, m := range githubMatches(s, line) {
 			t := line[m[0]:m[1]]
 			body := t[strings.IndexByte(t, '_')+1:]
 			if strings.HasPrefix(t, "github_pat_") {

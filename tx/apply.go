@@ -154,7 +154,8 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 
 // change is t as its Planned sees it during an apply.
 func (e *Engine) change(t *transaction) *Change {
-	return &Change{TxID: t.id, blob: t.readBlob}
+	r := &blobReader{t: t}
+	return &Change{TxID: t.id, blob: r.read}
 }
 
 // lockKeys are t's target's lock keys, prefixed with the target's name.

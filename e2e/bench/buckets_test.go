@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+// This file measures per-file cost: the main job on patches of tens to
+// hundreds of files, beside the 100 fzf commits (mostly 1 to 14 files),
+// bucketed by how many files a transaction touches. The large patches are
+// made from ../shared in the benchmark itself (sweepPatch, combinedFzf), so
+// the repository carries no generated data.
+
+// fileBucket names a transaction's size class by the files it touches.
+func fileBucket(n int) string {
+	switch {
+	case n <= 10:
+		return "1-10"
+	case n <= 100:
+		return "11-100"
+	}
+	return "101+"
+}
+
+var buckets = []string{"1-10", "11-100", "101+"}
+
+// floorInFlight is how many write+fsync calls the floor runs at once: the
+// bounded concurrency the engine may use (RELIABILITY.md).
+const floorInFlight = 16
+
+// sweepPatch makes a synthetic commit from the Rust RFC texts: base/ holds
+// the files a rename of the word from → to touches (plus the ones it
+// deletes), and patch.diff (made by git) renames the word in every one of
+// them, deletes del files and adds add new ones. It is the kind of sweeping
+// edit a refactoring agent proposes.
+func sweepPatch(tb testing.TB, name, from, to string, del, add int) hostCommit {
+	tb.Helper()
+	src := harness.SharedDir(tb, "corpora/rust-rfcs/text")
+	files, err := filepath.Glob(filepath.Join(src, "*.md"))
+	if err != nil || len(files) == 0 {
+		tb.Skipf("skipping: no RFC texts under %s", src)
+	}
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(from) + `\b`)
+	dir := tb.TempDir()
+	repo := filepath.Join(dir, "repo")
+	var touched []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !word.Match(b) && len(touched) >= del {
+			continue
+		}
+		rel := filepath.Join("text", filepath.Base(f))
+		for _, root := range []string{filepath.Join(dir, "base"), repo} {
+			if err := os.MkdirAll(filepath.Join(root, "text"), 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, rel), b, 0o644); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		touched = append(touched, rel)
+	}
+	git := func(args ...string) []byte {
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=b", "-c", "user.email=b@example.com", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"}, args...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			tb.Fatalf("git %v: %v", args, err)
+		}
+		return out
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	for i, rel := range touched {
+		path := filepath.Join(repo, rel)
+		if i < del {
+			if err := os.Remove(path); err != nil {
+				tb.Fatal(err)
+			}
+			continue
+		}
+		b, _ := os.ReadFile(path)
+		if err := os.WriteFile(path, word.ReplaceAll(b, []byte(to)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := range add {
+		text := fmt.Sprintf("# New note %d\n\nThis note says %s where the old texts said %s.\n", i, to, from)
+		if err := os.WriteFile(filepath.Join(repo, "text", fmt.Sprintf("zz-new-%02d.md", i)), []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	git("add", "-A")
+	diff := git("diff", "--cached", "--no-renames", "--full-index")
+	if err := os.WriteFile(filepath.Join(dir, "patch.diff"), diff, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return synthetic(tb, name, dir, diff)
+}
+
+// combinedFzf joins the largest fzf commits into one patch, each under
+// its own directory, as one transaction of about fifty files.
+func combinedFzf(tb testing.TB) hostCommit {
+	tb.Helper()
+	dir := tb.TempDir()
+	var diff bytes.Buffer
+	for _, c := range harness.FzfCommits(tb) {
+		if !slices.Contains(harness.LargestFzfCommits, c.Name) {
+			continue
+		}
+		if base := filepath.Join(c.Dir, "base"); exists(base) {
+			harness.CopyTree(tb, base, filepath.Join(dir, "base", c.Name))
+		}
+		diff.Write(prefixDiff(c.Diff, c.Name))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "patch.diff"), diff.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return synthetic(tb, "fzf-largest-combined", dir, diff.Bytes())
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// synthetic is a hostCommit for a generated patch in dir (base/, patch.diff).
+func synthetic(tb testing.TB, name, dir string, diff []byte) hostCommit {
+	tb.Helper()
+	w, d, err := patchPaths(diff)
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return hostCommit{FzfCommit: harness.FzfCommit{Name: name, Dir: dir, Diff: diff}, written: w, deleted: d}
+}
+
+// writeFloor writes and fsyncs, into a fresh scratch directory, the files
+// the apply of c wrote in applied/, floorInFlight at a time, then fsyncs
+// their directories: the least a durable apply of the same bytes costs on
+// this disk.
+func writeFloor(tb testing.TB, applied string, c hostCommit) time.Duration {
+	tb.Helper()
+	contents := make([][]byte, len(c.written))
+	for i, p := range c.written {
+		b, err := os.ReadFile(filepath.Join(applied, p))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		contents[i] = b
+	}
+	scratch := filepath.Join(tb.TempDir(), "floor")
+	for _, d := range parentDirs(c.written) {
+		if err := os.MkdirAll(filepath.Join(scratch, d), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var g errgroup.Group
+	g.SetLimit(floorInFlight)
+	for i, p := range c.written {
+		g.Go(func() error {
+			f, err := os.OpenFile(filepath.Join(scratch, p), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(contents[i]); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, d := range parentDirs(c.written) {
+		g.Go(func() error {
+			f, err := os.Open(filepath.Join(scratch, d))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Sync()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkHostSessionBuckets is the main job by file count: the 100 fzf
+// commits, the five largest fzf commits combined into one patch, and two
+// sweeping renames across the Rust RFCs (a word in about sixty texts, and
+// one in nearly all 640, each with deletes and adds), run as a host runs
+// them (hostTx: propose, ask, approve, apply) on one long-lived kernel.
+// Right after each transaction, on copies of the same trees:
+// `git -c core.fsync=all apply` of the same patch, and the floor, writing
+// and fsyncing the same new files 16 at a time (writeFloor). Per bucket
+// (1-10, 11-100, 101+ files) it reports the p50 of txkernel, git and the
+// floor, txkernel over git (x-git) and over git plus the floor
+// (x-git+floor), and the p50 of turn/start and of the final
+// apply/execute. One run compares them all; run it with
+// `make bench-buckets`.
+func BenchmarkHostSessionBuckets(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("skipping: git is not installed")
+	}
+	commits := hostCommits(b)
+	commits = append(commits, combinedFzf(b),
+		sweepPatch(b, "rfc-closure-sweep", "closure", "lambda", 3, 3),
+		sweepPatch(b, "rfc-rust-sweep", "Rust", "Rust™", 5, 5))
+	ws, dd, gws := hostTempDir(b), hostTempDir(b), hostTempDir(b)
+	// TXKERNEL_BENCH_CPUPROFILE=FILE writes the kernel's CPU profile.
+	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
+	p.Initialize()
+	type sample struct{ tx, git, floor, propose, apply time.Duration }
+	by := map[string][]sample{}
+	files := map[string][]int{}
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		round++
+		roots := prepareRound(b, ws, round, commits)
+		prepareRound(b, gws, round, commits)
+		b.StartTimer()
+		for i, c := range commits {
+			ph := hostTx(p, prefixDiff(c.Diff, roots[i]), roots[i])
+			b.StopTimer()
+			s := sample{tx: ph[nPhases-1].end.Sub(ph[0].start), propose: ph[phasePropose].dur(), apply: ph[phaseApply2].dur()}
+			start := time.Now()
+			gitApply(b, c, filepath.Join(gws, roots[i]))
+			s.git = time.Since(start)
+			s.floor = writeFloor(b, filepath.Join(ws, roots[i]), c)
+			n := len(c.written) + len(c.deleted)
+			by[fileBucket(n)] = append(by[fileBucket(n)], s)
+			files[fileBucket(n)] = append(files[fileBucket(n)], n)
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	p.Stop()
+	for _, bk := range buckets {
+		ss := by[bk]
+		if len(ss) == 0 {
+			continue
+		}
+		pick := func(f func(sample) time.Duration) durations {
+			out := make(durations, len(ss))
+			for i, s := range ss {
+				out[i] = f(s)
+			}
+			return out
+		}
+		tx, git, floor := pick(func(s sample) time.Duration { return s.tx }), pick(func(s sample) time.Duration { return s.git }), pick(func(s sample) time.Duration { return s.floor })
+		prefix := "b" + strings.ReplaceAll(bk, "+", "plus") + "-"
+		b.ReportMetric(tx.p50(), prefix+"txkernel-p50-ns")
+		b.ReportMetric(git.p50(), prefix+"git-p50-ns")
+		b.ReportMetric(floor.p50(), prefix+"floor-p50-ns")
+		b.ReportMetric(tx.p50()/git.p50(), prefix+"x-git")
+		b.ReportMetric(tx.p50()/(git.p50()+floor.p50()), prefix+"x-git+floor")
+		b.ReportMetric(pick(func(s sample) time.Duration { return s.propose }).p50(), prefix+"turnstart-p50-ns")
+		b.ReportMetric(pick(func(s sample) time.Duration { return s.apply }).p50(), prefix+"apply-p50-ns")
+		b.ReportMetric(float64(len(ss)), prefix+"tx")
+		slices.Sort(files[bk])
+		b.ReportMetric(float64(files[bk][len(files[bk])/2]), prefix+"files-p50")
+	}
+}
