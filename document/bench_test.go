@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -23,13 +24,13 @@ type bench struct {
 	path string
 }
 
-func newBench(b *testing.B) *bench {
+func newBench(b testing.TB) *bench {
 	b.Helper()
 	dir := b.TempDir()
 	path := filepath.Join(dir, store.FileName)
 	t := document.New(document.Options{DBPath: path})
 	b.Cleanup(func() { t.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{t}, DataDir: dir})
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{t}, DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func ops20() []any {
 	return ops
 }
 
-func (bb *bench) validateApply(b *testing.B, docID, patchID string, rev int64, ops []any) *protocol.PatchApplyResult {
+func (bb *bench) validateApply(b testing.TB, docID, patchID string, rev int64, ops []any) *protocol.PatchApplyResult {
 	env, _ := json.Marshal(map[string]any{"patch_id": patchID, "expected_revision": rev, "operations": ops})
 	ctx := context.Background()
 	v, err := bb.svc.Validate(ctx, &protocol.PatchValidateParams{DocID: docID, Patch: env})
@@ -76,40 +77,47 @@ func (bb *bench) validateApply(b *testing.B, docID, patchID string, rev int64, o
 	return r
 }
 
-// BenchmarkPatch20Ops1MB is seed 000's validate + apply of a 20-operation
-// patch on a 1 MB checklist through the engine (impl=txkernel: dry run,
-// schema check, the proposed transaction, the apply's SQL transaction and
-// every fsync), beside evanphx/json-patch applying the same operations to
-// the same bytes in memory (impl=evanphx).
-func BenchmarkPatch20Ops1MB(b *testing.B) {
-	doc := checklist(1 << 20)
-	ops := ops20()
-	b.Run("impl=txkernel", func(b *testing.B) {
-		bb := newBench(b)
-		ctx := context.Background()
-		if _, err := bb.svc.Create(ctx, &protocol.DocCreateParams{DocID: "d", DocType: "closing_checklist", Content: doc}); err != nil {
-			b.Fatal(err)
-		}
-		b.SetBytes(int64(len(doc)))
-		rev := int64(0)
-		for b.Loop() {
-			bb.validateApply(b, "d", fmt.Sprintf("p%d", rev), rev, ops)
-			rev++
-		}
-	})
-	b.Run("impl=evanphx", func(b *testing.B) {
-		raw, _ := json.Marshal(ops)
-		b.SetBytes(int64(len(doc)))
-		for b.Loop() {
-			p, err := jsonpatch.DecodePatch(raw)
-			if err != nil {
+// BenchmarkPatch20Ops is seed 000's validate + apply of a 20-operation
+// patch on a closing checklist of 100 KB, 1 MB and 10 MB through the
+// engine (impl=txkernel: the dry run, the schema check, the proposed
+// transaction, the apply's SQL transactions and every fsync), beside
+// evanphx/json-patch applying the same operations to the same bytes in
+// memory (impl=evanphx). Compare with
+// benchstat -col /impl -filter .name:Patch20Ops.
+func BenchmarkPatch20Ops(b *testing.B) {
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"100KB", 100 << 10}, {"1MB", 1 << 20}, {"10MB", 10 << 20}} {
+		doc := checklist(size.bytes)
+		ops := ops20()
+		b.Run("size="+size.name+"/impl=txkernel", func(b *testing.B) {
+			bb := newBench(b)
+			ctx := context.Background()
+			if _, err := bb.svc.Create(ctx, &protocol.DocCreateParams{DocID: "d", DocType: "closing_checklist", Content: doc}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := p.Apply(doc); err != nil {
-				b.Fatal(err)
+			b.SetBytes(int64(len(doc)))
+			rev := int64(0)
+			for b.Loop() {
+				bb.validateApply(b, "d", fmt.Sprintf("p%d", rev), rev, ops)
+				rev++
 			}
-		}
-	})
+		})
+		b.Run("size="+size.name+"/impl=evanphx", func(b *testing.B) {
+			raw, _ := json.Marshal(ops)
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				p, err := jsonpatch.DecodePatch(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := p.Apply(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkReplay is patch/apply of a patch_id already applied: the

@@ -82,17 +82,13 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 	default:
 		return nil, errs.InvalidField("proposal.kind", "the document target does not plan %q", kind)
 	}
-	res.after, err = jsondoc.Apply(before, res.ops, d.lim)
+	// One pass gives the result, its bytes and the resolved targets.
+	patched, err := jsondoc.Patch(before, res.ops, d.lim)
 	if err != nil {
 		return nil, err
 	}
+	res.after, res.content, res.targets = patched.After, patched.Content, patched.Targets
 	if err := jsondoc.ValidateDoc(doc.Type, res.after); err != nil {
-		return nil, err
-	}
-	if res.content, err = jsondoc.Encode(res.after); err != nil {
-		return nil, err
-	}
-	if res.targets, err = jsondoc.Resolve(before, res.ops); err != nil {
 		return nil, err
 	}
 	res.preview = jsondoc.Preview(before, res.after, res.targets, res.ops)
@@ -161,9 +157,10 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		Targets:       wireTargets(res.targets),
 		Preview:       wirePreview(res.preview),
 	}
+	expires := d.now().Add(d.ttl)
 	if res.env != nil {
 		rec.PatchID, rec.Mode = res.env.PatchID, res.env.Mode
-		rec.ExpiresAt = d.now().Add(d.ttl).UTC().Format(timeFormat)
+		rec.ExpiresAt = expires.UTC().Format(timeFormat)
 	} else {
 		rec.PatchSetID = res.patchSet.PatchSetID
 		rec.Summary = summaryWithImpacted(res.patchSet, *res.impacted)
@@ -172,6 +169,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	if err != nil {
 		return nil, err
 	}
+	d.validated.put(validatedKey(kind, sha256Hex(doc.Content), rec.InputSHA256), res.content, expires, d.now())
 	text, findings := d.render(&rec, res)
 	// The fingerprint covers the target, the document and the exact
 	// input: the same envelope on the same document is the same patch

@@ -69,6 +69,8 @@ type Target struct {
 	fp      *failpoint.Set
 	scanner *secrets.Scanner
 	policy  approvals.Policy // json_patch's
+	// validated holds recent dry runs' content, for their applies.
+	validated validated
 }
 
 var _ tx.Target = (*Target)(nil)
@@ -299,11 +301,12 @@ func staleErr(docID string, expected, current int64) error {
 		"document %s is at revision %d, not the expected %d: validate again against the current revision", docID, current, expected)
 }
 
-// Prepare implements tx.Planned. It re-runs the patch on the current
-// content (the revision was just checked, so it is the validated one) and
-// re-validates the result, so nothing that changed since the dry run (a
-// schema, a limit) slips through; the new content must be the one the dry
-// run produced. It then stages the content in kernel.db, durably and
+// Prepare implements tx.Planned. The revision was just checked (CheckBase);
+// the content's hash is checked too (seed 000's TOCTOU re-check). When
+// this kernel dry-ran the same input on the same bytes, that result is
+// used; otherwise (after a restart, or once it was dropped) the patch is
+// run on the current content and the result validated again. Either way
+// the new content must be the one the dry run produced. It then stages the content in kernel.db, durably and
 // invisibly, where Commit finds it.
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	d, r := pl.d, pl.rec
@@ -319,22 +322,39 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	if err != nil {
 		return nil, err
 	}
-	res, err := d.dryRun(pl.ptr.Kind, doc, input)
+	content, err := pl.content(doc, input)
 	if err != nil {
 		return nil, err
 	}
-	if sum := sha256Hex(res.content); sum != r.ContentSHA256 {
-		return nil, errs.New(errs.Conflict, nil, "document %s: the patch no longer gives the validated content (%s, validated %s)", r.DocID, sum, r.ContentSHA256)
-	}
 	result, _ := json.Marshal(appliedResult{PatchHash: r.PatchHash})
 	if err := db.StageCommit(ctx, store.StagedCommit{
-		TxID: c.TxID, DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, Content: res.content,
+		TxID: c.TxID, DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, Content: content,
 		PatchID: logPatchID(r), PatchHash: r.PatchHash, Envelope: input, Result: result,
 	}); err != nil {
 		return nil, err
 	}
 	rec, _ := json.Marshal(commitRecord{DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, ContentSHA256: r.ContentSHA256})
 	return &record.Commit{Record: rec}, nil
+}
+
+// content is the new content of doc, which is at the validated revision:
+// the dry run's own result when this kernel validated the same input on
+// the same bytes (validated), or else the patch run and validated again.
+// Either must be the content the plan recorded (errs.Conflict).
+func (pl *planned) content(doc *store.Document, input []byte) ([]byte, error) {
+	d, r := pl.d, pl.rec
+	content, ok := d.validated.take(validatedKey(pl.ptr.Kind, sha256Hex(doc.Content), r.InputSHA256), d.now())
+	if !ok {
+		res, err := d.dryRun(pl.ptr.Kind, doc, input)
+		if err != nil {
+			return nil, err
+		}
+		content = res.content
+	}
+	if sum := sha256Hex(content); sum != r.ContentSHA256 {
+		return nil, errs.New(errs.Conflict, nil, "document %s: the patch no longer gives the validated content (%s, validated %s)", r.DocID, sum, r.ContentSHA256)
+	}
+	return content, nil
 }
 
 // appliedResult is what the patch log keeps as the result of an apply.

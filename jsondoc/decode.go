@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 
 	"github.com/gowebpki/jcs"
 
@@ -50,37 +52,52 @@ func depthErr(max, actual int) error {
 		"the document nests %d deep, over the limit of %d", actual, max)
 }
 
-// Decode decodes one JSON value from raw (numbers as json.Number) after
-// checking, on the bytes and before building anything, that it is valid
-// JSON (errs.Invalid with MalformedData), that its compact form fits
-// lim.MaxBytes and that it nests at most lim.MaxDepth (errs.TooLarge).
+// Decode decodes one JSON value from raw (numbers as json.Number) and
+// checks that it is valid JSON with nothing after it (errs.Invalid with
+// MalformedData), that its compact form fits lim.MaxBytes and that it
+// nests at most lim.MaxDepth (errs.TooLarge). The decoder refuses input
+// nested past 10000 levels before it builds them, so a hostile document
+// cannot exhaust the stack; raw is compacted only when it is longer than
+// lim.MaxBytes, to measure it.
 func Decode(raw []byte, lim Limits) (any, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		var se *json.SyntaxError
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if rest := bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+			err = &json.SyntaxError{Offset: int64(len(raw) - len(rest))}
+			err = fmt.Errorf("invalid character %q after top-level value: %w", rest[0], err)
+		}
+	}
+	if err != nil {
 		off := int64(0)
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 			off = se.Offset
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			off = int64(len(raw))
+			err = errors.New("unexpected end of JSON input")
 		}
 		return nil, errs.New(errs.Invalid, MalformedData{Field: "content", Reason: "malformed-json", Offset: off}, "malformed JSON: %v", err)
 	}
-	c := buf.Bytes()
-	if int64(len(c)) > lim.MaxBytes {
-		return nil, sizeErr(lim.MaxBytes, int64(len(c)))
-	}
-	if d := depthOf(c); d > lim.MaxDepth {
+	if d := depthOf(raw); d > lim.MaxDepth {
 		return nil, depthErr(lim.MaxDepth, d)
 	}
-	dec := json.NewDecoder(bytes.NewReader(c))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, MalformedData{Field: "content", Reason: "malformed-json"}, "malformed JSON")
+	if int64(len(raw)) > lim.MaxBytes {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, MalformedData{Field: "content", Reason: "malformed-json"}, "malformed JSON")
+		}
+		if n := int64(buf.Len()); n > lim.MaxBytes {
+			return nil, sizeErr(lim.MaxBytes, n)
+		}
 	}
 	return v, nil
 }
 
-// depthOf is the deepest nesting of compact JSON c, counted on the bytes.
+// depthOf is the deepest nesting of valid JSON c, counted on the bytes
+// (whitespace between tokens changes nothing).
 func depthOf(c []byte) int {
 	depth, max := 0, 0
 	inString := false
@@ -113,39 +130,6 @@ func maxInt(a, b int) int {
 		return a
 	}
 	return b
-}
-
-// valueDepth is the nesting of a decoded value.
-func valueDepth(v any) int {
-	d := 0
-	switch c := v.(type) {
-	case map[string]any:
-		for _, e := range c {
-			d = maxInt(d, valueDepth(e))
-		}
-		return d + 1
-	case []any:
-		for _, e := range c {
-			d = maxInt(d, valueDepth(e))
-		}
-		return d + 1
-	}
-	return 0
-}
-
-// check refuses v when it is deeper or larger than lim.
-func (lim Limits) check(v any) error {
-	if d := valueDepth(v); d > lim.MaxDepth {
-		return depthErr(lim.MaxDepth, d)
-	}
-	b, err := Encode(v)
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) > lim.MaxBytes {
-		return sizeErr(lim.MaxBytes, int64(len(b)))
-	}
-	return nil
 }
 
 // Encode returns v as compact JSON, object members sorted by name (what

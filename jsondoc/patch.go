@@ -3,8 +3,12 @@ package jsondoc
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"math"
 	"math/big"
+	"reflect"
 	"slices"
+	"strconv"
 
 	"github.com/txkernel/txkernel/errs"
 )
@@ -48,172 +52,304 @@ func wrapPointer(i int, op Operation, err error) error {
 	return err
 }
 
-// Apply applies ops in order (RFC 6902 §4) to a copy of doc and returns
-// the result; doc is never changed, and any failing operation fails the
-// whole patch (RFC 6902 §5). Paths must exist for remove, replace, move's
+// Patched is a patch run once over a document (seed 000's dry run): the
+// result, its compact JSON, and every operation's resolved target.
+type Patched struct {
+	// After is the patched value. It shares every container the patch did
+	// not change with the document it was applied to: neither may be
+	// changed afterwards.
+	After any
+	// Content is After as Encode writes it, within the limits.
+	Content []byte
+	// Targets are the operations' resolved targets, in order (Resolve).
+	Targets []ResolvedTarget
+}
+
+// Patch applies ops in order (RFC 6902 §4) to doc in one pass and returns
+// the result, its compact JSON and the resolved targets. doc is never
+// changed: each container on a written path is copied once, the rest is
+// shared, so a 20-operation patch of a megabyte document copies a few
+// containers rather than the document. Any failing operation fails the
+// whole patch (RFC 6902 §5); paths must exist for remove, replace, move's
 // and copy's from, and test: nothing is guessed. The result must stay
 // within lim (errs.TooLarge). Errors carry OpError.
-func Apply(doc any, ops []Operation, lim Limits) (any, error) {
-	out := deepCopy(doc)
+func Patch(doc any, ops []Operation, lim Limits) (*Patched, error) {
+	pt := &patcher{root: doc, owned: map[uintptr]bool{}}
+	targets := make([]ResolvedTarget, len(ops))
 	for i, op := range ops {
-		var err error
-		out, err = applyOp(out, op)
+		rt, err := pt.resolve(i, op)
+		if err == nil {
+			err = pt.apply(op)
+		}
 		if err != nil {
 			return nil, wrapPointer(i, op, err)
 		}
+		targets[i] = rt
 	}
-	if err := lim.check(out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func applyOp(doc any, op Operation) (any, error) {
-	path, err := ParsePointer(op.Path)
+	content, err := Encode(pt.root)
 	if err != nil {
 		return nil, err
+	}
+	if d := depthOf(content); d > lim.MaxDepth {
+		return nil, depthErr(lim.MaxDepth, d)
+	}
+	if int64(len(content)) > lim.MaxBytes {
+		return nil, sizeErr(lim.MaxBytes, int64(len(content)))
+	}
+	return &Patched{After: pt.root, Content: content, Targets: targets}, nil
+}
+
+// Apply is Patch's result alone: ops applied to doc, which is never
+// changed. The result shares what the patch did not change with doc.
+func Apply(doc any, ops []Operation, lim Limits) (any, error) {
+	p, err := Patch(doc, ops, lim)
+	if err != nil {
+		return nil, err
+	}
+	return p.After, nil
+}
+
+// Resolve resolves every operation's path in turn, against the document
+// as the operations before it left it. ops must apply to before; an error
+// is an operation that does not.
+func Resolve(before any, ops []Operation) ([]ResolvedTarget, error) {
+	p, err := Patch(before, ops, Limits{MaxBytes: math.MaxInt64, MaxDepth: math.MaxInt})
+	if err != nil {
+		return nil, err
+	}
+	return p.Targets, nil
+}
+
+// patcher is one patch run: the current root and the containers this run
+// copied, by identity, which it may change in place. Every other
+// container belongs to the document the run started from, or to an
+// operation's value, and is copied before it is changed.
+type patcher struct {
+	root  any
+	owned map[uintptr]bool
+}
+
+// identity is a container's identity: its map's or its backing array's
+// address (the heap does not move). Empty arrays have none: they never
+// change in place, since an insert must grow them.
+func identity(v any) (uintptr, bool) {
+	switch c := v.(type) {
+	case map[string]any:
+		return reflect.ValueOf(c).Pointer(), true
+	case []any:
+		if cap(c) == 0 {
+			return 0, false
+		}
+		return reflect.ValueOf(c).Pointer(), true
+	}
+	return 0, false
+}
+
+// own returns v when this run made it, or a shallow copy the run now owns.
+// Scalars are returned as they are.
+func (pt *patcher) own(v any) any {
+	if id, ok := identity(v); ok && pt.owned[id] {
+		return v
+	}
+	var out any
+	switch c := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(c)+1)
+		maps.Copy(m, c)
+		out = m
+	case []any:
+		s := make([]any, len(c), len(c)+1)
+		copy(s, c)
+		out = s
+	default:
+		return v
+	}
+	pt.mark(out)
+	return out
+}
+
+// mark records v as this run's own.
+func (pt *patcher) mark(v any) {
+	if id, ok := identity(v); ok {
+		pt.owned[id] = true
+	}
+}
+
+// parent makes the containers from the root to p's parent this run's own
+// and returns that parent and a function that puts a replacement in its
+// place (an array changes length on add and remove). p is not the root,
+// and its parent's path must resolve (errors as Get's).
+func (pt *patcher) parent(p Pointer) (any, func(any), error) {
+	if _, err := Get(pt.root, p[:len(p)-1]); err != nil {
+		return nil, nil, err
+	}
+	pt.root = pt.own(pt.root)
+	cur := pt.root
+	put := func(v any) { pt.root = v }
+	for _, tok := range p[:len(p)-1] {
+		switch c := cur.(type) {
+		case map[string]any:
+			child := pt.own(c[tok])
+			c[tok] = child
+			put = func(v any) { c[tok] = v }
+			cur = child
+		case []any:
+			i, _ := arrayIndex(tok, len(c), false) // Get checked it
+			child := pt.own(c[i])
+			c[i] = child
+			put = func(v any) { c[i] = v }
+			cur = child
+		}
+	}
+	return cur, put, nil
+}
+
+// resolve is operation i's target, resolved against the current root
+// (seed 000's resolved target plan): an append ("-") names the index it
+// lands at.
+func (pt *patcher) resolve(i int, op Operation) (ResolvedTarget, error) {
+	rt := ResolvedTarget{OpIndex: i, Op: op.Op, Path: op.Path, Kind: "root", Exists: true}
+	p, err := ParsePointer(op.Path)
+	if err != nil || len(p) == 0 {
+		return rt, err
+	}
+	parent, _ := Get(pt.root, p[:len(p)-1])
+	rt.Kind = "member"
+	if arr, ok := parent.([]any); ok {
+		rt.Kind = "element"
+		if p[len(p)-1] == "-" {
+			rt.Kind = "append"
+			p = append(p[:len(p)-1:len(p)-1], strconv.Itoa(len(arr)))
+			rt.Path = p.String()
+		}
+	}
+	rt.Exists = Has(pt.root, p)
+	return rt, nil
+}
+
+// apply runs one operation on the current root.
+func (pt *patcher) apply(op Operation) error {
+	path, err := ParsePointer(op.Path)
+	if err != nil {
+		return err
 	}
 	switch op.Op {
 	case "add":
-		return add(doc, path, deepCopy(op.Value))
+		return pt.add(path, op.Value)
 	case "remove":
 		if len(path) == 0 {
-			return nil, &pointerError{reason: ReasonRemoveRoot}
+			return &pointerError{reason: ReasonRemoveRoot}
 		}
-		doc, _, err := remove(doc, path)
-		return doc, err
+		_, err := pt.remove(path)
+		return err
 	case "replace":
-		if _, err := Get(doc, path); err != nil {
-			return nil, err
+		if _, err := Get(pt.root, path); err != nil {
+			return err
 		}
 		if len(path) == 0 {
-			return deepCopy(op.Value), nil
+			pt.root = op.Value
+			return nil
 		}
-		doc, _, err := remove(doc, path)
-		if err != nil {
-			return nil, err
+		if _, err := pt.remove(path); err != nil {
+			return err
 		}
-		return add(doc, path, deepCopy(op.Value))
+		return pt.add(path, op.Value)
 	case "move", "copy":
 		from, err := ParsePointer(op.From)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		v, err := Get(doc, from)
+		v, err := Get(pt.root, from)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if op.Op == "copy" {
-			return add(doc, path, deepCopy(v))
+			// A fresh copy: v may hold containers this run owns, which
+			// must never be reachable from two places.
+			return pt.add(path, deepCopy(v))
 		}
 		if len(path) > len(from) && slices.Equal(path[:len(from)], from) {
-			return nil, &pointerError{reason: ReasonMoveIntoChild, token: op.From}
+			return &pointerError{reason: ReasonMoveIntoChild, token: op.From}
 		}
 		if slices.Equal(path, from) {
-			return doc, nil
+			return nil
 		}
-		doc, _, err = remove(doc, from)
-		if err != nil {
-			return nil, err
+		if _, err := pt.remove(from); err != nil {
+			return err
 		}
-		return add(doc, path, v)
+		return pt.add(path, v)
 	case "test":
-		v, err := Get(doc, path)
+		v, err := Get(pt.root, path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !Equal(v, op.Value) {
-			return nil, &pointerError{reason: ReasonTestFailed}
+			return &pointerError{reason: ReasonTestFailed}
 		}
-		return doc, nil
+		return nil
 	}
-	return nil, &pointerError{reason: ReasonUnknownOp, token: op.Op}
+	return &pointerError{reason: ReasonUnknownOp, token: op.Op}
 }
 
-// parentOf walks to the container holding p's last token.
-func parentOf(doc any, p Pointer) (any, error) {
-	return Get(doc, p[:len(p)-1])
-}
-
-// add implements RFC 6902 §4.1 on doc, which it may change in place.
-func add(doc any, p Pointer, v any) (any, error) {
+// add implements RFC 6902 §4.1.
+func (pt *patcher) add(p Pointer, v any) error {
 	if len(p) == 0 {
-		return v, nil
+		pt.root = v
+		return nil
 	}
-	parent, err := parentOf(doc, p)
+	parent, put, err := pt.parent(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	last := p[len(p)-1]
 	switch c := parent.(type) {
 	case map[string]any:
 		c[last] = v
-		return doc, nil
+		return nil
 	case []any:
 		i, err := arrayIndex(last, len(c), true)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if i > len(c) {
-			return nil, &pointerError{reason: ReasonIndexOutOfRange, token: last}
+			return &pointerError{reason: ReasonIndexOutOfRange, token: last}
 		}
-		return setIn(doc, p[:len(p)-1], slices.Insert(c, i, v))
+		s := slices.Insert(c, i, v) // in place when c has room: c is owned
+		pt.mark(s)
+		put(s)
+		return nil
 	}
-	return nil, &pointerError{reason: ReasonNotAContainer, token: last}
+	return &pointerError{reason: ReasonNotAContainer, token: last}
 }
 
 // remove implements RFC 6902 §4.2 and returns the removed value.
-func remove(doc any, p Pointer) (any, any, error) {
-	parent, err := parentOf(doc, p)
+func (pt *patcher) remove(p Pointer) (any, error) {
+	parent, put, err := pt.parent(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	last := p[len(p)-1]
 	switch c := parent.(type) {
 	case map[string]any:
 		v, ok := c[last]
 		if !ok {
-			return nil, nil, &pointerError{reason: ReasonPathNotFound, token: last}
+			return nil, &pointerError{reason: ReasonPathNotFound, token: last}
 		}
 		delete(c, last)
-		return doc, v, nil
-	case []any:
-		i, err := arrayIndex(last, len(c), false)
-		if err != nil {
-			return nil, nil, err
-		}
-		if i >= len(c) {
-			return nil, nil, &pointerError{reason: ReasonIndexOutOfRange, token: last}
-		}
-		v := c[i]
-		out, err := setIn(doc, p[:len(p)-1], slices.Delete(slices.Clone(c), i, i+1))
-		return out, v, err
-	}
-	return nil, nil, &pointerError{reason: ReasonNotAContainer, token: last}
-}
-
-// setIn replaces the array at p (slices change length, so their parent
-// must point at the new one).
-func setIn(doc any, p Pointer, v any) (any, error) {
-	if len(p) == 0 {
 		return v, nil
-	}
-	parent, err := parentOf(doc, p)
-	if err != nil {
-		return nil, err
-	}
-	last := p[len(p)-1]
-	switch c := parent.(type) {
-	case map[string]any:
-		c[last] = v
 	case []any:
 		i, err := arrayIndex(last, len(c), false)
 		if err != nil {
 			return nil, err
 		}
-		c[i] = v
+		if i >= len(c) {
+			return nil, &pointerError{reason: ReasonIndexOutOfRange, token: last}
+		}
+		v := c[i]
+		put(slices.Delete(c, i, i+1)) // in place: c is owned
+		return v, nil
 	}
-	return doc, nil
+	return nil, &pointerError{reason: ReasonNotAContainer, token: last}
 }
 
 // deepCopy copies a decoded JSON value.

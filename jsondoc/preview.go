@@ -1,7 +1,5 @@
 package jsondoc
 
-import "strconv"
-
 // ResolvedTarget is one operation's path resolved against the document as
 // the operations before it left it (seed 000's "resolved target plan"):
 // Kind is member, element, append or root, and an append ("-") is
@@ -12,38 +10,6 @@ type ResolvedTarget struct {
 	Path    string
 	Kind    string
 	Exists  bool // the path held a value before this operation
-}
-
-// Resolve resolves every operation's path in turn. ops must apply to
-// before (Apply succeeded); an error is an operation that does not.
-func Resolve(before any, ops []Operation) ([]ResolvedTarget, error) {
-	cur := deepCopy(before)
-	out := make([]ResolvedTarget, len(ops))
-	for i, op := range ops {
-		p, err := ParsePointer(op.Path)
-		if err != nil {
-			return nil, wrapPointer(i, op, err)
-		}
-		rt := ResolvedTarget{OpIndex: i, Op: op.Op, Path: op.Path, Kind: "root", Exists: true}
-		if len(p) > 0 {
-			parent, _ := Get(cur, p[:len(p)-1])
-			rt.Kind = "member"
-			if arr, ok := parent.([]any); ok {
-				rt.Kind = "element"
-				if p[len(p)-1] == "-" {
-					rt.Kind = "append"
-					p = append(p[:len(p)-1:len(p)-1], strconv.Itoa(len(arr)))
-					rt.Path = p.String()
-				}
-			}
-			rt.Exists = Has(cur, p)
-		}
-		out[i] = rt
-		if cur, err = applyOp(cur, op); err != nil {
-			return nil, wrapPointer(i, op, err)
-		}
-	}
-	return out, nil
 }
 
 // PathPreview is the before/after of one operation's resolved path:

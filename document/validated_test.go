@@ -1,0 +1,75 @@
+package document_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"testing"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// TestApplyRechecksContent: an apply commits the validated content only
+// while the document holds the bytes it was validated on. Content changed
+// behind the kernel's back at the same revision (what seed 000's TOCTOU
+// re-check guards against) is refused with a conflict and left as it is,
+// whether or not the validated result is still kept.
+func TestApplyRechecksContent(t *testing.T) {
+	bb := newBench(t)
+	ctx := context.Background()
+	if _, err := bb.svc.Create(ctx, &protocol.DocCreateParams{DocID: "d", DocType: "json", Content: []byte(`{"n":0,"m":{"k":[1]}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	env := func(id string, rev int64) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"patch_id": id, "expected_revision": rev,
+			"operations": []any{map[string]any{"op": "add", "path": "/m/k/-", "value": 2}}})
+		return b
+	}
+	// The plain path: validate, apply, and the content is the patched one.
+	v, err := bb.svc.Validate(ctx, &protocol.PatchValidateParams{DocID: "d", Patch: env("p1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := bb.svc.Apply(ctx, &protocol.PatchApplyParams{ValidationID: v.ValidationID, Patch: env("p1", 0)}); err != nil || !r.OK {
+		t.Fatalf("apply: %+v %v", r, err)
+	}
+	if got := bb.content(t); got != `{"m":{"k":[1,2]},"n":0}` {
+		t.Fatalf("content %s", got)
+	}
+	// Validate again, then change the content without moving the revision.
+	v, err = bb.svc.Validate(ctx, &protocol.PatchValidateParams{DocID: "d", Patch: env("p2", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", bb.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE documents SET content = ? WHERE doc_id = 'd'`, `{"m":{"k":[]},"n":9}`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bb.svc.Apply(ctx, &protocol.PatchApplyParams{ValidationID: v.ValidationID, Patch: env("p2", 1)})
+	if !errs.KindIs(err, errs.Conflict) {
+		t.Fatalf("apply on changed content: %v, want a conflict", err)
+	}
+	if got := bb.content(t); got != `{"m":{"k":[]},"n":9}` {
+		t.Fatalf("content after the refused apply: %s", got)
+	}
+}
+
+// content is document d's stored content.
+func (bb *bench) content(t *testing.T) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", bb.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var c string
+	if err := db.QueryRow(`SELECT content FROM documents WHERE doc_id = 'd'`).Scan(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
