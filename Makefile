@@ -135,6 +135,8 @@ bench:
 	$(GO) test -tags "$(TEST_TAGS)" -run '^$$' -bench . -count 6 -timeout 60m ./... | tee bench/latest.txt
 	$(GOBIN)/benchstat bench/latest.txt
 	$(GOBIN)/benchstat -col /impl -filter '.name:HostSession' bench/latest.txt
+	$(GOBIN)/benchstat -col /impl -filter '.name:RoundTrip' bench/latest.txt
+	$(GOBIN)/benchstat -col /impl -filter '.name:Patch20Ops' bench/latest.txt
 
 ## bench-buckets: the main job by file count (1-10, 11-100, 101+ files):
 ## the fzf commits, the largest ones combined and two sweeping renames across

@@ -103,6 +103,10 @@ type methodInfo struct {
 	beforeInit bool // may be called before initialize
 	notify     bool // a notification: never answered
 	inline     bool // runs on the read loop, in message order (session methods)
+	// quick is tried first on the read loop under tx.NoWait: a read
+	// answered from memory without waiting skips a goroutine's start;
+	// one that would wait (tx.ErrWouldBlock) runs as every other request.
+	quick bool
 	// service is what the method needs configured: a method whose service
 	// is not is answered -32601 (decided here, in one place) and is not
 	// listed in capabilities.methods.
@@ -234,7 +238,7 @@ var txMethods = map[string]methodInfo{
 			return s.turnStart(ctx, p, raw)
 		})(ctx, s, raw)
 	}},
-	protocol.MethodTxStatus: {effect: Reads, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxStatus: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
@@ -252,7 +256,7 @@ var txMethods = map[string]methodInfo{
 		}
 		return res, nil
 	})},
-	protocol.MethodTxEvents: {effect: Reads, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
+	protocol.MethodTxEvents: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
@@ -445,6 +449,12 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		res, err := s.call(ctx, m, req)
 		s.reply(ctx, req, start, res, err)
 		return
+	}
+	if m.quick {
+		if res, err := s.call(tx.NoWait(ctx), m, req); !errors.Is(err, tx.ErrWouldBlock) {
+			s.reply(ctx, req, start, res, err)
+			return
+		}
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()

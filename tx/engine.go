@@ -469,8 +469,12 @@ func (e *Engine) get(id string) (*transaction, error) {
 }
 
 // locked returns a healthy transaction with its lock held, waiting for the
-// lock until ctx is done. The caller must call t.release.
+// lock until ctx is done (under NoWait, not at all: tryLocked). The caller
+// must call t.release.
 func (e *Engine) locked(ctx context.Context, id string) (*transaction, error) {
+	if noWait(ctx) {
+		return e.tryLocked(id)
+	}
 	t, err := e.get(id)
 	if err != nil {
 		return nil, err

@@ -11,43 +11,54 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// BenchmarkTxStatusRoundTrip measures one tx/status request and its response
-// over the real binary's stdin/stdout pipes: the latency a host sees.
-func BenchmarkTxStatusRoundTrip(b *testing.B) {
-	ws, dd := b.TempDir(), b.TempDir()
-	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
-	p.Initialize()
-	res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
-	params := map[string]any{"transactionId": res["transactionId"]}
-	lat := make([]time.Duration, 0, 1024)
-	for b.Loop() {
-		start := time.Now()
-		p.MustResult("tx/status", params)
-		lat = append(lat, time.Since(start))
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
-	p.Stop()
+// BenchmarkRoundTrip measures one request and its response over real
+// stdin/stdout pipes, the latency a host sees, in one run for three
+// servers: impl=txkernel is tx/status on the real binary (a transaction
+// proposed first); impl=jsonrpc2 is a bare sourcegraph/jsonrpc2 handler
+// echoing the same params (internal/jsonrpcecho), the library's and the
+// pipes' own cost; impl=cat round-trips one response line through cat, the
+// pipes alone. Read with benchstat -col /impl -filter .name:RoundTrip;
+// median-µs is each one's median latency.
+func BenchmarkRoundTrip(b *testing.B) {
+	b.Run("impl=txkernel", func(b *testing.B) {
+		ws, dd := b.TempDir(), b.TempDir()
+		if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
+		p.Initialize()
+		res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
+		roundTrips(b, func() { p.MustResult("tx/status", map[string]any{"transactionId": res["transactionId"]}) })
+		p.Stop()
+	})
+	b.Run("impl=jsonrpc2", func(b *testing.B) {
+		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
+		params := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
+		roundTrips(b, func() { p.MustResult("tx/status", params) })
+		p.Stdin.Close()
+	})
+	b.Run("impl=cat", func(b *testing.B) {
+		cat, err := exec.LookPath("cat")
+		if err != nil {
+			b.Skip("cat not installed")
+		}
+		p := harness.StartCmd(b, exec.Command(cat), nil)
+		line := `{"jsonrpc":"2.0","id":1,"result":{"state":"proposed"}}`
+		roundTrips(b, func() {
+			p.Send(line)
+			p.Next(10 * time.Second)
+		})
+		p.Stdin.Close()
+	})
 }
 
-// BenchmarkPipeEchoFloor is the floor under BenchmarkTxStatusRoundTrip: the
-// same client round-tripping one JSON line through `cat` over the same kind
-// of pipes, so the two figures can be read side by side.
-func BenchmarkPipeEchoFloor(b *testing.B) {
-	cat, err := exec.LookPath("cat")
-	if err != nil {
-		b.Skip("cat not installed")
-	}
-	p := harness.StartCmd(b, exec.Command(cat), nil)
-	line := `{"jsonrpc":"2.0","id":1,"result":{"state":"proposed"}}`
+// roundTrips times one call per iteration and reports the median latency
+// as median-µs.
+func roundTrips(b *testing.B, call func()) {
 	lat := make([]time.Duration, 0, 1024)
 	for b.Loop() {
 		start := time.Now()
-		p.Send(line)
-		p.Next(10 * time.Second)
+		call()
 		lat = append(lat, time.Since(start))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })

@@ -82,6 +82,9 @@ func TestCorpusGovernance(t *testing.T) {
 		t.Fatalf("the unsigned section is not indexed: %v sections", st["sections"])
 	}
 
+	if now := stamp(t, logPath); now != logStamp {
+		t.Fatalf("the kernel wrote the log while serving it: before %+v, after %+v", logStamp, now)
+	}
 	// An outside writer appends a section filed under the wrong number:
 	// the collision is logged, the count and the prompt follow.
 	f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)

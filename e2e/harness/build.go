@@ -71,7 +71,7 @@ type build struct {
 	err  error
 }
 
-func (b *build) get(tb testing.TB, name string, race bool) string {
+func (b *build) get(tb testing.TB, name, pkg string, race bool) string {
 	tb.Helper()
 	b.once.Do(func() {
 		d, err := binDir()
@@ -84,7 +84,7 @@ func (b *build) get(tb testing.TB, name string, race bool) string {
 		if race {
 			args = append(args, "-race")
 		}
-		args = append(args, "-tags", BuildTags, kernelPkg)
+		args = append(args, "-tags", BuildTags, pkg)
 		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -93,12 +93,12 @@ func (b *build) get(tb testing.TB, name string, race bool) string {
 		b.path = path
 	})
 	if b.err != nil {
-		tb.Fatalf("building txkernel: %v", b.err)
+		tb.Fatalf("building %s: %v", name, b.err)
 	}
 	return b.path
 }
 
-var kernel, plain build
+var kernel, plain, echo build
 
 // Bin returns the path of the real txkernel binary, built on the first
 // call in this test process (later calls, from any goroutine, wait for
@@ -107,7 +107,7 @@ var kernel, plain build
 // failed build fails tb.
 func Bin(tb testing.TB) string {
 	tb.Helper()
-	return kernel.get(tb, "txkernel", RaceEnabled)
+	return kernel.get(tb, "txkernel", kernelPkg, RaceEnabled)
 }
 
 // PlainBin returns a binary built like Bin but never with -race: the one
@@ -118,7 +118,15 @@ func PlainBin(tb testing.TB) string {
 	if !RaceEnabled {
 		return Bin(tb)
 	}
-	return plain.get(tb, "txkernel-norace", false)
+	return plain.get(tb, "txkernel-norace", kernelPkg, false)
+}
+
+// EchoBin returns internal/jsonrpcecho built like PlainBin: a bare
+// sourcegraph/jsonrpc2 server on stdin and stdout that answers every
+// request with its params, the floor under the kernel's round trip.
+func EchoBin(tb testing.TB) string {
+	tb.Helper()
+	return echo.get(tb, "jsonrpcecho", "github.com/txkernel/txkernel/internal/jsonrpcecho", false)
 }
 
 // BinDir returns the directory Bin builds into, which Main removes when
