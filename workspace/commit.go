@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -63,14 +64,19 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 }
 
 // Prepare implements tx.Planned: it writes every new content to its staged
-// sibling (sandbox.StagedName) and fsyncs it, then fsyncs the staged files'
-// directories, and returns the commit record's ops in plan order. The files
-// are staged concurrently.
+// sibling (sandbox.StagedName) and fsyncs it, fsyncs the staged files'
+// directories and their ancestors, and returns the commit record's ops in
+// plan order. The files are staged concurrently, and each directory's
+// fsync starts as soon as every staged name beneath it exists, while the
+// files' own fsyncs still run (see stagedDirs): the commit record waits
+// for one round of fsyncs, not two.
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	w, changes := pl.w, pl.p.Changes
 	ops := make([]record.CommitOp, len(changes))
-	var g errgroup.Group
+	dirs := newStagedDirs(changes)
+	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
+	dg.SetLimit(maxInFlight)
 	for i := range changes {
 		g.Go(func() error {
 			ch := changes[i]
@@ -86,7 +92,18 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 				return err
 			}
 			staged := sandbox.StagedName(ch.Path, c.TxID)
-			if err := w.ws.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode)); err != nil {
+			// fsync of a staged file makes its bytes durable, not its
+			// name: that lives in the directory. Without the directory
+			// fsyncs, a power cut after the commit record could keep the
+			// record and lose the staged files it names (found by the
+			// power-loss model, TestPowerLoss). Staging may also have
+			// created directories, whose names live in their parents.
+			created := func() {
+				for _, d := range dirs.created(ch.Path) {
+					dg.Go(func() error { return w.syncDir(d) })
+				}
+			}
+			if err := w.ws.StageFileNotify(ch.Path, staged, data, fs.FileMode(ch.NewMode), created); err != nil {
 				return err
 			}
 			ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
@@ -94,24 +111,65 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 		})
 	}
 	err := g.Wait()
+	if derr := dg.Wait(); err == nil {
+		err = derr
+	}
 	if err != nil {
 		return nil, w.classify(err)
 	}
-	// fsync of a staged file makes its bytes durable, not its name: that
-	// lives in the directory. Without this, a power cut after the commit
-	// record could keep the record and lose the staged files it names
-	// (found by the power-loss model, TestPowerLoss). Staging may also have
-	// created directories, whose names live in their parents.
-	var paths []string
-	for _, op := range ops {
-		if op.Op == record.OpWrite {
-			paths = append(paths, op.Path)
+	return &record.Commit{Ops: ops}, nil
+}
+
+// stagedDirs counts, for every directory from a staged file's parent up to
+// the workspace root, the staged files beneath it whose names do not exist
+// yet. A directory's entries change only when a file beneath it is staged
+// (its own file, or a directory created on the way to one), so once its
+// count reaches zero its fsync covers every name the apply put in it.
+type stagedDirs struct {
+	mu      sync.Mutex
+	pending map[string]int
+}
+
+// newStagedDirs counts the written files of changes.
+func newStagedDirs(changes []record.PlannedChange) *stagedDirs {
+	s := &stagedDirs{pending: map[string]int{}}
+	for _, ch := range changes {
+		if ch.Kind == protocol.ChangeDelete {
+			continue
+		}
+		for d := path.Dir(ch.Path); ; d = path.Dir(d) {
+			s.pending[d]++
+			if d == "." {
+				break
+			}
 		}
 	}
-	if err := w.syncDirs(paths, true); err != nil {
-		return nil, err
+	return s
+}
+
+// created records that the staged sibling of p exists and returns the
+// directories whose fsync may start now, deepest first.
+func (s *stagedDirs) created(p string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ready []string
+	for d := path.Dir(p); ; d = path.Dir(d) {
+		if s.pending[d]--; s.pending[d] == 0 {
+			ready = append(ready, d)
+		}
+		if d == "." {
+			break
+		}
 	}
-	return &record.Commit{Ops: ops}, nil
+	return ready
+}
+
+// syncDir fsyncs the directory d, naming it in the error.
+func (w *Target) syncDir(d string) error {
+	if err := w.ws.SyncDir(d); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", d, err)
+	}
+	return nil
 }
 
 // maxInFlight bounds the concurrent stagings and fsyncs of a commit, as
@@ -119,28 +177,17 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 // share a journal transaction).
 const maxInFlight = 16
 
-// syncDirs fsyncs, concurrently, the parent directory of every path and,
-// with ancestors, all of their ancestors up to the workspace root.
-func (w *Target) syncDirs(paths []string, ancestors bool) error {
+// syncDirs fsyncs, concurrently, the parent directory of every path.
+func (w *Target) syncDirs(paths []string) error {
 	dirs := map[string]bool{}
 	for _, p := range paths {
-		for d := path.Dir(p); ; d = path.Dir(d) {
-			dirs[d] = true
-			if d == "." || !ancestors {
-				break
-			}
-		}
+		dirs[path.Dir(p)] = true
 	}
 	sorted := slices.Sorted(maps.Keys(dirs))
 	var g errgroup.Group
 	g.SetLimit(maxInFlight)
 	for i := range sorted {
-		g.Go(func() error {
-			if err := w.ws.SyncDir(sorted[i]); err != nil {
-				return fmt.Errorf("fsync directory %s: %w", sorted[i], err)
-			}
-			return nil
-		})
+		g.Go(func() error { return w.syncDir(sorted[i]) })
 	}
 	return g.Wait()
 }
@@ -218,5 +265,5 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit)
 	// those. Their ancestors need no fsync here: a directory that staging
 	// created was made durable, with every ancestor, before the commit
 	// record (Prepare), and a rename changes no other directory.
-	return w.syncDirs(paths, false)
+	return w.syncDirs(paths)
 }

@@ -226,6 +226,11 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 	commits = append(commits, combinedFzf(b),
 		sweepPatch(b, "rfc-closure-sweep", "closure", "lambda", 3, 3),
 		sweepPatch(b, "rfc-rust-sweep", "Rust", "Rust™", 5, 5))
+	// TXKERNEL_BENCH_ONLY=NAME keeps the patches whose name contains
+	// NAME, to profile one of them (with TXKERNEL_BENCH_CPUPROFILE).
+	if only := os.Getenv("TXKERNEL_BENCH_ONLY"); only != "" {
+		commits = slices.DeleteFunc(commits, func(c hostCommit) bool { return !strings.Contains(c.Name, only) })
+	}
 	ws, dd, gws := hostTempDir(b), hostTempDir(b), hostTempDir(b)
 	// TXKERNEL_BENCH_CPUPROFILE=FILE writes the kernel's CPU profile.
 	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")

@@ -174,6 +174,26 @@ func minFsyncs(c hostCommit, created []string) [nPhases]int {
 	}
 }
 
+// minRounds is the least number of fsync rounds (groups of fsyncs that
+// may run at once) each phase of transaction c needs, because each round
+// must be durable before the next one starts (RELIABILITY.md, "Fsyncs per
+// transaction: the minimum"). A phase measured below it ran concurrently
+// two fsyncs whose order durability needs.
+func minRounds(c hostCommit) [nPhases]int {
+	stage := 0
+	if len(c.written) > 0 {
+		stage = 1 // the staged files with their directories
+	}
+	return [nPhases]int{
+		phasePropose: 2, // the new files with their directory and active/; after the rename, transactions/
+		phaseApply1:  1, // the ledger
+		phaseRespond: 1, // the ledger
+		// the staging, the commit record, the directories of the renames
+		// and removals, the closing events
+		phaseApply2: stage + 3,
+	}
+}
+
 // TestHostSessionFsyncs counts, with strace, the fsyncs of the session that
 // BenchmarkHostSession times: one kernel serving the fzf commits one after
 // another (propose → apply → approve → apply). Each fsync is attributed to
@@ -181,8 +201,11 @@ func minFsyncs(c hostCommit, created []string) [nPhases]int {
 // (the host sends a request, the kernel fsyncs, then answers), and named by
 // what it synced. It also counts the fsyncs of `git -c core.fsync=all apply`
 // of the same patches. It fails if a phase does fewer fsyncs than the
-// minimum the durability promise needs (minFsyncs), and logs the table that
-// RELIABILITY.md quotes (run with -v).
+// minimum the durability promise needs (minFsyncs), or fewer rounds of
+// fsyncs (groups of calls that overlap in time) than the order that
+// promise needs (minRounds): fewer would mean two fsyncs that must follow
+// each other ran at once. It logs the table that RELIABILITY.md quotes
+// (run with -v).
 func TestHostSessionFsyncs(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("skipping: strace is not installed (.ci/run installs it)")
@@ -290,21 +313,29 @@ func TestHostSessionFsyncs(t *testing.T) {
 	// How long each phase waited on fsyncs: the union of the calls'
 	// intervals, and the number of rounds (groups of overlapping calls),
 	// which is what the host waits for when the calls run concurrently.
-	var rounds [nPhases]int
+	var rounds, minRoundSum [nPhases]int
 	var waited, took [nPhases]time.Duration
 	for i := range inPhase {
+		want := minRounds(commits[i])
 		for k, cs := range inPhase[i] {
 			took[k] += spans[i][k].dur()
+			minRoundSum[k] += want[k]
 			var end time.Time
+			n := 0
 			for _, c := range cs { // in order of entry
 				if c.at.After(end) {
 					rounds[k]++
+					n++
 					waited[k] += c.dur
 					end = c.at.Add(c.dur)
 				} else if e := c.at.Add(c.dur); e.After(end) {
 					waited[k] += e.Sub(end)
 					end = e
 				}
+			}
+			if n < want[k] {
+				t.Errorf("%s %s: %d fsync rounds; the order durability needs at least %d (RELIABILITY.md, \"Fsyncs per transaction: the minimum\")",
+					commits[i].Name, phaseNames[k], n, want[k])
 			}
 		}
 	}
@@ -357,21 +388,22 @@ func TestHostSessionFsyncs(t *testing.T) {
 	fmt.Fprintf(&b, "%d transactions, one kernel; per transaction on average: %.2f files written, %.2f dirs holding a staged file or a created dir, %.2f dirs holding a change\n",
 		len(commits), float64(files)/n, float64(stagedDirs)/n, float64(changedDirs)/n)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tfsyncs/tx\tminimum/tx\tabove\tfsync rounds/tx\tms waiting on fsync/tx\tms/tx (under strace)\t")
-	totalGot, totalMin, totalRounds := 0, 0, 0
+	fmt.Fprintln(tw, "phase\tfsyncs/tx\tminimum/tx\tabove\tfsync rounds/tx\tminimum rounds/tx\tms waiting on fsync/tx\tms/tx (under strace)\t")
+	totalGot, totalMin, totalRounds, totalMinRounds := 0, 0, 0, 0
 	var totalWaited, totalTook time.Duration
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 	for k := range nPhases {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", phaseNames[k], float64(gotSum[k])/n, float64(minSum[k])/n, float64(gotSum[k]-minSum[k])/n,
-			float64(rounds[k])/n, ms(waited[k]), ms(took[k]))
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", phaseNames[k], float64(gotSum[k])/n, float64(minSum[k])/n, float64(gotSum[k]-minSum[k])/n,
+			float64(rounds[k])/n, float64(minRoundSum[k])/n, ms(waited[k]), ms(took[k]))
+		totalMinRounds += minRoundSum[k]
 		totalGot += gotSum[k]
 		totalMin += minSum[k]
 		totalRounds += rounds[k]
 		totalWaited += waited[k]
 		totalTook += took[k]
 	}
-	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", float64(totalGot)/n, float64(totalMin)/n, float64(totalGot-totalMin)/n,
-		float64(totalRounds)/n, ms(totalWaited), ms(totalTook))
+	fmt.Fprintf(tw, "total\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", float64(totalGot)/n, float64(totalMin)/n, float64(totalGot-totalMin)/n,
+		float64(totalRounds)/n, float64(totalMinRounds)/n, ms(totalWaited), ms(totalTook))
 	tw.Flush()
 	fmt.Fprintf(&b, "\nby phase and what was synced (the real workspace root is excluded from the totals above):\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
