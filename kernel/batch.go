@@ -34,17 +34,25 @@ type member struct {
 	reason string
 }
 
-// parseMember validates a Request object (JSON-RPC 2.0 §4). raw must be
-// valid JSON.
-func parseMember(raw []byte) member {
+// parseMember validates a Request object (JSON-RPC 2.0 §4). ok is false
+// when raw is not valid JSON at all (a parse error, not an invalid
+// request); a batch's elements always are.
+func parseMember(raw []byte) (m member, ok bool) {
 	raw = trimWS(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return member{kind: kindInvalid, reason: ReasonNotObject}
+		return member{kind: kindInvalid, reason: ReasonNotObject}, len(raw) > 0 && json.Valid(raw)
 	}
+	// One decode both validates the frame and splits it into members: a
+	// separate json.Valid would scan every byte of a large diff once more.
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return member{kind: kindInvalid, reason: ReasonNotObject}
+		return member{kind: kindInvalid, reason: ReasonNotObject}, false
 	}
+	return classify(f), true
+}
+
+// classify is parseMember for a decoded object.
+func classify(f map[string]json.RawMessage) member {
 	method, hasMethod := f["method"]
 	if !hasMethod {
 		_, hasResult := f["result"]
@@ -91,12 +99,12 @@ func parseMember(raw []byte) member {
 // the rest.
 func (s *Stream) dispatch(data []byte) error {
 	data = trimWS(data)
-	if !json.Valid(data) {
-		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
-	}
-	if data[0] != '[' {
-		m := parseMember(data)
+	if len(data) == 0 || data[0] != '[' {
+		m, ok := parseMember(data)
+		if !ok {
+			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
+			return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+		}
 		switch m.kind {
 		case kindInvalid:
 			s.log.Warn("jsonrpc: invalid request", "reason", m.reason)
@@ -116,6 +124,7 @@ func (s *Stream) dispatch(data []byte) error {
 
 	var elems []json.RawMessage
 	if err := json.Unmarshal(data, &elems); err != nil {
+		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
 	}
 	if len(elems) == 0 {
@@ -127,7 +136,7 @@ func (s *Stream) dispatch(data []byte) error {
 	var members []member
 	var slots []int
 	for _, e := range elems {
-		m := parseMember(e)
+		m, _ := parseMember(e) // valid: the array decoded
 		switch m.kind {
 		case kindInvalid:
 			s.log.Warn("jsonrpc: invalid request in batch", "reason", m.reason)
