@@ -1,11 +1,8 @@
 package sandbox
 
 import (
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path"
 )
 
 // StageFile writes data to staged, a temporary sibling of rel (normally
@@ -34,46 +31,9 @@ func (w *Workspace) StageFile(rel, staged string, data []byte, perm fs.FileMode)
 // own fsyncs still run, so that both are one round of fsyncs rather than
 // two. created is not called when StageFile fails before that point.
 func (w *Workspace) StageFileNotify(rel, staged string, data []byte, perm fs.FileMode, created func()) error {
-	cs, cr, err := w.checkPair(staged, rel)
-	if err != nil {
-		return err
-	}
-	if _, err := w.checkTarget(rel, cr); err != nil {
-		return err
-	}
-	if dir := path.Dir(cr); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return w.mapErr(dir, err)
-		}
-		// MkdirAll follows in-root links; re-check that it did not have to.
-		if _, err := w.checkTarget(rel, cr); err != nil {
-			return err
-		}
-	}
-	if leaf, missing, err := w.walk(cs); err != nil {
-		return err
-	} else if !missing && leaf.IsDir() {
-		return pathErr(staged, "not-regular", ErrNotRegular)
-	}
-
-	const flags = os.O_CREATE | os.O_EXCL | os.O_WRONLY
-	f, err := w.root.OpenFile(cs, flags, perm.Perm())
-	if errors.Is(err, fs.ErrExist) {
-		// A crashed earlier attempt of the same transaction left it; the
-		// name is ours by construction, so it is safe to discard.
-		if rerr := w.root.Remove(cs); rerr != nil && !isNotExist(rerr) {
-			return w.mapErr(staged, rerr)
-		}
-		f, err = w.root.OpenFile(cs, flags, perm.Perm())
-	}
-	if err != nil {
-		return w.mapErr(staged, err)
-	}
-	if err := writeSync(f, data, perm.Perm(), created); err != nil {
-		_ = w.root.Remove(cs)
-		return fmt.Errorf("sandbox: stage %q: %w", staged, err)
-	}
-	return nil
+	st := w.NewStager()
+	defer st.Close()
+	return st.StageFile(rel, staged, data, perm, created)
 }
 
 // writeSync writes, chmods, fsyncs and closes f, always closing it. When

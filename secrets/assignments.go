@@ -26,19 +26,19 @@ var genericKeywords = []string{"key", "api", "token", "secret", "client", "passw
 // pattern cannot match, so most lines of a diff never reach the regexp:
 // a match needs an operator (every one holds ':' or '='), the length of
 // a keyword, an operator and a value, and a keyword, case-insensitively.
-// The keyword test is exact for ASCII; a line with other bytes goes to the
-// regexp, whose case folding also maps U+212A KELVIN SIGN to k and U+017F
-// LONG S to s.
+// The pattern's case folding (Unicode simple folding) maps exactly two
+// non-ASCII runes to a keyword's letters, U+212A KELVIN SIGN to k and
+// U+017F LONG S to s; a line holding either is folded by foldKeywords
+// first, so the test stays exact for lines with any other non-ASCII text
+// (a "™" on every changed line, say).
 func mayBeGeneric(line string) bool {
 	if len(line) < minGenericLine || !strings.ContainsAny(line, ":=") {
 		return false
 	}
-	for i := 0; i < len(line); i++ {
-		if line[i] >= 0x80 {
-			return true
-		}
-	}
 	lower := strings.ToLower(line)
+	if strings.ContainsAny(lower, "\u212a\u017f") {
+		lower = foldKeywords.Replace(lower)
+	}
 	for _, k := range genericKeywords {
 		if strings.Contains(lower, k) {
 			return true
@@ -46,6 +46,11 @@ func mayBeGeneric(line string) bool {
 	}
 	return false
 }
+
+// foldKeywords maps the two non-ASCII runes that fold to a keyword letter
+// to that letter (strings.ToLower already maps KELVIN SIGN to k; LONG S
+// is lower case already).
+var foldKeywords = strings.NewReplacer("\u212a", "k", "\u017f", "s")
 
 // genericMatchesAll is genericMatches without the prefilter.
 func (s *Scanner) genericMatchesAll(line string) [][2]int {

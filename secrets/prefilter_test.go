@@ -39,6 +39,15 @@ func TestPrefiltersChangeNothing(t *testing.T) {
 			return nil
 		})
 	}
+	// The sweeping rename of the bucket benchmark: every line that names
+	// Rust gets a non-ASCII "™", which the prefilter must still see
+	// through.
+	for _, l := range lines[12:] {
+		if strings.Contains(l, "Rust") {
+			lines = append(lines, strings.ReplaceAll(l, "Rust", "Rust™"))
+		}
+	}
+	lines = append(lines, "Rust™ api_key = q8Zr2LmX9vT4pK7wN3yB", "\u212a\u212a\u212a \u017fecret: Jd4fG7hK2lP9qW3eR8tY™")
 	if len(lines) < 1000 {
 		t.Logf("only the crafted lines: ../shared is absent")
 	}

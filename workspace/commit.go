@@ -74,6 +74,8 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	w, changes := pl.w, pl.p.Changes
 	ops := make([]record.CommitOp, len(changes))
 	dirs := newStagedDirs(changes)
+	st := w.ws.NewStager() // each directory checked and opened once
+	defer st.Close()
 	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
 	dg.SetLimit(maxInFlight)
@@ -103,7 +105,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 					dg.Go(func() error { return w.syncDir(d) })
 				}
 			}
-			if err := w.ws.StageFileNotify(ch.Path, staged, data, fs.FileMode(ch.NewMode), created); err != nil {
+			if err := st.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode), created); err != nil {
 				return err
 			}
 			ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpWrite, Staged: staged, SHA256: ch.NewSHA256, Mode: ch.NewMode}
