@@ -54,9 +54,11 @@ func (s *Stager) Close() error {
 
 // dir returns the open directory dir ("." for the workspace root),
 // creating it with its missing parents (mode 0o755 before umask) on first
-// use. Errors are those of StageFile: a symlink on the way (ErrSymlink),
-// or what MkdirAll returns.
-func (s *Stager) dir(dir string) (*os.Root, error) {
+// use when create is set. Errors are those of StageFile: a symlink on the
+// way (ErrSymlink), or what MkdirAll returns; without create, a missing
+// directory is errMissingDir. The first call for a directory decides: a
+// Stager either stages (create) or renames (no create), never both.
+func (s *Stager) dir(dir string, create bool) (*os.Root, error) {
 	s.mu.Lock()
 	d, ok := s.dirs[dir]
 	if !ok {
@@ -64,7 +66,7 @@ func (s *Stager) dir(dir string) (*os.Root, error) {
 		s.dirs[dir] = d
 	}
 	s.mu.Unlock()
-	d.once.Do(func() { d.root, d.err = s.open(dir) })
+	d.once.Do(func() { d.root, d.err = s.open(dir, create) })
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -74,8 +76,11 @@ func (s *Stager) dir(dir string) (*os.Root, error) {
 	return d.root, nil
 }
 
-// open checks, creates if needed, and opens dir.
-func (s *Stager) open(dir string) (*os.Root, error) {
+// errMissingDir is dir's error for a directory that does not exist.
+var errMissingDir = errors.New("sandbox: no such directory")
+
+// open checks, creates if needed and asked, and opens dir.
+func (s *Stager) open(dir string, create bool) (*os.Root, error) {
 	w := s.w
 	if dir == "." {
 		return nil, nil
@@ -83,6 +88,9 @@ func (s *Stager) open(dir string) (*os.Root, error) {
 	leaf, missing, err := w.walk(dir)
 	if err != nil {
 		return nil, err
+	}
+	if (missing || !leaf.IsDir()) && !create {
+		return nil, errMissingDir
 	}
 	if missing || !leaf.IsDir() {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
@@ -121,20 +129,13 @@ func (s *Stager) StageFile(rel, staged string, data []byte, perm fs.FileMode, cr
 	if err != nil {
 		return err
 	}
-	d, err := s.dir(path.Dir(cr))
+	d, err := s.dir(path.Dir(cr), true)
 	if err != nil {
 		return err
 	}
 	// The target, if present, must be a regular file and no symlink.
-	if fi, err := d.Lstat(path.Base(cr)); err == nil {
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return pathErr(cr, "symlink", ErrSymlink)
-		}
-		if !fi.Mode().IsRegular() {
-			return pathErr(rel, "not-regular", ErrNotRegular)
-		}
-	} else if !isNotExist(err) {
-		return w.mapErr(rel, err)
+	if err := checkLeaf(d, w, cr, rel); err != nil {
+		return err
 	}
 	name := path.Base(cs)
 	if fi, err := d.Lstat(name); err == nil {
@@ -163,6 +164,83 @@ func (s *Stager) StageFile(rel, staged string, data []byte, perm fs.FileMode, cr
 	if err := writeSync(f, data, perm.Perm(), created); err != nil {
 		_ = d.Remove(name)
 		return fmt.Errorf("sandbox: stage %q: %w", staged, err)
+	}
+	return nil
+}
+
+// Exists is Workspace.Exists through the Stager's open directories, which
+// it never creates: false for a missing file or directory, ErrSymlink for
+// a symlink at rel or a parent.
+func (s *Stager) Exists(rel string) (bool, error) {
+	clean, err := CleanPath(rel)
+	if err != nil {
+		return false, err
+	}
+	d, err := s.dir(path.Dir(clean), false)
+	if errors.Is(err, errMissingDir) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	fi, err := d.Lstat(path.Base(clean))
+	if isNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.w.mapErr(rel, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return false, pathErr(clean, "symlink", ErrSymlink)
+	}
+	return true, nil
+}
+
+// Rename is Workspace.Rename through the Stager's open directories, with
+// its checks and errors; it never creates a directory.
+func (s *Stager) Rename(staged, rel string) error {
+	w := s.w
+	cs, cr, err := w.checkPair(staged, rel)
+	if err != nil {
+		return err
+	}
+	d, err := s.dir(path.Dir(cr), false)
+	if errors.Is(err, errMissingDir) {
+		return &fs.PathError{Op: "rename", Path: staged, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkLeaf(d, w, cr, rel); err != nil {
+		return err
+	}
+	fi, err := d.Lstat(path.Base(cs))
+	switch {
+	case isNotExist(err):
+		return &fs.PathError{Op: "rename", Path: staged, Err: fs.ErrNotExist}
+	case err != nil:
+		return w.mapErr(staged, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return pathErr(cs, "symlink", ErrSymlink)
+	case !fi.Mode().IsRegular():
+		return pathErr(staged, "not-regular", ErrNotRegular)
+	}
+	return w.mapErr(rel, d.Rename(path.Base(cs), path.Base(cr)))
+}
+
+// checkLeaf is checkTarget's test of the last name of clean in d: absent,
+// or a regular file that is no symlink.
+func checkLeaf(d *os.Root, w *Workspace, clean, rel string) error {
+	fi, err := d.Lstat(path.Base(clean))
+	switch {
+	case isNotExist(err):
+		return nil
+	case err != nil:
+		return w.mapErr(rel, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return pathErr(clean, "symlink", ErrSymlink)
+	case !fi.Mode().IsRegular():
+		return pathErr(rel, "not-regular", ErrNotRegular)
 	}
 	return nil
 }

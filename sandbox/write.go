@@ -62,21 +62,9 @@ func writeSync(f *os.File, data []byte, perm fs.FileMode, created func()) error 
 // already-finished rename from a real failure. The parent directory is not
 // fsynced; call SyncDir.
 func (w *Workspace) Rename(staged, rel string) error {
-	cs, cr, err := w.checkPair(staged, rel)
-	if err != nil {
-		return err
-	}
-	if _, err := w.checkTarget(rel, cr); err != nil {
-		return err
-	}
-	exists, err := w.checkTarget(staged, cs)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		return &fs.PathError{Op: "rename", Path: staged, Err: fs.ErrNotExist}
-	}
-	return w.mapErr(rel, w.root.Rename(cs, cr))
+	st := w.NewStager()
+	defer st.Close()
+	return st.Rename(staged, rel)
 }
 
 // Remove deletes the regular file rel. A missing rel (or parent) is not an

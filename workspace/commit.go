@@ -222,16 +222,18 @@ func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
 // recognised by its target holding the committed sha256.
 func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit) error {
 	w := pl.w
+	st := w.ws.NewStager() // each directory checked and opened once
+	defer st.Close()
 	var paths []string
 	for i, op := range rec.Ops {
 		switch op.Op {
 		case record.OpWrite:
-			ok, err := w.ws.Exists(op.Staged)
+			ok, err := st.Exists(op.Staged)
 			if err != nil {
 				return w.classify(err)
 			}
 			if ok {
-				if err := w.ws.Rename(op.Staged, op.Path); err != nil {
+				if err := st.Rename(op.Staged, op.Path); err != nil {
 					return w.classify(err)
 				}
 			} else {
