@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -228,45 +227,9 @@ func (w *Workspace) mapErr(rel string, err error) error {
 // file with two links that are both inside the workspace is refused too:
 // the other name cannot be found without scanning the file system.
 func (w *Workspace) ReadFile(rel string) (data []byte, mode fs.FileMode, exists bool, err error) {
-	clean, err := CleanPath(rel)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	leaf, missing, err := w.walk(clean)
-	if err != nil || missing {
-		return nil, 0, false, err
-	}
-	if !leaf.Mode().IsRegular() {
-		return nil, 0, false, pathErr(rel, "not-regular", ErrNotRegular)
-	}
-	f, err := w.root.Open(clean)
-	if err != nil {
-		if isNotExist(err) {
-			return nil, 0, false, nil
-		}
-		return nil, 0, false, w.mapErr(rel, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, false, err
-	}
-	// The Lstat above and the open are two steps; if the name was swapped
-	// for a link (or anything else) in between, refuse rather than read it.
-	if !os.SameFile(leaf, fi) {
-		return nil, 0, false, pathErr(rel, "symlink", ErrSymlink)
-	}
-	// Checked on the open descriptor, so a link made after the walk counts.
-	if n, err := linkCount(f, fi); err != nil {
-		return nil, 0, false, err
-	} else if n > 1 {
-		return nil, 0, false, pathErr(rel, "hardlink", ErrHardlink)
-	}
-	data, err = io.ReadAll(f)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	return data, fi.Mode(), true, nil
+	d := w.OpenDirs()
+	defer d.Close()
+	return d.ReadFile(rel)
 }
 
 // Exists reports whether rel exists (as any kind of file, directories
@@ -320,12 +283,9 @@ func (w *Workspace) checkPair(staged, rel string) (cs, cr string, err error) {
 // FileSHA256 returns the lowercase hex SHA-256 of rel's content, with the
 // semantics and errors of ReadFile (exists=false and "" for an absent file).
 func (w *Workspace) FileSHA256(rel string) (hexSum string, exists bool, err error) {
-	data, _, exists, err := w.ReadFile(rel)
-	if err != nil || !exists {
-		return "", exists, err
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), true, nil
+	d := w.OpenDirs()
+	defer d.Close()
+	return d.FileSHA256(rel)
 }
 
 // StagedName returns the temporary sibling path that transaction txID uses

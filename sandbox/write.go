@@ -31,7 +31,7 @@ func (w *Workspace) StageFile(rel, staged string, data []byte, perm fs.FileMode)
 // own fsyncs still run, so that both are one round of fsyncs rather than
 // two. created is not called when StageFile fails before that point.
 func (w *Workspace) StageFileNotify(rel, staged string, data []byte, perm fs.FileMode, created func()) error {
-	st := w.NewStager()
+	st := w.OpenDirs()
 	defer st.Close()
 	return st.StageFile(rel, staged, data, perm, created)
 }
@@ -62,7 +62,7 @@ func writeSync(f *os.File, data []byte, perm fs.FileMode, created func()) error 
 // already-finished rename from a real failure. The parent directory is not
 // fsynced; call SyncDir.
 func (w *Workspace) Rename(staged, rel string) error {
-	st := w.NewStager()
+	st := w.OpenDirs()
 	defer st.Close()
 	return st.Rename(staged, rel)
 }

@@ -38,9 +38,11 @@ type StalePath struct {
 // paths at once.
 func (pl *planned) CheckBase(ctx context.Context) error {
 	w, p := pl.w, pl.p
+	dirs := w.ws.OpenDirs() // each directory checked once
+	defer dirs.Close()
 	var d StaleData
 	for _, c := range p.Changes {
-		sum, exists, err := w.ws.FileSHA256(c.Path)
+		sum, exists, err := dirs.FileSHA256(c.Path)
 		if err != nil {
 			return w.classify(err)
 		}
@@ -74,7 +76,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	w, changes := pl.w, pl.p.Changes
 	ops := make([]record.CommitOp, len(changes))
 	dirs := newStagedDirs(changes)
-	st := w.ws.NewStager() // each directory checked and opened once
+	st := w.ws.OpenDirs() // each directory checked and opened once
 	defer st.Close()
 	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
@@ -222,7 +224,7 @@ func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
 // recognised by its target holding the committed sha256.
 func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit) error {
 	w := pl.w
-	st := w.ws.NewStager() // each directory checked and opened once
+	st := w.ws.OpenDirs() // each directory checked and opened once
 	defer st.Close()
 	var paths []string
 	for i, op := range rec.Ops {
@@ -238,7 +240,7 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit)
 				}
 			} else {
 				// Renamed before the crash: the target must hold the new bytes.
-				sum, exists, err := w.ws.FileSHA256(op.Path)
+				sum, exists, err := st.FileSHA256(op.Path)
 				if err != nil {
 					return w.classify(err)
 				}

@@ -33,7 +33,7 @@ type plannedFile struct {
 }
 
 // planners is the method table of proposal kinds.
-var planners = map[string]func(w *Target, in *Input) ([]plannedFile, []protocol.HunkOffset, error){
+var planners = map[string]func(w *Target, d *sandbox.Dirs, in *Input) ([]plannedFile, []protocol.HunkOffset, error){
 	protocol.KindUnifiedDiff:     (*Target).planDiff,
 	protocol.KindFiles:           (*Target).planFiles,
 	protocol.KindRemoveTodoMulti: (*Target).planRemoveTodo,
@@ -51,7 +51,11 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	if err := json.Unmarshal(body, in); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "proposal: %v", err)
 	}
-	files, hunks, err := plan(w, in)
+	// Every base is read through one set of open directories: each
+	// directory on the way is checked once, not once per file.
+	dirs := w.ws.OpenDirs()
+	defer dirs.Close()
+	files, hunks, err := plan(w, dirs, in)
 	if err != nil {
 		return nil, w.classify(err)
 	}
@@ -118,9 +122,9 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// readBase reads a target's current bytes through the sandbox.
-func (w *Target) readBase(rel string) (data []byte, mode uint32, exists bool, err error) {
-	data, m, exists, err := w.ws.ReadFile(rel)
+// readBase reads a target's current bytes through the sandbox, in d.
+func readBase(d *sandbox.Dirs, rel string) (data []byte, mode uint32, exists bool, err error) {
+	data, m, exists, err := d.ReadFile(rel)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -170,7 +174,7 @@ type emptyPathData struct {
 	Reason string `json:"reason"`
 }
 
-func (w *Target) planDiff(in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
+func (w *Target) planDiff(d *sandbox.Dirs, in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
 	var raw []byte
 	switch {
 	case in.Diff != nil && in.DiffBase64 != nil:
@@ -228,7 +232,7 @@ func (w *Target) planDiff(in *Input) ([]plannedFile, []protocol.HunkOffset, erro
 		}
 		switch p.Kind {
 		case protocol.ChangeAdd:
-			_, _, exists, err := w.readBase(newPath)
+			_, _, exists, err := readBase(d, newPath)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -243,7 +247,7 @@ func (w *Target) planDiff(in *Input) ([]plannedFile, []protocol.HunkOffset, erro
 				out = append(out, plannedFile{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, 0o644)})
 			}
 		case protocol.ChangeDelete, protocol.ChangeModify, unidiff.KindRename:
-			base, mode, exists, err := w.readBase(oldPath)
+			base, mode, exists, err := readBase(d, oldPath)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -263,7 +267,7 @@ func (w *Target) planDiff(in *Input) ([]plannedFile, []protocol.HunkOffset, erro
 			case protocol.ChangeModify:
 				out = append(out, plannedFile{path: oldPath, kind: protocol.ChangeModify, old: base, oldMode: mode, oldExists: true, new: nb, newMode: modeOr(p.NewMode, mode)})
 			default: // a rename is a delete of the old path and an add of the new one
-				_, _, exists, err := w.readBase(newPath)
+				_, _, exists, err := readBase(d, newPath)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -336,7 +340,7 @@ func modeOr(m, def uint32) uint32 {
 	return m & 0o777
 }
 
-func (w *Target) planFiles(in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
+func (w *Target) planFiles(d *sandbox.Dirs, in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
 	if len(in.Files) == 0 {
 		return nil, nil, errs.InvalidField("proposal.files", "a files proposal needs at least one file")
 	}
@@ -356,7 +360,7 @@ func (w *Target) planFiles(in *Input) ([]plannedFile, []protocol.HunkOffset, err
 		if n != 1 {
 			return nil, nil, errs.InvalidField(field, "%s needs exactly one of content, contentBase64 or delete", field)
 		}
-		base, mode, exists, err := w.readBase(p)
+		base, mode, exists, err := readBase(d, p)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -388,7 +392,7 @@ func (w *Target) planFiles(in *Input) ([]plannedFile, []protocol.HunkOffset, err
 // planRemoveTodo implements seed 001's remove_todo_multi: every line that
 // contains the needle is removed from each target file. A target without
 // the needle is left out of the patchset; a missing target is an error.
-func (w *Target) planRemoveTodo(in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
+func (w *Target) planRemoveTodo(d *sandbox.Dirs, in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
 	if in.Needle == "" {
 		return nil, nil, errs.InvalidField("proposal.needle", "remove_todo_multi needs a non-empty needle")
 	}
@@ -401,7 +405,7 @@ func (w *Target) planRemoveTodo(in *Input) ([]plannedFile, []protocol.HunkOffset
 		if err != nil {
 			return nil, nil, err
 		}
-		base, mode, exists, err := w.readBase(p)
+		base, mode, exists, err := readBase(d, p)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -7,17 +7,17 @@ import (
 	"testing"
 )
 
-// TestStagerExistsAsWorkspace: a Stager answers Exists as the Workspace
+// TestDirsExistsAsWorkspace: a Stager answers Exists as the Workspace
 // does (its result and its error's sentinel) for a file, a directory, a
 // missing file, a missing parent, a parent that is a file, and symlinks at
 // the leaf and at a parent, and never creates a directory.
-func TestStagerExistsAsWorkspace(t *testing.T) {
+func TestDirsExistsAsWorkspace(t *testing.T) {
 	w, outside := newWS(t, WorkspaceWrite)
 	write(t, w, "d/f.txt", "x")
 	write(t, w, "e/g.txt", "y")
 	symlink(t, w, filepath.Join(outside, "secret.txt"), "d/link.txt")
 	symlink(t, w, "e", "ln")
-	st := w.NewStager()
+	st := w.OpenDirs()
 	defer st.Close()
 	for _, rel := range []string{"d/f.txt", "d", "d/none.txt", "nodir/x.txt", "d/f.txt/x", "d/link.txt", "ln/g.txt", "top.txt"} {
 		want, wantErr := w.Exists(rel)

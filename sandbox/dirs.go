@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,37 +12,40 @@ import (
 	"sync"
 )
 
-// Stager stages the files of one apply (StageFile), checking and opening
-// each of their directories once: the first file staged in a directory
-// walks its path (no symlink anywhere, a directory, created if missing)
-// and opens it; every file after that is checked and created through the
-// open directory, by its last name only. An apply of 600 files in one
-// directory thus walks that directory once, not three times per file.
+// Dirs is a set of a workspace's directories, each checked and opened
+// once, for an operation on many files in few directories (a proposal's
+// reads, an apply's staging and renames). The first file in a directory
+// walks its path (no symlink anywhere, a directory; created if missing
+// when staging) and opens it; every file after that is checked, read,
+// created or renamed through the open directory, by its last name only.
+// A 600-file apply in one directory thus walks that directory once, not
+// three times per file.
 //
 // The open directory is the one the walk checked (same device and inode),
-// so a directory swapped for a symlink afterwards is not followed: the
-// files land where the check looked. A Stager is safe for concurrent use;
-// Close releases the directories.
-type Stager struct {
+// so a directory swapped for a symlink afterwards is not followed: files
+// land where the check looked. Dirs is safe for concurrent use; Close
+// releases the directories. Each method has the checks and errors of the
+// Workspace method of the same name, which is a one-file Dirs.
+type Dirs struct {
 	w    *Workspace
 	mu   sync.Mutex
-	dirs map[string]*stagerDir
+	dirs map[string]*dirEntry
 }
 
-// stagerDir is one directory of a Stager, opened on first use.
-type stagerDir struct {
+// dirEntry is one directory of a Dirs, opened on first use.
+type dirEntry struct {
 	once sync.Once
 	root *os.Root // nil for the workspace root itself (Workspace.root)
 	err  error
 }
 
-// NewStager returns a Stager of w.
-func (w *Workspace) NewStager() *Stager {
-	return &Stager{w: w, dirs: map[string]*stagerDir{}}
+// OpenDirs returns an empty Dirs of w.
+func (w *Workspace) OpenDirs() *Dirs {
+	return &Dirs{w: w, dirs: map[string]*dirEntry{}}
 }
 
-// Close closes the directories the Stager opened.
-func (s *Stager) Close() error {
+// Close closes the directories the Dirs opened.
+func (s *Dirs) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
@@ -48,7 +54,7 @@ func (s *Stager) Close() error {
 			errs = append(errs, d.root.Close())
 		}
 	}
-	s.dirs = map[string]*stagerDir{}
+	s.dirs = map[string]*dirEntry{}
 	return errors.Join(errs...)
 }
 
@@ -56,13 +62,14 @@ func (s *Stager) Close() error {
 // creating it with its missing parents (mode 0o755 before umask) on first
 // use when create is set. Errors are those of StageFile: a symlink on the
 // way (ErrSymlink), or what MkdirAll returns; without create, a missing
-// directory is errMissingDir. The first call for a directory decides: a
-// Stager either stages (create) or renames (no create), never both.
-func (s *Stager) dir(dir string, create bool) (*os.Root, error) {
+// directory is errMissingDir. The first call for a directory decides
+// whether it is created: use one Dirs either to stage (create) or to read
+// and rename (no create).
+func (s *Dirs) dir(dir string, create bool) (*os.Root, error) {
 	s.mu.Lock()
 	d, ok := s.dirs[dir]
 	if !ok {
-		d = &stagerDir{}
+		d = &dirEntry{}
 		s.dirs[dir] = d
 	}
 	s.mu.Unlock()
@@ -80,7 +87,7 @@ func (s *Stager) dir(dir string, create bool) (*os.Root, error) {
 var errMissingDir = errors.New("sandbox: no such directory")
 
 // open checks, creates if needed and asked, and opens dir.
-func (s *Stager) open(dir string, create bool) (*os.Root, error) {
+func (s *Dirs) open(dir string, create bool) (*os.Root, error) {
 	w := s.w
 	if dir == "." {
 		return nil, nil
@@ -121,9 +128,9 @@ func (s *Stager) open(dir string, create bool) (*os.Root, error) {
 	return r, nil
 }
 
-// StageFile is Workspace.StageFile through the Stager's open directories,
+// StageFile is Workspace.StageFile through the open directories,
 // with the same checks and errors; created is as StageFileNotify's.
-func (s *Stager) StageFile(rel, staged string, data []byte, perm fs.FileMode, created func()) error {
+func (s *Dirs) StageFile(rel, staged string, data []byte, perm fs.FileMode, created func()) error {
 	w := s.w
 	cs, cr, err := w.checkPair(staged, rel)
 	if err != nil {
@@ -168,10 +175,10 @@ func (s *Stager) StageFile(rel, staged string, data []byte, perm fs.FileMode, cr
 	return nil
 }
 
-// Exists is Workspace.Exists through the Stager's open directories, which
+// Exists is Workspace.Exists through the open directories, which
 // it never creates: false for a missing file or directory, ErrSymlink for
 // a symlink at rel or a parent.
-func (s *Stager) Exists(rel string) (bool, error) {
+func (s *Dirs) Exists(rel string) (bool, error) {
 	clean, err := CleanPath(rel)
 	if err != nil {
 		return false, err
@@ -196,9 +203,9 @@ func (s *Stager) Exists(rel string) (bool, error) {
 	return true, nil
 }
 
-// Rename is Workspace.Rename through the Stager's open directories, with
+// Rename is Workspace.Rename through the open directories, with
 // its checks and errors; it never creates a directory.
-func (s *Stager) Rename(staged, rel string) error {
+func (s *Dirs) Rename(staged, rel string) error {
 	w := s.w
 	cs, cr, err := w.checkPair(staged, rel)
 	if err != nil {
@@ -243,4 +250,73 @@ func checkLeaf(d *os.Root, w *Workspace, clean, rel string) error {
 		return pathErr(rel, "not-regular", ErrNotRegular)
 	}
 	return nil
+}
+
+// ReadFile is Workspace.ReadFile through the open directories, which it
+// never creates: the content and mode of the regular file rel, exists
+// false for a missing file or parent, and ErrSymlink, ErrNotRegular or
+// ErrHardlink as Workspace.ReadFile.
+func (s *Dirs) ReadFile(rel string) (data []byte, mode fs.FileMode, exists bool, err error) {
+	clean, err := CleanPath(rel)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	d, err := s.dir(path.Dir(clean), false)
+	if errors.Is(err, errMissingDir) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	name := path.Base(clean)
+	leaf, err := d.Lstat(name)
+	switch {
+	case isNotExist(err):
+		return nil, 0, false, nil
+	case err != nil:
+		return nil, 0, false, s.w.mapErr(rel, err)
+	case leaf.Mode()&fs.ModeSymlink != 0:
+		return nil, 0, false, pathErr(clean, "symlink", ErrSymlink)
+	case !leaf.Mode().IsRegular():
+		return nil, 0, false, pathErr(rel, "not-regular", ErrNotRegular)
+	}
+	f, err := d.Open(name)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, 0, false, nil
+		}
+		return nil, 0, false, s.w.mapErr(rel, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	// The Lstat above and the open are two steps; if the name was swapped
+	// for a link (or anything else) in between, refuse rather than read it.
+	if !os.SameFile(leaf, fi) {
+		return nil, 0, false, pathErr(rel, "symlink", ErrSymlink)
+	}
+	// Checked on the open descriptor, so a link made after the check
+	// counts.
+	if n, err := linkCount(f, fi); err != nil {
+		return nil, 0, false, err
+	} else if n > 1 {
+		return nil, 0, false, pathErr(rel, "hardlink", ErrHardlink)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, int(fi.Size())+512))
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, 0, false, err
+	}
+	return buf.Bytes(), fi.Mode(), true, nil
+}
+
+// FileSHA256 is Workspace.FileSHA256 through the open directories.
+func (s *Dirs) FileSHA256(rel string) (hexSum string, exists bool, err error) {
+	data, _, exists, err := s.ReadFile(rel)
+	if err != nil || !exists {
+		return "", exists, err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), true, nil
 }
