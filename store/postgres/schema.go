@@ -1,0 +1,176 @@
+package postgres
+
+// migrations are the schema steps, in order: step i brings a database at
+// version i to version i+1 (Migrate). A released step is never edited;
+// a change is a new step.
+//
+// The memory tables mirror kernel.db's (store/migrate.go), so that the
+// two store.Memory implementations keep the same rows, with these
+// differences:
+//   - every table carries tenant_id, so that row-level security can trim
+//     every one of them (a tenant's rows are visible only inside a
+//     transaction that set txk.tenant_id to it, see Store.inTenant); the
+//     policies are forced, so they hold for the tables' owner too;
+//   - ids are identity columns (bigint), never reused;
+//   - a chunk keeps its own search text: a tsvector weighting the heading
+//     path A and the body D under a GIN index (keyword search computes
+//     Okapi BM25 over the visible rows, not ts_rank_cd), and its vector as
+//     bytea (little-endian float32), scored in Go, since pgvector is not
+//     assumed;
+//   - times stay RFC 3339 text, byte for byte what the SQLite store writes
+//     and what the wire carries.
+var migrations = []string{
+	`CREATE TABLE mem_elements (
+		eid             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		element_id      text NOT NULL,
+		type            text NOT NULL,
+		source_kind     text NOT NULL,
+		created_at      text NOT NULL,
+		head_vid        bigint,
+		UNIQUE (tenant_id, organization_id, repository_id, element_id)
+	);
+	CREATE TABLE mem_versions (
+		vid         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		tenant_id   text NOT NULL,
+		version_id  text NOT NULL UNIQUE,
+		eid         bigint NOT NULL REFERENCES mem_elements(eid),
+		seq         bigint NOT NULL,
+		title       text NOT NULL,
+		body        text NOT NULL,
+		body_hash   text NOT NULL,
+		source_kind text NOT NULL,
+		created_at  text NOT NULL,
+		provenance  text NOT NULL,
+		tx_id       text UNIQUE,
+		UNIQUE (eid, seq)
+	);
+	ALTER TABLE mem_elements ADD FOREIGN KEY (head_vid) REFERENCES mem_versions(vid);
+	CREATE TABLE mem_chunks (
+		id                      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		tenant_id               text NOT NULL,
+		organization_id         text NOT NULL,
+		repository_id           text NOT NULL,
+		vid                     bigint NOT NULL REFERENCES mem_versions(vid),
+		chunk_key               text NOT NULL,
+		heading_path            text NOT NULL,
+		start_offset            integer NOT NULL,
+		end_offset              integer NOT NULL,
+		search                  tsvector NOT NULL,
+		search_length           integer NOT NULL, -- tokens in search, BM25's document length
+		embedding               bytea,            -- little-endian float32 × embedding_dims
+		embedding_dims          integer,
+		embedding_model_version text
+	);
+	CREATE INDEX mem_chunks_vid ON mem_chunks (vid);
+	CREATE INDEX mem_chunks_scope ON mem_chunks (tenant_id, organization_id, repository_id);
+	CREATE INDEX mem_chunks_search ON mem_chunks USING gin (search);
+	CREATE TABLE mem_relationships (
+		id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		tenant_id         text NOT NULL,
+		repository_id     text NOT NULL,
+		relationship_kind text NOT NULL,
+		type              text NOT NULL,
+		source_eid        bigint NOT NULL REFERENCES mem_elements(eid),
+		target_eid        bigint NOT NULL REFERENCES mem_elements(eid),
+		target_vid        bigint REFERENCES mem_versions(vid),
+		metadata          text NOT NULL,
+		created_at        text NOT NULL
+	);
+	CREATE INDEX mem_relationships_source ON mem_relationships (source_eid, type);
+	CREATE TABLE mem_proposals (
+		proposal_id  text PRIMARY KEY,
+		tenant_id    text NOT NULL,
+		eid          bigint NOT NULL REFERENCES mem_elements(eid),
+		vid          bigint NOT NULL REFERENCES mem_versions(vid),
+		target_eid   bigint NOT NULL REFERENCES mem_elements(eid),
+		target_vid   bigint NOT NULL REFERENCES mem_versions(vid),
+		summary      text NOT NULL,
+		principal_id text NOT NULL,
+		status       text NOT NULL,
+		accept_tx_id text,
+		accepted_vid bigint REFERENCES mem_versions(vid),
+		rebased_to   text,
+		decision_eid bigint REFERENCES mem_elements(eid),
+		created_at   text NOT NULL
+	);
+	CREATE INDEX mem_proposals_target ON mem_proposals (target_eid, status);
+	CREATE TABLE mem_baselines (
+		bid             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		baseline_id     text NOT NULL UNIQUE,
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		parent_bid      bigint REFERENCES mem_baselines(bid),
+		created_at      text NOT NULL,
+		principal_id    text NOT NULL,
+		reason          text NOT NULL,
+		items           integer NOT NULL,
+		tx_id           text NOT NULL UNIQUE
+	);
+	CREATE INDEX mem_baselines_scope ON mem_baselines (tenant_id, organization_id, repository_id);
+	CREATE TABLE mem_baseline_items (
+		tenant_id text NOT NULL,
+		bid       bigint NOT NULL REFERENCES mem_baselines(bid),
+		eid       bigint NOT NULL REFERENCES mem_elements(eid),
+		vid       bigint NOT NULL REFERENCES mem_versions(vid),
+		PRIMARY KEY (bid, eid),
+		UNIQUE (bid, vid)
+	);
+	CREATE TABLE mem_pointers (
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		bid             bigint NOT NULL REFERENCES mem_baselines(bid),
+		PRIMARY KEY (tenant_id, organization_id, repository_id)
+	);
+	CREATE TABLE mem_pointer_history (
+		id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		bid             bigint NOT NULL REFERENCES mem_baselines(bid),
+		previous_bid    bigint REFERENCES mem_baselines(bid),
+		moved_at        text NOT NULL,
+		principal_id    text NOT NULL,
+		reason          text NOT NULL
+	);
+	CREATE TABLE mem_ledger (
+		seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		ts              text NOT NULL,
+		type            text NOT NULL,
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		principal_id    text NOT NULL,
+		subject         text NOT NULL,
+		decision_id     text,
+		tx_id           text,
+		data            text NOT NULL
+	);
+	CREATE TABLE mem_returned (
+		tenant_id    text NOT NULL,
+		principal_id text NOT NULL,
+		vid          bigint NOT NULL REFERENCES mem_versions(vid),
+		PRIMARY KEY (principal_id, vid)
+	);
+	DO $$
+	DECLARE t text;
+	BEGIN
+		FOREACH t IN ARRAY ARRAY['mem_elements', 'mem_versions', 'mem_chunks', 'mem_relationships', 'mem_proposals',
+			'mem_baselines', 'mem_baseline_items', 'mem_pointers', 'mem_pointer_history', 'mem_ledger', 'mem_returned'] LOOP
+			EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+			EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+			EXECUTE format($p$CREATE POLICY tenant ON %I
+				USING (tenant_id = current_setting('txk.tenant_id', true))
+				WITH CHECK (tenant_id = current_setting('txk.tenant_id', true))$p$, t);
+		END LOOP;
+	END $$;`,
+}
+
+// memoryTables are the tables row-level security trims (the last step of
+// migration 1), for the test that proves it.
+var memoryTables = []string{"mem_elements", "mem_versions", "mem_chunks", "mem_relationships", "mem_proposals",
+	"mem_baselines", "mem_baseline_items", "mem_pointers", "mem_pointer_history", "mem_ledger", "mem_returned"}
