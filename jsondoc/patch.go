@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"math"
 	"math/big"
 	"reflect"
 	"slices"
@@ -61,7 +60,7 @@ type Patched struct {
 	After any
 	// Content is After as Encode writes it, within the limits.
 	Content []byte
-	// Targets are the operations' resolved targets, in order (Resolve).
+	// Targets are the operations' resolved targets, in order.
 	Targets []ResolvedTarget
 }
 
@@ -107,17 +106,6 @@ func Apply(doc any, ops []Operation, lim Limits) (any, error) {
 		return nil, err
 	}
 	return p.After, nil
-}
-
-// Resolve resolves every operation's path in turn, against the document
-// as the operations before it left it. ops must apply to before; an error
-// is an operation that does not.
-func Resolve(before any, ops []Operation) ([]ResolvedTarget, error) {
-	p, err := Patch(before, ops, Limits{MaxBytes: math.MaxInt64, MaxDepth: math.MaxInt})
-	if err != nil {
-		return nil, err
-	}
-	return p.Targets, nil
 }
 
 // patcher is one patch run: the current root and the containers this run

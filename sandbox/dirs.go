@@ -128,8 +128,13 @@ func (s *Dirs) open(dir string, create bool) (*os.Root, error) {
 	return r, nil
 }
 
-// StageFile is Workspace.StageFile through the open directories,
-// with the same checks and errors; created is as StageFileNotify's.
+// StageFile is Workspace.StageFile through the open directories, with
+// the same checks and errors. created, when it is not nil, is called once
+// staged's name is in its directory (created, written and chmodded) and
+// before its fsync: a caller staging many files can start a directory's
+// fsync as soon as every name in it exists, while the files' own fsyncs
+// still run, so that both are one round of fsyncs rather than two. It is
+// not called when StageFile fails before that point.
 func (s *Dirs) StageFile(rel, staged string, data []byte, perm fs.FileMode, created func()) error {
 	w := s.w
 	cs, cr, err := w.checkPair(staged, rel)

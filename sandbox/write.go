@@ -21,19 +21,9 @@ import (
 // closes it. On failure after creation the staged file is removed
 // (best-effort) and the first error returned.
 func (w *Workspace) StageFile(rel, staged string, data []byte, perm fs.FileMode) error {
-	return w.StageFileNotify(rel, staged, data, perm, nil)
-}
-
-// StageFileNotify is StageFile that calls created, when it is not nil,
-// once staged's name is in its directory (created, written and chmodded)
-// and before its fsync: a caller staging many files can start a
-// directory's fsync as soon as every name in it exists, while the files'
-// own fsyncs still run, so that both are one round of fsyncs rather than
-// two. created is not called when StageFile fails before that point.
-func (w *Workspace) StageFileNotify(rel, staged string, data []byte, perm fs.FileMode, created func()) error {
-	st := w.OpenDirs()
-	defer st.Close()
-	return st.StageFile(rel, staged, data, perm, created)
+	d := w.OpenDirs()
+	defer d.Close()
+	return d.StageFile(rel, staged, data, perm, nil)
 }
 
 // writeSync writes, chmods, fsyncs and closes f, always closing it. When
