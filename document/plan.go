@@ -169,7 +169,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	if err != nil {
 		return nil, err
 	}
-	d.validated.put(validatedKey(kind, sha256Hex(doc.Content), rec.InputSHA256), res.content, expires, d.now())
+	d.validated.put(validatedKey(kind, doc.Type, sha256Hex(doc.Content), rec.InputSHA256), res.content, expires, d.now())
 	text, findings := d.render(&rec, res)
 	// The fingerprint covers the target, the document and the exact
 	// input: the same envelope on the same document is the same patch

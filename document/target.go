@@ -343,7 +343,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 // Either must be the content the plan recorded (errs.Conflict).
 func (pl *planned) content(doc *store.Document, input []byte) ([]byte, error) {
 	d, r := pl.d, pl.rec
-	content, ok := d.validated.take(validatedKey(pl.ptr.Kind, sha256Hex(doc.Content), r.InputSHA256), d.now())
+	content, ok := d.validated.take(validatedKey(pl.ptr.Kind, doc.Type, sha256Hex(doc.Content), r.InputSHA256), d.now())
 	if !ok {
 		res, err := d.dryRun(pl.ptr.Kind, doc, input)
 		if err != nil {

@@ -11,13 +11,14 @@ import (
 const validatedBudget = 64 << 20
 
 // validated keeps, for a validation's lifetime, the content each dry run
-// produced, keyed by what produced it: the kind, the sha256 of the
-// document content it ran on and the sha256 of the exact input. An apply
-// that finds the document at the validated revision with the same content
-// hash commits that content without decoding, patching and validating
-// again (the same input on the same bytes under the same compiled-in
-// schema gives the same result); anything else, and every apply after a
-// restart, dry-runs again. It is memory only, and safe for concurrent use.
+// produced, keyed by what produced it: the kind, the document type, the
+// sha256 of the document content it ran on and the sha256 of the exact
+// input. An apply that finds the document at the validated revision with
+// the same content hash commits that content without decoding, patching
+// and validating again (the same input on the same bytes under the same
+// compiled-in schema gives the same result); anything else, and every
+// apply after a restart, dry-runs again. It is memory only, and safe for
+// concurrent use.
 type validated struct {
 	mu      sync.Mutex
 	entries map[string]validatedEntry
@@ -30,9 +31,10 @@ type validatedEntry struct {
 	expires time.Time
 }
 
-// validatedKey names a dry run: kind, base content hash, input hash.
-func validatedKey(kind, baseSHA256, inputSHA256 string) string {
-	return kind + "\x00" + baseSHA256 + "\x00" + inputSHA256
+// validatedKey names a dry run: the kind, the document's type (whose
+// schema validated the result), the base content's hash and the input's.
+func validatedKey(kind, docType, baseSHA256, inputSHA256 string) string {
+	return kind + "\x00" + docType + "\x00" + baseSHA256 + "\x00" + inputSHA256
 }
 
 // put keeps content under key until expires, dropping the oldest entries
