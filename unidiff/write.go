@@ -242,7 +242,12 @@ func appendReplace(ops []op, a, b []string) []op {
 
 // diffMiddle runs go-diff on line lists that share no common first or last
 // line and returns the edit script with each change run ordered deletions
-// first, as git prints it.
+// first, as git prints it. Each distinct line is one rune (lineRunes). go-diff compares
+// runes only for equality, so any one-to-one numbering gives the edit
+// script its own DiffLinesToRunes would; numbering the lines already split
+// here spares joining them into one string, splitting it again, and doing
+// both once more on the way back (TestDiffMiddleAsGoDiff checks the
+// bytes against go-diff's own line mode).
 func diffMiddle(a, b []string) []op {
 	if len(a) == 0 || len(b) == 0 {
 		return appendReplace(nil, a, b)
@@ -251,8 +256,8 @@ func diffMiddle(a, b []string) []op {
 	// No deadline: a timeout would make the output depend on machine
 	// speed, and the diff bytes are an approval fingerprint.
 	dmp.DiffTimeout = 0
-	ra, rb, lineArray := dmp.DiffLinesToRunes(strings.Join(a, ""), strings.Join(b, ""))
-	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(ra, rb, false), lineArray)
+	ra, rb, lines := lineRunes(a, b)
+	diffs := dmp.DiffMainRunes(ra, rb, false)
 
 	var ops, dels, adds []op
 	flush := func() {
@@ -260,9 +265,8 @@ func diffMiddle(a, b []string) []op {
 		dels, adds = dels[:0], adds[:0]
 	}
 	for _, d := range diffs {
-		// DiffCharsToLines joins whole lines, and every line but a file's
-		// last ends in '\n', so splitting again recovers them exactly.
-		for _, l := range Lines([]byte(d.Text)) {
+		for _, r := range d.Text {
+			l := lines[runeLine(r)]
 			switch d.Type {
 			case diffmatchpatch.DiffEqual:
 				flush()
@@ -276,6 +280,54 @@ func diffMiddle(a, b []string) []op {
 	}
 	flush()
 	return ops
+}
+
+// lineRunes numbers the distinct lines of a and b in order of first
+// appearance and returns both as runes (lineRune), with the lines by
+// number.
+func lineRunes(a, b []string) (ra, rb []rune, lines []string) {
+	num := make(map[string]int, len(a))
+	conv := func(side []string) []rune {
+		out := make([]rune, len(side))
+		for i, l := range side {
+			n, ok := num[l]
+			if !ok {
+				n = len(lines)
+				num[l] = n
+				lines = append(lines, l)
+			}
+			out[i] = lineRune(n)
+		}
+		return out
+	}
+	ra = conv(a)
+	rb = conv(b)
+	return ra, rb, lines
+}
+
+// surrogateLo and surrogateN bound the UTF-16 surrogate block, which holds no valid rune:
+// line numbers skip it, so every number survives go-diff's conversions
+// between runes and strings.
+const (
+	surrogateLo = 0xD800
+	surrogateN  = 0x800
+)
+
+// lineRune is line number n as a valid rune.
+func lineRune(n int) rune {
+	if n >= surrogateLo {
+		n += surrogateN
+	}
+	return rune(n)
+}
+
+// runeLine inverts lineRune.
+func runeLine(r rune) int {
+	n := int(r)
+	if n >= surrogateLo+surrogateN {
+		n -= surrogateN
+	}
+	return n
 }
 
 // writeHunks groups ops into hunks with contextLines of context, merging

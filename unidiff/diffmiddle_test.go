@@ -1,0 +1,159 @@
+package unidiff
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// diffMiddleGoDiff is diffMiddle through go-diff's own line mode
+// (DiffLinesToRunes, DiffCharsToLines), as it was written before
+// diffMiddle numbered the lines itself: the reference the canonical diff
+// bytes, and so every patch id, must keep.
+func diffMiddleGoDiff(a, b []string) []op {
+	if len(a) == 0 || len(b) == 0 {
+		return appendReplace(nil, a, b)
+	}
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0
+	ra, rb, lineArray := dmp.DiffLinesToRunes(strings.Join(a, ""), strings.Join(b, ""))
+	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(ra, rb, false), lineArray)
+	var ops, dels, adds []op
+	flush := func() {
+		ops = append(append(ops, dels...), adds...)
+		dels, adds = dels[:0], adds[:0]
+	}
+	for _, d := range diffs {
+		for _, l := range Lines([]byte(d.Text)) {
+			switch d.Type {
+			case diffmatchpatch.DiffEqual:
+				flush()
+				ops = append(ops, op{' ', l})
+			case diffmatchpatch.DiffDelete:
+				dels = append(dels, op{'-', l})
+			case diffmatchpatch.DiffInsert:
+				adds = append(adds, op{'+', l})
+			}
+		}
+	}
+	flush()
+	return ops
+}
+
+// checkDiffMiddle fails t when diffMiddle and the reference differ on the
+// lines of old and new.
+func checkDiffMiddle(t *testing.T, name string, old, new []byte) {
+	a, b := Lines(old), Lines(new)
+	if got, want := diffMiddle(a, b), diffMiddleGoDiff(a, b); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: diffMiddle differs from go-diff's line mode (%d ops, want %d)", name, len(got), len(want))
+	}
+}
+
+// TestDiffMiddleAsGoDiff: the edit script is go-diff's line mode's, op for
+// op, on every changed file of the 100 fzf commits (base against
+// expected, and back), on sweeping edits of the Rust RFCs (a renamed
+// word on many lines, every seventh line deleted, lines duplicated), and
+// on crafted cases (no final newline, CR bytes, repeated lines).
+func TestDiffMiddleAsGoDiff(t *testing.T) {
+	crafted := [][2]string{
+		{"a\nb\nc", "a\nc\nb"}, {"x\r\ny\n", "x\ny\r\n"}, {"a\na\na\n", "a\nb\na\na\n"}, {"", "z"}, {"q\n", ""},
+	}
+	for i, c := range crafted {
+		checkDiffMiddle(t, "crafted "+string(rune('0'+i)), []byte(c[0]), []byte(c[1]))
+	}
+	root := corpusDir(t)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, e := range entries {
+		base := readTree(t, filepath.Join(root, e.Name(), "base"))
+		exp := readTree(t, filepath.Join(root, e.Name(), "expected"))
+		for p, old := range base {
+			if new, ok := exp[p]; ok && !bytes.Equal(old, new) {
+				checkDiffMiddle(t, e.Name()+" "+p, old, new)
+				checkDiffMiddle(t, e.Name()+" "+p+" (back)", new, old)
+				files++
+			}
+		}
+	}
+	rfcs, _ := filepath.Glob(filepath.Join(root, "..", "..", "rust-rfcs", "text", "*.md"))
+	for i, p := range rfcs {
+		if i%4 != 0 {
+			continue // a quarter of them keeps the test under a few seconds
+		}
+		old, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDiffMiddle(t, p+" Rust™", old, bytes.ReplaceAll(old, []byte("Rust"), []byte("Rust™")))
+		var cut, dup []byte
+		for j, l := range Lines(old) {
+			if j%7 != 3 {
+				cut = append(cut, l...)
+			}
+			dup = append(dup, l...)
+			if j%11 == 5 {
+				dup = append(dup, l...)
+			}
+		}
+		checkDiffMiddle(t, p+" cut", old, cut)
+		checkDiffMiddle(t, p+" dup", old, dup)
+		files++
+	}
+	if len(rfcs) == 0 {
+		t.Log("the RFC texts are absent: fzf commits and crafted cases only")
+	}
+	if files < 100 {
+		t.Fatalf("only %d files compared", files)
+	}
+}
+
+// FuzzDiffMiddle checks diffMiddle against go-diff's line mode on any two
+// texts.
+func FuzzDiffMiddle(f *testing.F) {
+	f.Add([]byte("a\nb\nc\n"), []byte("a\nc\nb\n"))
+	f.Add([]byte("x\r\ny"), []byte("y\nx\r\n"))
+	f.Fuzz(func(t *testing.T, old, new []byte) {
+		checkDiffMiddle(t, "fuzz", old, new)
+	})
+}
+
+// BenchmarkDiffMiddle is the edit script of every Rust RFC against the
+// same text with "Rust" renamed "Rust™" (the 632-file sweep of the bucket
+// benchmark), by diffMiddle (impl=lines) and by go-diff's line mode
+// (impl=godiff), in one run.
+func BenchmarkDiffMiddle(b *testing.B) {
+	root := corpusDir(b)
+	rfcs, _ := filepath.Glob(filepath.Join(root, "..", "..", "rust-rfcs", "text", "*.md"))
+	if len(rfcs) == 0 {
+		b.Skip("the RFC texts are absent")
+	}
+	type pair struct{ a, b []string }
+	var pairs []pair
+	for _, p := range rfcs {
+		old, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pairs = append(pairs, pair{Lines(old), Lines(bytes.ReplaceAll(old, []byte("Rust"), []byte("Rust™")))})
+	}
+	for _, impl := range []struct {
+		name string
+		fn   func(a, b []string) []op
+	}{{"lines", diffMiddle}, {"godiff", diffMiddleGoDiff}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, p := range pairs {
+					impl.fn(p.a, p.b)
+				}
+			}
+		})
+	}
+}
