@@ -168,17 +168,6 @@ func (t *transaction) pending() []protocol.ApprovalRequest {
 	return approvals.Fold(t.led.events).Pending()
 }
 
-func (t *transaction) acquire(ctx context.Context) error {
-	select {
-	case t.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return errs.Wrap(errs.Cancelled, ctx.Err(), nil, "")
-	}
-}
-
-func (t *transaction) release() { <-t.sem }
-
 // Open takes the data dir's lock, loads every transaction that is not
 // terminal and recovers interrupted applies, all before it returns, so the
 // kernel answers nothing until recovery is done. A transaction whose ledger
@@ -464,23 +453,6 @@ func (e *Engine) get(id string) (*transaction, error) {
 	}
 	if t.loadErr != nil {
 		return nil, t.loadErr
-	}
-	return t, nil
-}
-
-// locked returns a healthy transaction with its lock held, waiting for the
-// lock until ctx is done (under NoWait, not at all: tryLocked). The caller
-// must call t.release.
-func (e *Engine) locked(ctx context.Context, id string) (*transaction, error) {
-	if noWait(ctx) {
-		return e.tryLocked(id)
-	}
-	t, err := e.get(id)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.acquire(ctx); err != nil {
-		return nil, err
 	}
 	return t, nil
 }

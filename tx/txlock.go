@@ -3,7 +3,43 @@ package tx
 import (
 	"context"
 	"errors"
+
+	"github.com/txkernel/txkernel/errs"
 )
+
+// A transaction's own lock (transaction.sem) serialises everything that
+// reads or changes it: taken with acquire, waiting until the context ends,
+// or, under NoWait, only when it is free (tryLocked).
+
+// acquire takes t's lock, waiting until ctx is done (errs.Cancelled).
+func (t *transaction) acquire(ctx context.Context) error {
+	select {
+	case t.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errs.Wrap(errs.Cancelled, ctx.Err(), nil, "")
+	}
+}
+
+// release gives t's lock back.
+func (t *transaction) release() { <-t.sem }
+
+// locked returns a healthy transaction with its lock held, waiting for the
+// lock until ctx is done (under NoWait, not at all: tryLocked). The caller
+// must call t.release.
+func (e *Engine) locked(ctx context.Context, id string) (*transaction, error) {
+	if noWait(ctx) {
+		return e.tryLocked(id)
+	}
+	t, err := e.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
 // ErrWouldBlock is what a read made under NoWait returns instead of
 // waiting: for the transaction's lock (an apply holds it), or for the disk
