@@ -149,14 +149,14 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 			return nil, err
 		}
 		txID = res.TransactionID
-		if err := db.SetAcceptTx(ctx, row.ProposalID, txID); err != nil {
+		if err := db.SetAcceptTx(ctx, scope, row.ProposalID, txID); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.apply(ctx, txID); err != nil {
 		return nil, err
 	}
-	if _, err := s.embedVersions(ctx, []string{VersionID(txID)}); err != nil {
+	if _, err := s.embedVersions(ctx, scope, []string{VersionID(txID)}); err != nil {
 		// The version is committed; it is embedded by the next ingest
 		// or accept that finds it without vectors.
 		s.log.Warn("memory/accept: embedding failed; the version is searchable by keyword", "version_id", VersionID(txID), "err", err)

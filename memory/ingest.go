@@ -149,7 +149,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 	}
 	// Unchanged versions are offered too, so that vectors missed by an
 	// earlier ingest (the embedder was down) are made now.
-	n, err := s.embedVersions(ctx, publish)
+	n, err := s.embedVersions(ctx, scope, publish)
 	out.Embedded = n
 	if err != nil {
 		s.log.Warn("memory/ingest: embedding failed; the evidence is searchable by keyword", "err", err)

@@ -105,7 +105,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 			}
 		}
 	}
-	if err := db.RecordReturned(ctx, pr.PrincipalID, vids); err != nil {
+	if err := db.RecordReturned(ctx, scope, pr.PrincipalID, vids); err != nil {
 		return nil, err
 	}
 	return out, nil

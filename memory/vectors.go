@@ -12,12 +12,12 @@ import (
 // embedBatch is how many chunks one embedder call carries.
 const embedBatch = 64
 
-// embedVersions gives the chunks of versions that have no vector yet one
+// embedVersions gives the chunks of scope's versions that have no vector yet one
 // from the configured embedder (seed 002 §1.3: keyword first, vectors when
 // an embedder is there). It is best effort: a change is durable before it
 // is embedded, and a failure leaves those chunks to keyword search and to
 // the next call. It returns how many chunks it embedded.
-func (s *Service) embedVersions(ctx context.Context, versions []string) (int, error) {
+func (s *Service) embedVersions(ctx context.Context, scope protocol.MemoryScope, versions []string) (int, error) {
 	emb := s.cfg.Embedder
 	if emb == nil || len(versions) == 0 {
 		return 0, nil
@@ -26,7 +26,7 @@ func (s *Service) embedVersions(ctx context.Context, versions []string) (int, er
 	if err != nil {
 		return 0, err
 	}
-	chunks, err := db.ChunksToEmbed(ctx, versions, emb.Info().Dims)
+	chunks, err := db.ChunksToEmbed(ctx, scope, versions, emb.Info().Dims)
 	if err != nil {
 		return 0, err
 	}
@@ -84,7 +84,7 @@ func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.Me
 			missing = append(missing, nearest[f.ID])
 		}
 	}
-	more, err := db.HitsByChunk(ctx, missing)
+	more, err := db.HitsByChunk(ctx, scope, missing)
 	if err != nil {
 		return nil, "", err
 	}

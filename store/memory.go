@@ -259,11 +259,13 @@ func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDec
 	return nil
 }
 
-// MemSetAcceptTx records txID as the transaction accepting proposalID, so
-// that an accept repeated after a crash finds and finishes it.
-func (s *MemoryStore) SetAcceptTx(ctx context.Context, proposalID, txID string) error {
+// MemSetAcceptTx records txID as the transaction accepting scope's open
+// proposal proposalID, so that an accept repeated after a crash finds and
+// finishes it.
+func (s *MemoryStore) SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error {
 	return s.tx(ctx, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, `UPDATE mem_proposals SET accept_tx_id = ? WHERE proposal_id = ? AND status = ?`, txID, proposalID, protocol.ProposalOpen)
+		_, err := t.ExecContext(ctx, `UPDATE mem_proposals SET accept_tx_id = ? WHERE proposal_id = ? AND status = ?
+			AND eid IN (SELECT e.eid FROM mem_elements e WHERE `+scopeWhere+`)`, append([]any{txID, proposalID, protocol.ProposalOpen}, scopeArgs(scope)...)...)
 		if err != nil {
 			return internal(err, "record accept transaction")
 		}
@@ -413,21 +415,23 @@ func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 	})
 }
 
-// MemRecordReturned remembers that read_context returned versions vids to
-// principalID (for memory/verify_citations). A pair already recorded is
-// left alone, so a repeated read writes nothing.
-func (s *MemoryStore) RecordReturned(ctx context.Context, principalID string, vids []int64) error {
+// MemRecordReturned remembers that read_context returned scope's
+// versions vids to principalID (for memory/verify_citations); a version
+// of another scope is not recorded. A pair already recorded is left
+// alone, so a repeated read writes nothing.
+func (s *MemoryStore) RecordReturned(ctx context.Context, scope protocol.MemoryScope, principalID string, vids []int64) error {
 	if len(vids) == 0 {
 		return nil
 	}
 	return s.tx(ctx, func(t *sql.Tx) error {
-		st, err := t.PrepareContext(ctx, `INSERT OR IGNORE INTO mem_returned (principal_id, vid) VALUES (?, ?)`)
+		st, err := t.PrepareContext(ctx, `INSERT OR IGNORE INTO mem_returned (principal_id, vid)
+			SELECT ?, v.vid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE v.vid = ? AND `+scopeWhere)
 		if err != nil {
 			return internal(err, "prepare returned")
 		}
 		defer st.Close()
 		for _, v := range vids {
-			if _, err := st.ExecContext(ctx, principalID, v); err != nil {
+			if _, err := st.ExecContext(ctx, append([]any{principalID, v}, scopeArgs(scope)...)...); err != nil {
 				return internal(err, "record returned")
 			}
 		}

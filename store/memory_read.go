@@ -388,19 +388,6 @@ func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid
 	return v, nil
 }
 
-// MemFirstChunk returns the key and offsets of a version's first chunk,
-// or ok false when it has none.
-func (s *MemoryStore) FirstChunk(ctx context.Context, vid int64) (key string, start, end int, ok bool, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT chunk_key, start_offset, end_offset FROM mem_chunks WHERE vid = ? ORDER BY id LIMIT 1`, vid).Scan(&key, &start, &end)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, 0, false, nil
-	}
-	if err != nil {
-		return "", 0, 0, false, internal(err, "read chunk")
-	}
-	return key, start, end, true, nil
-}
-
 // Verdicts of MemVerify (protocol.CitationCheck.Reason).
 const (
 	VerifyNeverReturned = "never-returned"

@@ -112,3 +112,71 @@ func TestMemPromotableNeverMovesBack(t *testing.T) {
 		t.Fatalf("baseline holds %v, %v", v, err)
 	}
 }
+
+// TestMemByIDStaysInScope: the methods that take ids (chunks, versions,
+// a proposal) act on the caller's scope only: another repository's chunk
+// is not found, its versions are neither embedded nor recorded as
+// returned, and its proposal's accept transaction is not set.
+func TestMemByIDStaysInScope(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m := db.Memory()
+	r1 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r1"}
+	r2 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
+	out, err := m.Ingest(ctx, r2, []MemIngestFile{memTestFile("b.md", "a note in r2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vid := out[0].VersionID
+	if cs, err := m.ChunksToEmbed(ctx, r1, []string{vid}, 8); err != nil || len(cs) != 0 {
+		t.Fatalf("r2's chunks to embed, asked by r1: %v %v", cs, err)
+	}
+	cs, err := m.ChunksToEmbed(ctx, r2, []string{vid}, 8)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("r2's own chunks to embed: %v %v", cs, err)
+	}
+	if _, err := m.HitsByChunk(ctx, r1, []int64{cs[0].ChunkID}); err == nil {
+		t.Fatal("r1 read r2's chunk")
+	}
+	if hs, err := m.HitsByChunk(ctx, r2, []int64{cs[0].ChunkID}); err != nil || len(hs) != 1 || hs[0].VersionID != vid {
+		t.Fatalf("r2's own chunk: %v %v", hs, err)
+	}
+	v, err := m.VersionByID(ctx, r2, vid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RecordReturned(ctx, r1, "p", []int64{v.VID}); err != nil {
+		t.Fatal(err)
+	}
+	cit := []protocol.MemoryCitation{{RepositoryID: "r2", ElementID: "b.md", VersionID: vid}}
+	if got, err := m.Verify(ctx, r2, "p", cit); err != nil || got[0].Returned {
+		t.Fatalf("a version of r2 recorded as returned through r1: %+v %v", got, err)
+	}
+	if err := m.RecordReturned(ctx, r2, "p", []int64{v.VID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Verify(ctx, r2, "p", cit); err != nil || !got[0].Returned {
+		t.Fatalf("a version of r2 returned in r2: %+v %v", got, err)
+	}
+	pr := protocol.MemoryPrincipal{PrincipalID: "p"}
+	if err := m.Propose(ctx, MemNewProposal{Scope: r2, Principal: pr, ProposalID: "prop", TargetElementID: "b.md", TargetVersionID: vid,
+		Summary: "s", Version: MemNewVersion{VersionID: "prop@1", Title: "b", Body: "new", BodyHash: HashBody("new"), SourceKind: protocol.SourceProposal}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetAcceptTx(ctx, r1, "prop", "tx-r1"); err != nil {
+		t.Fatal(err)
+	}
+	if row, err := m.Proposal(ctx, r2, "prop"); err != nil || row.AcceptTxID != "" {
+		t.Fatalf("r1 set r2's accept transaction: %+v %v", row, err)
+	}
+	if err := m.SetAcceptTx(ctx, r2, "prop", "tx-r2"); err != nil {
+		t.Fatal(err)
+	}
+	if row, err := m.Proposal(ctx, r2, "prop"); err != nil || row.AcceptTxID != "tx-r2" {
+		t.Fatalf("r2's own accept transaction: %+v %v", row, err)
+	}
+}

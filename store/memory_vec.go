@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
 )
@@ -30,9 +32,9 @@ type MemChunkText struct {
 	Text    string
 }
 
-// MemChunksToEmbed returns the chunks of versions (by version id) that
-// have no vector of dimension dims yet.
-func (s *MemoryStore) ChunksToEmbed(ctx context.Context, versions []string, dims int) ([]MemChunkText, error) {
+// MemChunksToEmbed returns the chunks of scope's versions (by version id)
+// that have no vector of dimension dims yet.
+func (s *MemoryStore) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]MemChunkText, error) {
 	if len(versions) == 0 {
 		return nil, nil
 	}
@@ -44,13 +46,14 @@ func (s *MemoryStore) ChunksToEmbed(ctx context.Context, versions []string, dims
 	for start := 0; start < len(versions); start += 500 {
 		part := versions[start:min(start+500, len(versions))]
 		q := `SELECT c.id, c.tenant_id, c.organization_id, c.repository_id, c.start_offset, c.end_offset, v.body
-			FROM mem_versions v JOIN mem_chunks c ON c.vid = v.vid WHERE v.version_id IN (?` + strings.Repeat(", ?", len(part)-1) + `)`
+			FROM mem_versions v JOIN mem_chunks c ON c.vid = v.vid
+			WHERE c.repository_id = ? AND c.organization_id = ? AND c.tenant_id = ? AND v.version_id IN (?` + strings.Repeat(", ?", len(part)-1) + `)`
 		if exists {
 			q += ` AND c.id NOT IN (SELECT rowid FROM ` + memVecTable(dims) + `)`
 		}
-		args := make([]any, len(part))
-		for i, v := range part {
-			args[i] = v
+		args := []any{scope.RepositoryID, scope.OrganizationID, scope.TenantID}
+		for _, v := range part {
+			args = append(args, v)
 		}
 		rows, err := s.db.QueryContext(ctx, q+` ORDER BY c.id`, args...)
 		if err != nil {
@@ -152,15 +155,19 @@ func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemorySco
 	return out, best, rows.Err()
 }
 
-// MemHitsByChunk returns, for chunk ids, their versions as hits (Score 0),
-// in the order given.
-func (s *MemoryStore) HitsByChunk(ctx context.Context, chunks []int64) ([]MemHit, error) {
+// MemHitsByChunk returns, for chunk ids of scope, their versions as hits
+// (Score 0), in the order given; a chunk of another scope is
+// errs.NotFound.
+func (s *MemoryStore) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]MemHit, error) {
 	out := make([]MemHit, 0, len(chunks))
 	for _, id := range chunks {
 		var h MemHit
 		v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+`, c.id, c.chunk_key, c.start_offset, c.end_offset
-			FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = ?`, id),
-			&h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
+			FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = ? AND `+scopeWhere,
+			append([]any{id}, scopeArgs(scope)...)...), &h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, errs.New(errs.NotFound, map[string]any{"chunk_id": id}, "chunk %d not found in this scope", id)
+		}
 		if err != nil {
 			return nil, internal(err, "read chunk hit")
 		}

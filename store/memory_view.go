@@ -15,10 +15,10 @@ import (
 // in each kernel's kernel.db; MemoryStore is kernel.db's implementation.
 type Memory interface {
 	Ingest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error)
-	SetAcceptTx(ctx context.Context, proposalID, txID string) error
+	SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error
 	CommitAccept(ctx context.Context, a MemAccept) error
 	CommitPromote(ctx context.Context, p MemPromote) error
-	RecordReturned(ctx context.Context, principalID string, vids []int64) error
+	RecordReturned(ctx context.Context, scope protocol.MemoryScope, principalID string, vids []int64) error
 	Propose(ctx context.Context, p MemNewProposal) error
 	Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d MemDecision) error
 	Rebase(ctx context.Context, oldID string, next MemNewProposal, d MemDecision) error
@@ -33,12 +33,11 @@ type Memory interface {
 	Baselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error)
 	Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error)
 	Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error)
-	FirstChunk(ctx context.Context, vid int64) (key string, start, end int, ok bool, err error)
 	Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error)
-	ChunksToEmbed(ctx context.Context, versions []string, dims int) ([]MemChunkText, error)
+	ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]MemChunkText, error)
 	PutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error
 	SearchVector(ctx context.Context, scope protocol.MemoryScope, bid int64, q []float32, k int) ([]search.Scored, map[int64]int64, error)
-	HitsByChunk(ctx context.Context, chunks []int64) ([]MemHit, error)
+	HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]MemHit, error)
 }
 
 // MemoryStore implements Memory on kernel.db.
