@@ -491,6 +491,9 @@ type MemoryCapabilities struct {
 const (
 	// MemoryStoreSQLite: memory lives in the data dir's kernel.db.
 	MemoryStoreSQLite = "sqlite"
+	// MemoryStorePostgres: memory lives in a team's PostgreSQL database
+	// (serve --memory-store postgres://…), shared by its kernels.
+	MemoryStorePostgres = "postgres"
 	// MemoryPolicyNone: no --memory-policy; every memory method is refused.
 	MemoryPolicyNone = "none"
 )

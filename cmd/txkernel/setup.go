@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -20,8 +21,10 @@ import (
 	"github.com/txkernel/txkernel/jsondoc"
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/store/postgres"
 	"github.com/txkernel/txkernel/tx"
 	wstarget "github.com/txkernel/txkernel/workspace"
 )
@@ -31,7 +34,7 @@ import (
 type serveFlags struct {
 	workspace, dataDir, sandboxMode, policy, framing, logLevel *string
 	maxMsg, docMaxBytes                                        *int64
-	docPolicy, memPolicy                                       *string
+	docPolicy, memPolicy, memStore                             *string
 	docMaxDepth                                                *int
 	validationTTL                                              *time.Duration
 	ef                                                         embedFlags
@@ -49,6 +52,7 @@ func newServeFlags(fs *flag.FlagSet) *serveFlags {
 		docPolicy:   fs.String("document-approval-policy", string(approvals.Never), "untrusted | never: whether a person approves each document patch (optional for documents); recipe PatchSets always wait for patchset/decide"),
 		docMaxBytes: fs.Int64("doc-max-bytes", jsondoc.DefaultLimits().MaxBytes, "largest JSON document, in bytes (compact)"),
 		docMaxDepth: fs.Int("doc-max-depth", jsondoc.DefaultLimits().MaxDepth, "deepest nesting of a JSON document"),
+		memStore:    fs.String("memory-store", protocol.MemoryStoreSQLite, "where memory lives: sqlite (the data dir's kernel.db) or a postgres:// URL (libpq syntax; a unix socket directory in ?host=) that a team's kernels share; the password comes from PGPASSWORD or ~/.pgpass, never from this flag"),
 		memPolicy:   fs.String("memory-policy", "", "JSON file of memory grants: {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused"),
 	}
 	f.validationTTL = fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
@@ -184,8 +188,24 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 		PatchPolicy: dpol,
 	})
 	k.closers = append(k.closers, func() { doct.Close() })
-	// The memory domain sees kernel.db through its store.Memory view.
-	memStore := store.MemoryOf(kdb.Open)
+	// The memory domain sees its store through the store.Memory
+	// interface: kernel.db's view, or a team's PostgreSQL database,
+	// opened (connected and migrated) now, so that a wrong URL fails the
+	// start-up rather than the first memory call.
+	memStore, memStoreName := store.MemoryOf(kdb.Open), protocol.MemoryStoreSQLite
+	switch u := *f.memStore; {
+	case u == protocol.MemoryStoreSQLite:
+	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
+		pg, err := postgres.Open(ctx, u)
+		if err != nil {
+			return fail("--memory-store: %v", err)
+		}
+		k.closers = append(k.closers, pg.Close)
+		memStore = func(context.Context) (store.Memory, error) { return pg.Memory(), nil }
+		memStoreName = protocol.MemoryStorePostgres
+	default:
+		return fail("--memory-store: %q is neither sqlite nor a postgres:// URL", redactURL(u))
+	}
 	eng, err := tx.Open(ctx, tx.Options{
 		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(memStore, fps)},
 		DataDir: dd, Failpoints: fps, Logger: log,
@@ -203,10 +223,21 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	}
 	cs := corpus.NewService(corpus.Config{DB: kdb.Open, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	k.closers = append(k.closers, func() { cs.Close() })
-	ms := memory.New(memory.Config{Store: memStore, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
+	ms := memory.New(memory.Config{Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
 	k.cfg = kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,
 		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: version, Logger: log,
 	}
 	return k, 0
+}
+
+// redactURL is u with any password replaced, for an error message.
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		if _, ok := p.User.Password(); ok {
+			p.User = url.UserPassword(p.User.Username(), "xxxxx")
+			return p.String()
+		}
+	}
+	return u
 }

@@ -142,11 +142,15 @@ func BinDir(tb testing.TB) string {
 	return d
 }
 
-// Main runs the tests of m and then removes the binaries built for them;
-// it does not return (it calls os.Exit with m.Run's status). Call it from
-// each e2e package's TestMain.
-func Main(m *testing.M) {
+// Main runs the tests of m, then each of after (a test server to stop, say),
+// and then removes the binaries built for them; it does not return (it
+// calls os.Exit with m.Run's status). Call it from each e2e package's
+// TestMain.
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if dir != "" {
 		os.RemoveAll(dir)
 	}

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/pgtest"
 )
 
 // TestMain builds the real binary at most once for this package's tests
 // (harness.Bin) and removes it when they end.
-func TestMain(m *testing.M) { harness.Main(m) }
+func TestMain(m *testing.M) { harness.Main(m, pgtest.Stop) }

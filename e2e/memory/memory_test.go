@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/pgtest"
+	"github.com/txkernel/txkernel/store/postgres"
 )
 
 // memPolicy is the grants the memory tests run under: agent-7 reads and
@@ -62,16 +65,34 @@ func gitRepo(t testing.TB, dir string) string {
 	return git("rev-parse", "HEAD")
 }
 
-// startMemoryKernel starts a kernel on ws with the memory policy.
-func startMemoryKernel(t testing.TB, ws, dataDir string, env []string) *harness.Proc {
+// startMemoryKernel starts a kernel on ws with the memory policy and any
+// extra flags (--memory-store).
+func startMemoryKernel(t testing.TB, ws, dataDir string, env []string, extra ...string) *harness.Proc {
 	t.Helper()
 	pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
 	if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, env, "serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error")
+	args := append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error"}, extra...)
+	p := harness.Start(t, env, args...)
 	p.Initialize()
 	return p
+}
+
+// teamDB is a fresh PostgreSQL memory database for t, migrated (from a
+// template migrated once per test binary), as --memory-store flags.
+func teamDB(t *testing.T) []string {
+	t.Helper()
+	srv := pgtest.Shared(t)
+	tpl := srv.Template(t, "memory", func(url string) error {
+		s, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			return err
+		}
+		s.Close()
+		return nil
+	})
+	return []string{"--memory-store", srv.Database(t, tpl)}
 }
 
 func items(t testing.TB, res map[string]any) []map[string]any {
@@ -103,6 +124,20 @@ func wantCode(t testing.TB, what string, resp map[string]any, code int) map[stri
 func TestMemorySmoke(t *testing.T) {
 	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
 	t.Parallel()
+	memorySmoke(t)
+}
+
+// TestMemorySmokePostgres is the same smoke with memory in a PostgreSQL
+// database (--memory-store): the same answers, from the other store.
+func TestMemorySmokePostgres(t *testing.T) {
+	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
+	t.Parallel()
+	memorySmoke(t, teamDB(t)...)
+}
+
+// memorySmoke is TestMemorySmoke's body, on a kernel started with extra
+// flags.
+func memorySmoke(t *testing.T, extra ...string) {
 	rfcs := harness.SharedDir(t, "corpora/rust-rfcs/text")
 	ws := t.TempDir()
 	harness.CopyTree(t, rfcs, filepath.Join(ws, "backlog"))
@@ -114,8 +149,18 @@ func TestMemorySmoke(t *testing.T) {
 		}
 		return nil
 	})
-	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	p := startMemoryKernel(t, ws, dataDir, nil, extra...)
 	defer p.Stop()
+	if len(extra) > 0 {
+		// Memory in PostgreSQL: nothing of it in kernel.db, which this
+		// session (memory only) never even creates.
+		defer func() {
+			if _, err := os.Stat(filepath.Join(dataDir, "kernel.db")); !os.IsNotExist(err) {
+				t.Errorf("kernel.db exists with memory in PostgreSQL (%v)", err)
+			}
+		}()
+	}
 
 	// 1. Ingest the backlog, as a curator.
 	resp, notes := p.Call("memory/ingest", memReq(scopeR1, curator, "path", "."))
@@ -451,25 +496,40 @@ func TestMemoryBadInput(t *testing.T) {
 // finishes it, and the element has one new version.
 func TestMemoryAcceptCrash(t *testing.T) {
 	t.Parallel()
+	memoryAcceptCrash(t, func(*testing.T) []string { return nil })
+}
+
+// TestMemoryAcceptCrashPostgres is TestMemoryAcceptCrash with memory in a
+// PostgreSQL database: after the kill and the restart, one new version or
+// none, never two.
+func TestMemoryAcceptCrashPostgres(t *testing.T) {
+	t.Parallel()
+	memoryAcceptCrash(t, teamDB)
+}
+
+// memoryAcceptCrash is TestMemoryAcceptCrash's body, each case's kernels
+// started with the flags store gives.
+func memoryAcceptCrash(t *testing.T, store func(*testing.T) []string) {
 	for _, fp := range []string{"apply.before-commit-record", "apply.after-commit-record", "memory.before-sql-commit", "apply.after-blobs-deleted"} {
 		t.Run(fp, func(t *testing.T) {
 			t.Parallel()
 			ws := t.TempDir()
 			smallBacklog(t, ws)
 			dataDir := filepath.Join(t.TempDir(), "data")
-			p := startMemoryKernel(t, ws, dataDir, nil)
+			extra := store(t)
+			p := startMemoryKernel(t, ws, dataDir, nil, extra...)
 			p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 			v0 := harness.Str(items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]["version_id"])
 			prop := harness.Str(p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md", "target_version_id", v0,
 				"body", "# Cache\n\nThe cache is write-back.\n", "summary", "write-back", "provenance", agentPrv))["proposal_id"])
 			p.Stop()
 
-			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"})
+			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"}, extra...)
 			c.NextID++
 			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/accept","params":` + harness.JSONText(memReq(scopeR1, curator, "proposal_id", prop)) + `}`)
 			<-c.Done // the failpoint kills the kernel
 
-			r := startMemoryKernel(t, ws, dataDir, nil)
+			r := startMemoryKernel(t, ws, dataDir, nil, extra...)
 			defer r.Stop()
 			acc := r.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", prop))
 			committed := fp != "apply.before-commit-record"

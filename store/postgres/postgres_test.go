@@ -13,6 +13,8 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/pgtest"
+	"github.com/txkernel/txkernel/store"
+	"github.com/txkernel/txkernel/store/memtest"
 )
 
 func TestMain(m *testing.M) {
@@ -178,4 +180,18 @@ func TestRetryable(t *testing.T) {
 	if retryable(errors.New("x")) || retryable(nil) {
 		t.Error("a non-PostgreSQL error is retryable")
 	}
+}
+
+// TestMemoryConformance runs the store.Memory conformance suite on a
+// PostgreSQL database per test, connected as a role row-level security
+// applies to.
+func TestMemoryConformance(t *testing.T) {
+	memtest.Run(t, func(t *testing.T) store.Memory {
+		s, err := Open(context.Background(), migrated(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s.Memory()
+	})
 }

@@ -1,0 +1,33 @@
+package memory
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+// TestMemoryStoreFlag: --memory-store names where memory lives.
+// Anything but sqlite or a postgres:// URL, or a server that cannot be
+// reached, fails the start-up with a message naming the flag (never the
+// first memory call), and a kernel on a team's database says so in
+// capabilities.memory.store.
+func TestMemoryStoreFlag(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for _, bad := range []string{"mysql://db/x", "postgres://nobody@/none?host=/nonexistent-socket-dir&connect_timeout=2"} {
+		cmd := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-store", bad)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--memory-store") {
+			t.Errorf("--memory-store %s: %v, %s; want a failed start naming the flag", bad, err, out)
+		}
+	}
+	smallBacklog(t, ws)
+	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, teamDB(t)...)
+	defer p.Stop()
+	res := p.MustResult("initialize", map[string]any{})
+	if got, _ := harness.JSONPath(res, "capabilities.memory.store"); got != "postgres" {
+		t.Fatalf("capabilities.memory.store = %v, want postgres", got)
+	}
+}

@@ -1,0 +1,186 @@
+// Package memtest is the conformance suite of store.Memory: the tests every
+// implementation must pass, run by each one's own tests (SQLite's in
+// package store, PostgreSQL's in store/postgres), so the two stores keep
+// one behaviour. The package is only imported by tests; it imports
+// testing.
+package memtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+)
+
+// Run runs every conformance test as a subtest of t, each on a fresh,
+// empty memory store from open.
+func Run(t *testing.T, open func(t *testing.T) store.Memory) {
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, store.Memory)
+	}{
+		{"SearchTrimsInsideTheQuery", searchTrimsInsideTheQuery},
+		{"PromotableNeverMovesBack", promotableNeverMovesBack},
+		{"ByIDStaysInScope", byIDStaysInScope},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
+	}
+}
+
+func memTestFile(id, text string) store.MemIngestFile {
+	return store.MemIngestFile{ElementID: id, Version: store.MemNewVersion{VersionID: "ver_" + id + "_" + store.HashBody(text)[:8], Title: id, Body: text, BodyHash: store.HashBody(text),
+		SourceKind: protocol.SourceIngestedEvidence, Chunks: []store.MemChunk{{Key: "_preamble", Title: id, Text: text, Start: 0, End: len(text)}}}}
+}
+
+// searchTrimsInsideTheQuery: another repository holds many better
+// matches, yet a search of r1 returns exactly k versions, all of r1 and of
+// its published baseline; a version not in the baseline is never ranked.
+func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	r1 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r1"}
+	r2 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
+	var r1Files, r2Files []store.MemIngestFile
+	for i := range 5 {
+		r1Files = append(r1Files, memTestFile(fmt.Sprintf("a%d.md", i), "a note about lanterns and other things"))
+	}
+	for i := range 30 {
+		r2Files = append(r2Files, memTestFile(fmt.Sprintf("b%d.md", i), "lanterns lanterns lanterns"))
+	}
+	publish := func(sc protocol.MemoryScope, files []store.MemIngestFile, tx string) int64 {
+		out, err := m.Ingest(ctx, sc, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs []string
+		for _, o := range out {
+			vs = append(vs, o.VersionID)
+		}
+		if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
+			t.Fatal(err)
+		}
+		_, bid, err := m.Pointer(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bid
+	}
+	bid1 := publish(r1, r1Files, "tx1")
+	publish(r2, r2Files, "tx2")
+	// A new version of a0.md that is not published: never ranked.
+	if _, err := m.Ingest(ctx, r1, []store.MemIngestFile{memTestFile("a0.md", "lanterns lanterns lanterns lanterns")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 3, 5, 10} {
+		hits, err := m.Search(ctx, r1, bid1, `"lanterns"`, k, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(k, 5); len(hits) != want {
+			t.Fatalf("k=%d: %d hits, want %d", k, len(hits), want)
+		}
+		for _, h := range hits {
+			if h.RepositoryID != "r1" || h.Body != "a note about lanterns and other things" {
+				t.Fatalf("k=%d: hit %s@%s of %s outside the scope or the baseline", k, h.ElementID, h.VersionID, h.RepositoryID)
+			}
+		}
+	}
+	// The same baseline read from another scope finds nothing.
+	if hits, err := m.Search(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
+		t.Fatalf("r1's baseline through r2's scope: %v %v", hits, err)
+	}
+}
+
+// promotableNeverMovesBack: an explicit promote leaves out a
+// version older than (or equal to) what the baseline holds.
+func promotableNeverMovesBack(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	v1, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "two")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v2[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+		t.Fatal(err)
+	}
+	// Idempotent: committing the same transaction again changes nothing.
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v1[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+		t.Fatal(err)
+	}
+	_, bid, _ := m.Pointer(ctx, sc)
+	got, err := m.Promotable(ctx, sc, bid, []string{v1[0].VersionID, v2[0].VersionID})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("MemPromotable = %v, %v; want nothing", got, err)
+	}
+	v, err := m.Fetch(ctx, sc, bid, "a.md")
+	if err != nil || v.Body != "two" {
+		t.Fatalf("baseline holds %v, %v", v, err)
+	}
+}
+
+// byIDStaysInScope: the methods that take ids (chunks, versions,
+// a proposal) act on the caller's scope only: another repository's chunk
+// is not found, its versions are neither embedded nor recorded as
+// returned, and its proposal's accept transaction is not set.
+func byIDStaysInScope(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	r1 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r1"}
+	r2 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
+	out, err := m.Ingest(ctx, r2, []store.MemIngestFile{memTestFile("b.md", "a note in r2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vid := out[0].VersionID
+	if cs, err := m.ChunksToEmbed(ctx, r1, []string{vid}, 8); err != nil || len(cs) != 0 {
+		t.Fatalf("r2's chunks to embed, asked by r1: %v %v", cs, err)
+	}
+	cs, err := m.ChunksToEmbed(ctx, r2, []string{vid}, 8)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("r2's own chunks to embed: %v %v", cs, err)
+	}
+	if _, err := m.HitsByChunk(ctx, r1, []int64{cs[0].ChunkID}); err == nil {
+		t.Fatal("r1 read r2's chunk")
+	}
+	if hs, err := m.HitsByChunk(ctx, r2, []int64{cs[0].ChunkID}); err != nil || len(hs) != 1 || hs[0].VersionID != vid {
+		t.Fatalf("r2's own chunk: %v %v", hs, err)
+	}
+	v, err := m.VersionByID(ctx, r2, vid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RecordReturned(ctx, r1, "p", []int64{v.VID}); err != nil {
+		t.Fatal(err)
+	}
+	cit := []protocol.MemoryCitation{{RepositoryID: "r2", ElementID: "b.md", VersionID: vid}}
+	if got, err := m.Verify(ctx, r2, "p", cit); err != nil || got[0].Returned {
+		t.Fatalf("a version of r2 recorded as returned through r1: %+v %v", got, err)
+	}
+	if err := m.RecordReturned(ctx, r2, "p", []int64{v.VID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Verify(ctx, r2, "p", cit); err != nil || !got[0].Returned {
+		t.Fatalf("a version of r2 returned in r2: %+v %v", got, err)
+	}
+	pr := protocol.MemoryPrincipal{PrincipalID: "p"}
+	if err := m.Propose(ctx, store.MemNewProposal{Scope: r2, Principal: pr, ProposalID: "prop", TargetElementID: "b.md", TargetVersionID: vid,
+		Summary: "s", Version: store.MemNewVersion{VersionID: "prop@1", Title: "b", Body: "new", BodyHash: store.HashBody("new"), SourceKind: protocol.SourceProposal}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetAcceptTx(ctx, r1, "prop", "tx-r1"); err != nil {
+		t.Fatal(err)
+	}
+	if row, err := m.Proposal(ctx, r2, "prop"); err != nil || row.AcceptTxID != "" {
+		t.Fatalf("r1 set r2's accept transaction: %+v %v", row, err)
+	}
+	if err := m.SetAcceptTx(ctx, r2, "prop", "tx-r2"); err != nil {
+		t.Fatal(err)
+	}
+	if row, err := m.Proposal(ctx, r2, "prop"); err != nil || row.AcceptTxID != "tx-r2" {
+		t.Fatalf("r2's own accept transaction: %+v %v", row, err)
+	}
+}

@@ -1,0 +1,547 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+)
+
+// Curated memory (seed 002) on PostgreSQL: the writes. Each method is one
+// SQL transaction in the scope's tenant (inTenant), holding a
+// transaction-scoped advisory lock on the scope, so that two kernels
+// writing one scope take turns and each reads what the other committed;
+// the unique constraints are the backstop. Rows, statuses, ledger events
+// and decision artefacts are those the SQLite store writes
+// (store/memory.go, store/memory_curate.go).
+
+// Memory implements store.Memory on the team's database.
+type Memory struct{ s *Store }
+
+var _ store.Memory = (*Memory)(nil)
+
+// Memory returns the memory view of s.
+func (s *Store) Memory() *Memory { return &Memory{s: s} }
+
+// now is the time the store writes: RFC 3339 UTC with nanoseconds, as the
+// SQLite store's.
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// scopeKey names a scope for its advisory lock.
+func scopeKey(s protocol.MemoryScope) string {
+	return s.TenantID + "\x1f" + s.OrganizationID + "\x1f" + s.RepositoryID
+}
+
+// write runs fn in scope's tenant under the scope's advisory lock.
+func (m *Memory) write(ctx context.Context, scope protocol.MemoryScope, fn func(pgx.Tx) error) error {
+	return m.s.inTenant(ctx, scope.TenantID, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, scopeKey(scope)); err != nil {
+			return internal(err, "scope lock")
+		}
+		return fn(tx)
+	})
+}
+
+// read runs fn in scope's tenant.
+func (m *Memory) read(ctx context.Context, scope protocol.MemoryScope, fn func(pgx.Tx) error) error {
+	return m.s.inTenant(ctx, scope.TenantID, fn)
+}
+
+// internal wraps an unexpected database error; a kernel error passes.
+func internal(err error, what string) error {
+	if _, ok := errors.AsType[*errs.Error](err); ok {
+		return err
+	}
+	return errs.Wrap(errs.Internal, err, nil, "memory store: %s", what)
+}
+
+// isUnique reports a unique violation.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// notFoundElement is the one error for an element that does not exist and
+// one outside the caller's scope or baseline: no existence leak.
+func notFoundElement(id string) error {
+	return errs.New(errs.NotFound, map[string]any{"element_id": id}, "element %s not found in this scope", id)
+}
+
+// element is an element row inside a transaction.
+type element struct {
+	eid     int64
+	typ     string
+	headVID *int64
+}
+
+// elementIn finds scope's element id: errs.NotFound when there is none.
+func elementIn(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id string) (*element, error) {
+	var e element
+	err := tx.QueryRow(ctx, `SELECT eid, type, head_vid FROM mem_elements
+		WHERE tenant_id = $1 AND organization_id = $2 AND repository_id = $3 AND element_id = $4`,
+		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id).Scan(&e.eid, &e.typ, &e.headVID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFoundElement(id)
+	}
+	if err != nil {
+		return nil, internal(err, "read element")
+	}
+	return &e, nil
+}
+
+// Ingest implements store.Memory (store.MemoryStore.Ingest).
+func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files []store.MemIngestFile) ([]store.MemIngestOutcome, error) {
+	var out []store.MemIngestOutcome
+	ts := now()
+	err := m.write(ctx, scope, func(tx pgx.Tx) error {
+		out = make([]store.MemIngestOutcome, 0, len(files)) // a retried transaction starts again
+		for _, f := range files {
+			el, err := elementIn(ctx, tx, scope, f.ElementID)
+			if err != nil && !errs.KindIs(err, errs.NotFound) {
+				return err
+			}
+			status := store.IngestNewVersion
+			if el == nil {
+				eid, err := insertElement(ctx, tx, scope, f.ElementID, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
+				if err != nil {
+					return err
+				}
+				el = &element{eid: eid, typ: protocol.ElementBacklogMD}
+				status = store.IngestCreated
+			} else if el.typ != protocol.ElementBacklogMD {
+				return errs.New(errs.Conflict, map[string]any{"element_id": f.ElementID, "type": el.typ},
+					"element %s exists with type %s; ingest makes only %s elements", f.ElementID, el.typ, protocol.ElementBacklogMD)
+			} else {
+				var vid, hash string
+				err := tx.QueryRow(ctx, `SELECT version_id, body_hash FROM mem_versions WHERE eid = $1 AND source_kind = $2 ORDER BY seq DESC LIMIT 1`,
+					el.eid, protocol.SourceIngestedEvidence).Scan(&vid, &hash)
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return internal(err, "read ingested version")
+				}
+				if hash == f.Version.BodyHash {
+					out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestUnchanged, VersionID: vid})
+					continue
+				}
+			}
+			if _, err := insertVersion(ctx, tx, scope, el.eid, f.Version, ts); err != nil {
+				return err
+			}
+			out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id, typ, sourceKind, ts string) (int64, error) {
+	var eid int64
+	err := tx.QueryRow(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING eid`,
+		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id, typ, sourceKind, ts).Scan(&eid)
+	if isUnique(err) {
+		return 0, errs.New(errs.Exists, map[string]any{"element_id": id}, "element %s exists", id)
+	}
+	if err != nil {
+		return 0, internal(err, "insert element")
+	}
+	return eid, nil
+}
+
+// insertVersion writes v as eid's next version, makes it the head, and
+// indexes its chunks under scope: each chunk's title weighted A and its
+// text D in one tsvector, with its token count for BM25.
+func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, eid int64, v store.MemNewVersion, ts string) (int64, error) {
+	prov := v.Provenance
+	if len(prov) == 0 {
+		prov = json.RawMessage("{}")
+	}
+	var txID *string
+	if v.TxID != "" {
+		txID = &v.TxID
+	}
+	var vid int64
+	err := tx.QueryRow(ctx, `INSERT INTO mem_versions (tenant_id, version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
+		VALUES ($1, $2, $3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM mem_versions WHERE eid = $3), $4, $5, $6, $7, $8, $9, $10) RETURNING vid`,
+		scope.TenantID, v.VersionID, eid, v.Title, v.Body, v.BodyHash, v.SourceKind, ts, string(prov), txID).Scan(&vid)
+	if err != nil {
+		return 0, internal(err, "insert version")
+	}
+	if _, err := tx.Exec(ctx, `UPDATE mem_elements SET head_vid = $1 WHERE eid = $2`, vid, eid); err != nil {
+		return 0, internal(err, "move head")
+	}
+	if len(v.Chunks) == 0 {
+		return vid, nil
+	}
+	var b pgx.Batch
+	for _, c := range v.Chunks {
+		b.Queue(`INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search, search_length)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, t.v, (SELECT COALESCE(SUM(array_length(positions, 1)), 0) FROM unnest(t.v))
+			FROM (SELECT setweight(to_tsvector('english', $9), 'A') || setweight(to_tsvector('english', $10), 'D') AS v) t`,
+			scope.TenantID, scope.OrganizationID, scope.RepositoryID, vid, c.Key, c.HeadingPath, c.Start, c.End, c.Title, c.Text)
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return 0, internal(err, "insert chunks")
+	}
+	return vid, nil
+}
+
+func insertRel(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, typ string, src, dst int64, dstVID *int64, meta any, ts string) error {
+	md := []byte("{}")
+	if meta != nil {
+		md, _ = json.Marshal(meta)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO mem_relationships (tenant_id, repository_id, relationship_kind, type, source_eid, target_eid, target_vid, metadata, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		scope.TenantID, scope.RepositoryID, protocol.RelationshipReference, typ, src, dst, dstVID, string(md), ts)
+	if err != nil {
+		return internal(err, "insert relationship")
+	}
+	return nil
+}
+
+// decide writes d's decision element, version and ledger event; it returns
+// the decision element's eid.
+func decide(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.MemDecision, ts string) (int64, error) {
+	body := map[string]any{"decision": d.Type, "subject": d.Subject, "principal": d.Principal, "decided_at": ts}
+	for k, v := range d.Body {
+		body[k] = v
+	}
+	b, _ := json.MarshalIndent(body, "", "  ")
+	eid, err := insertElement(ctx, tx, scope, d.DecisionID, protocol.ElementDecision, protocol.SourceDecision, ts)
+	if err != nil {
+		return 0, err
+	}
+	prov, _ := json.Marshal(map[string]any{"actor_type": "principal", "actor_id": d.Principal.PrincipalID, "purpose": d.Principal.Purpose})
+	if _, err := insertVersion(ctx, tx, scope, eid, store.MemNewVersion{VersionID: d.DecisionID + "@1", Title: d.Type + " " + d.Subject,
+		Body: string(b), SourceKind: protocol.SourceDecision, Provenance: prov}, ts); err != nil {
+		return 0, err
+	}
+	return eid, ledger(ctx, tx, scope, d, ts, b)
+}
+
+func ledger(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.MemDecision, ts string, data []byte) error {
+	var txID, dec *string
+	if d.TxID != "" {
+		txID = &d.TxID
+	}
+	if d.DecisionID != "" {
+		dec = &d.DecisionID
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO mem_ledger (ts, type, tenant_id, organization_id, repository_id, principal_id, subject, decision_id, tx_id, data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		ts, d.Type, scope.TenantID, scope.OrganizationID, scope.RepositoryID, d.Principal.PrincipalID, d.Subject, dec, txID, string(data))
+	if err != nil {
+		return internal(err, "append ledger event")
+	}
+	return nil
+}
+
+// SetAcceptTx implements store.Memory.
+func (m *Memory) SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error {
+	return m.write(ctx, scope, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE mem_proposals SET accept_tx_id = $1 WHERE proposal_id = $2 AND status = $3
+			AND eid IN (SELECT eid FROM mem_elements WHERE tenant_id = $4 AND organization_id = $5 AND repository_id = $6)`,
+			txID, proposalID, protocol.ProposalOpen, scope.TenantID, scope.OrganizationID, scope.RepositoryID)
+		if err != nil {
+			return internal(err, "record accept transaction")
+		}
+		return nil
+	})
+}
+
+// CommitAccept implements store.Memory: idempotent by a.TxID.
+func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
+	ts := now()
+	return m.write(ctx, a.Scope, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM mem_versions WHERE tx_id = $1`, a.TxID).Scan(&n); err != nil {
+			return internal(err, "read accept")
+		}
+		if n > 0 {
+			return nil
+		}
+		var peid, targetEID int64
+		var title, body, status, targetType, targetVersion string
+		err := tx.QueryRow(ctx, `SELECT p.eid, p.target_eid, p.status, v.body, e.type, tv.title, tv.version_id
+			FROM mem_proposals p JOIN mem_versions v ON v.vid = p.vid JOIN mem_elements e ON e.eid = p.target_eid JOIN mem_versions tv ON tv.vid = p.target_vid
+			WHERE p.proposal_id = $1`, a.ProposalID).Scan(&peid, &targetEID, &status, &body, &targetType, &title, &targetVersion)
+		if err != nil {
+			return internal(err, "read proposal "+a.ProposalID)
+		}
+		if status != protocol.ProposalOpen {
+			return errs.New(errs.Closed, map[string]any{"proposal_id": a.ProposalID, "status": status}, "proposal %s is %s", a.ProposalID, status)
+		}
+		prov, _ := json.Marshal(map[string]any{"accepted_from": a.ProposalID, "accepted_by": a.Principal.PrincipalID, "previous_version_id": targetVersion, "transaction_id": a.TxID})
+		var chunks []store.MemChunk
+		if a.Chunks != nil {
+			chunks = a.Chunks(title, body)
+		}
+		vid, err := insertVersion(ctx, tx, a.Scope, targetEID, store.MemNewVersion{VersionID: a.VersionID, Title: title, Body: body, BodyHash: store.HashBody(body),
+			SourceKind: protocol.SourceCurated, Provenance: prov, TxID: a.TxID, Chunks: chunks}, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, tx, a.Scope, protocol.RelAcceptedAs, peid, targetEID, &vid, map[string]any{"version_id": a.VersionID}, ts); err != nil {
+			return err
+		}
+		deid, err := decide(ctx, tx, a.Scope, store.MemDecision{DecisionID: a.DecisionID, Type: protocol.MethodMemoryAccept, Principal: a.Principal,
+			Subject: a.ProposalID, TxID: a.TxID, Body: map[string]any{"version_id": a.VersionID, "previous_version_id": targetVersion}}, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, tx, a.Scope, protocol.RelDecidedBy, peid, deid, nil, nil, ts); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE mem_proposals SET status = $1, accepted_vid = $2, decision_eid = $3, accept_tx_id = $4 WHERE proposal_id = $5`,
+			protocol.ProposalAccepted, vid, deid, a.TxID, a.ProposalID)
+		if err != nil {
+			return internal(err, "mark proposal accepted")
+		}
+		return nil
+	})
+}
+
+// CommitPromote implements store.Memory: idempotent by p.TxID.
+func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
+	ts := now()
+	sc := p.Scope
+	return m.write(ctx, sc, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM mem_baselines WHERE tx_id = $1`, p.TxID).Scan(&n); err != nil {
+			return internal(err, "read promote")
+		}
+		if n > 0 {
+			return nil
+		}
+		var parent *int64
+		if p.ParentBaselineID != "" {
+			var bid int64
+			if err := tx.QueryRow(ctx, `SELECT bid FROM mem_baselines WHERE baseline_id = $1`, p.ParentBaselineID).Scan(&bid); err != nil {
+				return internal(err, "read parent baseline")
+			}
+			parent = &bid
+		}
+		var bid int64
+		err := tx.QueryRow(ctx, `INSERT INTO mem_baselines (baseline_id, tenant_id, organization_id, repository_id, parent_bid, created_at, principal_id, reason, items, tx_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9) RETURNING bid`,
+			p.BaselineID, sc.TenantID, sc.OrganizationID, sc.RepositoryID, parent, ts, p.Principal.PrincipalID, p.Reason, p.TxID).Scan(&bid)
+		if err != nil {
+			return internal(err, "insert baseline")
+		}
+		if parent != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO mem_baseline_items (tenant_id, bid, eid, vid) SELECT tenant_id, $1, eid, vid FROM mem_baseline_items WHERE bid = $2`, bid, *parent); err != nil {
+				return internal(err, "copy baseline")
+			}
+		}
+		for _, v := range p.Versions {
+			if _, err := tx.Exec(ctx, `INSERT INTO mem_baseline_items (tenant_id, bid, eid, vid) SELECT $1, $2, eid, vid FROM mem_versions WHERE version_id = $3
+				ON CONFLICT (bid, eid) DO UPDATE SET vid = excluded.vid`, sc.TenantID, bid, v); err != nil {
+				return internal(err, "put baseline item")
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mem_baselines SET items = (SELECT count(*) FROM mem_baseline_items WHERE bid = $1) WHERE bid = $1`, bid); err != nil {
+			return internal(err, "count baseline")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO mem_pointers (tenant_id, organization_id, repository_id, bid) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (tenant_id, organization_id, repository_id) DO UPDATE SET bid = excluded.bid`,
+			sc.TenantID, sc.OrganizationID, sc.RepositoryID, bid); err != nil {
+			return internal(err, "move pointer")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO mem_pointer_history (tenant_id, organization_id, repository_id, bid, previous_bid, moved_at, principal_id, reason)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			sc.TenantID, sc.OrganizationID, sc.RepositoryID, bid, parent, ts, p.Principal.PrincipalID, p.Reason); err != nil {
+			return internal(err, "record pointer move")
+		}
+		_, err = decide(ctx, tx, sc, store.MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
+			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts)
+		return err
+	})
+}
+
+// RecordReturned implements store.Memory.
+func (m *Memory) RecordReturned(ctx context.Context, scope protocol.MemoryScope, principalID string, vids []int64) error {
+	if len(vids) == 0 {
+		return nil
+	}
+	return m.write(ctx, scope, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO mem_returned (tenant_id, principal_id, vid)
+			SELECT $1, $2, v.vid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+			WHERE v.vid = ANY($3) AND e.tenant_id = $1 AND e.organization_id = $4 AND e.repository_id = $5
+			ON CONFLICT DO NOTHING`, scope.TenantID, principalID, vids, scope.OrganizationID, scope.RepositoryID)
+		if err != nil {
+			return internal(err, "record returned")
+		}
+		return nil
+	})
+}
+
+// Propose implements store.Memory (store.MemoryStore.Propose).
+func (m *Memory) Propose(ctx context.Context, p store.MemNewProposal) error {
+	ts := now()
+	return m.write(ctx, p.Scope, func(tx pgx.Tx) error {
+		target, tvid, err := proposalTarget(ctx, tx, p.Scope, p.TargetElementID, p.TargetVersionID)
+		if err != nil {
+			return err
+		}
+		return writeProposal(ctx, tx, p, target, tvid, ts)
+	})
+}
+
+// proposalTarget resolves a proposal's target element and pinned version.
+func proposalTarget(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, elementID, versionID string) (*element, int64, error) {
+	el, err := elementIn(ctx, tx, scope, elementID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if el.typ == protocol.ElementProposal || el.typ == protocol.ElementDecision {
+		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "element_id", Reason: "not-a-document"},
+			"element %s is a %s: proposals target documents", elementID, el.typ)
+	}
+	var vid, veid int64
+	err = tx.QueryRow(ctx, `SELECT v.vid, v.eid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+		WHERE v.version_id = $1 AND e.tenant_id = $2 AND e.organization_id = $3 AND e.repository_id = $4`,
+		versionID, scope.TenantID, scope.OrganizationID, scope.RepositoryID).Scan(&vid, &veid)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && veid != el.eid {
+		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "target_version_id", Reason: "other-element"},
+			"target_version_id %s is not a version of element %s", versionID, elementID)
+	}
+	if err != nil {
+		return nil, 0, internal(err, "read target version")
+	}
+	return el, vid, nil
+}
+
+func writeProposal(ctx context.Context, tx pgx.Tx, p store.MemNewProposal, target *element, tvid int64, ts string) error {
+	eid, err := insertElement(ctx, tx, p.Scope, p.ProposalID, protocol.ElementProposal, protocol.SourceProposal, ts)
+	if err != nil {
+		return err
+	}
+	vid, err := insertVersion(ctx, tx, p.Scope, eid, p.Version, ts)
+	if err != nil {
+		return err
+	}
+	if err := insertRel(ctx, tx, p.Scope, protocol.RelTargetsVersion, eid, target.eid, &tvid,
+		map[string]any{"target_version_id": p.TargetVersionID}, ts); err != nil {
+		return err
+	}
+	proposer := p.ProposedBy
+	if proposer == "" {
+		proposer = p.Principal.PrincipalID
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO mem_proposals (proposal_id, tenant_id, eid, vid, target_eid, target_vid, summary, principal_id, status, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		p.ProposalID, p.Scope.TenantID, eid, vid, target.eid, tvid, p.Summary, proposer, protocol.ProposalOpen, ts); err != nil {
+		if isUnique(err) {
+			return errs.New(errs.Exists, map[string]any{"proposal_id": p.ProposalID}, "proposal %s exists", p.ProposalID)
+		}
+		return internal(err, "insert proposal")
+	}
+	data, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary, "proposed_by": proposer})
+	return ledger(ctx, tx, p.Scope, store.MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, data)
+}
+
+// Reject implements store.Memory (store.MemoryStore.Reject).
+func (m *Memory) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d store.MemDecision) error {
+	ts := now()
+	return m.write(ctx, scope, func(tx pgx.Tx) error {
+		peid, err := openProposal(ctx, tx, scope, proposalID)
+		if err != nil {
+			return err
+		}
+		d := d // a retried transaction starts from the caller's decision
+		d.Type, d.Subject = protocol.MethodMemoryReject, proposalID
+		d.Body = map[string]any{"rationale": rationale}
+		deid, err := decide(ctx, tx, scope, d, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, tx, scope, protocol.RelRejectedBecause, peid, deid, nil, map[string]any{"rationale": rationale}, ts); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mem_proposals SET status = $1, decision_eid = $2 WHERE proposal_id = $3`, protocol.ProposalRejected, deid, proposalID); err != nil {
+			return internal(err, "mark proposal rejected")
+		}
+		return nil
+	})
+}
+
+// openProposal returns an open proposal's element: errs.NotFound when
+// scope has no such proposal, errs.Closed when it was decided.
+func openProposal(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id string) (int64, error) {
+	var eid int64
+	var status string
+	err := tx.QueryRow(ctx, `SELECT p.eid, p.status FROM mem_proposals p JOIN mem_elements e ON e.eid = p.eid
+		WHERE p.proposal_id = $1 AND e.tenant_id = $2 AND e.organization_id = $3 AND e.repository_id = $4`,
+		id, scope.TenantID, scope.OrganizationID, scope.RepositoryID).Scan(&eid, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+	}
+	if err != nil {
+		return 0, internal(err, "read proposal")
+	}
+	if status != protocol.ProposalOpen {
+		return 0, errs.New(errs.Closed, map[string]any{"proposal_id": id, "status": status}, "proposal %s is %s, not open", id, status)
+	}
+	return eid, nil
+}
+
+// Rebase implements store.Memory (store.MemoryStore.Rebase).
+func (m *Memory) Rebase(ctx context.Context, oldID string, next store.MemNewProposal, d store.MemDecision) error {
+	ts := now()
+	return m.write(ctx, next.Scope, func(tx pgx.Tx) error {
+		peid, err := openProposal(ctx, tx, next.Scope, oldID)
+		if err != nil {
+			return err
+		}
+		target, tvid, err := proposalTarget(ctx, tx, next.Scope, next.TargetElementID, next.TargetVersionID)
+		if err != nil {
+			return err
+		}
+		if target.headVID == nil || *target.headVID != tvid {
+			return errs.New(errs.Stale, map[string]any{"proposal_id": oldID, "element_id": next.TargetElementID}, "element %s moved while rebasing: rebase again", next.TargetElementID)
+		}
+		var oldTarget int64
+		if err := tx.QueryRow(ctx, `SELECT target_vid FROM mem_proposals WHERE proposal_id = $1`, oldID).Scan(&oldTarget); err != nil {
+			return internal(err, "read proposal")
+		}
+		if oldTarget == tvid {
+			return errs.New(errs.Conflict, map[string]any{"proposal_id": oldID, "reason": "not-stale", "target_version_id": next.TargetVersionID},
+				"proposal %s already targets the current version %s: accept it instead", oldID, next.TargetVersionID)
+		}
+		if err := writeProposal(ctx, tx, next, target, tvid, ts); err != nil {
+			return err
+		}
+		var neid int64
+		if err := tx.QueryRow(ctx, `SELECT eid FROM mem_proposals WHERE proposal_id = $1`, next.ProposalID).Scan(&neid); err != nil {
+			return internal(err, "read new proposal")
+		}
+		if err := insertRel(ctx, tx, next.Scope, protocol.RelRebasedTo, peid, neid, nil, map[string]any{"proposal_id": next.ProposalID}, ts); err != nil {
+			return err
+		}
+		d := d
+		d.Type, d.Subject = protocol.MethodMemoryRebase, oldID
+		d.Body = map[string]any{"rebased_to": next.ProposalID, "target_version_id": next.TargetVersionID}
+		deid, err := decide(ctx, tx, next.Scope, d, ts)
+		if err != nil {
+			return err
+		}
+		if err := insertRel(ctx, tx, next.Scope, protocol.RelDecidedBy, peid, deid, nil, nil, ts); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mem_proposals SET status = $1, rebased_to = $2, decision_eid = $3 WHERE proposal_id = $4`,
+			protocol.ProposalRebased, next.ProposalID, deid, oldID); err != nil {
+			return internal(err, "mark proposal rebased")
+		}
+		return nil
+	})
+}
