@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/zeebo/blake3"
 
@@ -340,10 +341,51 @@ type commitRecord struct {
 	DecisionID string `json:"decision_id"`
 }
 
+// claimWait bounds how long Prepare waits for another kernel's claim on
+// the same element or pointer: its accept or promote commits in
+// milliseconds, after which this one is stale, as it would have been had
+// it come second.
+const claimWait = 2 * time.Second
+
 // Prepare implements tx.Planned. Nothing needs staging: Commit reads the
-// proposal's immutable body from kernel.db.
-func (pl *planned) Prepare(_ context.Context, c *tx.Change) (*record.Commit, error) {
+// proposal's immutable body from the store. It claims what the
+// transaction changes (store.MemClaim), checking again, in the claim's SQL
+// transaction, what CheckBase checked: kernels sharing a memory then
+// cannot both pass the check, and the second is stale (errs.Stale, with
+// memory/rebase for an accept). Commit drops the claim with its writes;
+// Abort drops it.
+func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	r := pl.rec
+	db, err := pl.t.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	claim := store.MemClaim{Scope: r.Scope, TxID: c.TxID, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID, Pointer: r.ParentBaselineID}
+	if r.ProposalID == "" {
+		claim.ElementID, claim.TargetVersionID = "", ""
+	}
+	deadline := time.Now().Add(claimWait)
+	for {
+		current, err := db.Claim(ctx, claim)
+		switch {
+		case err == nil:
+		case errs.KindIs(err, errs.Stale) && r.ProposalID != "":
+			return nil, StaleAccept(r.ProposalID, r.ElementID, r.TargetVersionID, current)
+		case errs.KindIs(err, errs.Stale):
+			return nil, errs.New(errs.Stale, StaleData{ExpectedBaseline: r.ParentBaselineID, CurrentBaseline: current},
+				"the published pointer moved to %s since this promote was planned on %s: promote again", current, orNone(r.ParentBaselineID))
+		case errs.KindIs(err, errs.Conflict) && time.Now().Before(deadline):
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		default:
+			return nil, err
+		}
+		break
+	}
 	cr := commitRecord{DecisionID: DecisionID(c.TxID)}
 	if r.ProposalID != "" {
 		cr.VersionID = VersionID(c.TxID)
@@ -375,8 +417,14 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *record.Commit) e
 		ParentBaselineID: r.ParentBaselineID, Versions: r.Versions, Reason: r.Reason, DecisionID: DecisionID(c.TxID)})
 }
 
-// Abort implements tx.Planned: Prepare staged nothing.
-func (pl *planned) Abort(context.Context, *tx.Change) error { return nil }
+// Abort implements tx.Planned: it drops the claim Prepare took, if any.
+func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
+	db, err := pl.t.db(ctx)
+	if err != nil {
+		return err
+	}
+	return db.Unclaim(ctx, pl.rec.Scope, c.TxID)
+}
 
 // Summary implements tx.Planned: "accept proposal p on element e (version
 // v)" or "promote 3 versions of t/o/r".

@@ -297,7 +297,7 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 			return internal(err, "read accept")
 		}
 		if n > 0 {
-			return nil
+			return unclaim(ctx, t, a.Scope, a.TxID)
 		}
 		var peid, targetEID int64
 		var title, body, status, targetType, targetVersion string
@@ -336,7 +336,7 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 		if err != nil {
 			return internal(err, "mark proposal accepted")
 		}
-		return nil
+		return unclaim(ctx, t, a.Scope, a.TxID)
 	})
 }
 
@@ -365,7 +365,7 @@ func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 			return internal(err, "read promote")
 		}
 		if n > 0 {
-			return nil
+			return unclaim(ctx, t, p.Scope, p.TxID)
 		}
 		var parent sql.NullInt64
 		if p.ParentBaselineID != "" {
@@ -411,7 +411,10 @@ func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 		}
 		_, err = decide(ctx, t, p.Scope, MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
 			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts)
-		return err
+		if err != nil {
+			return err
+		}
+		return unclaim(ctx, t, p.Scope, p.TxID)
 	})
 }
 

@@ -16,6 +16,8 @@ import (
 type Memory interface {
 	Ingest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error)
 	SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error
+	Claim(ctx context.Context, c MemClaim) (current string, err error)
+	Unclaim(ctx context.Context, scope protocol.MemoryScope, txID string) error
 	CommitAccept(ctx context.Context, a MemAccept) error
 	CommitPromote(ctx context.Context, p MemPromote) error
 	RecordReturned(ctx context.Context, scope protocol.MemoryScope, principalID string, vids []int64) error

@@ -259,6 +259,17 @@ var migrations = []string{
 		vid          INTEGER NOT NULL REFERENCES mem_versions(vid),
 		PRIMARY KEY (principal_id, vid)
 	) WITHOUT ROWID;`,
+	// Curation claims (memory_claim.go): what an accept or a promote is
+	// about to change, from its base check to its commit.
+	`CREATE TABLE mem_claims (
+		tenant_id       TEXT NOT NULL,
+		organization_id TEXT NOT NULL,
+		repository_id   TEXT NOT NULL,
+		claim_key       TEXT NOT NULL,
+		tx_id           TEXT NOT NULL,
+		created_at      TEXT NOT NULL,
+		PRIMARY KEY (tenant_id, organization_id, repository_id, claim_key)
+	);`,
 }
 
 // migrate applies the steps above user_version, each in its own SQL

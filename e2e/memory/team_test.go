@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
@@ -53,5 +55,62 @@ func TestTeamMemoryTwoKernels(t *testing.T) {
 	info := b.MustResult("memory/proposal", memReq(scopeR1, agent7, "proposal_id", prop))
 	if info["status"] != "accepted" || info["accepted_version_id"] != v1 {
 		t.Fatalf("B's proposal as B sees it: %v", summarize(info))
+	}
+}
+
+// TestTeamMemoryAcceptRace: two kernels accept, at the same moment, two
+// proposals pinned to the same version of one element. Exactly one wins;
+// the other is stale (-32001) with the rebase hint and the winner's
+// version, and the element has exactly one new version. Run five times:
+// either kernel may win.
+func TestTeamMemoryAcceptRace(t *testing.T) {
+	t.Parallel()
+	db := teamDB(t)
+	wsA, wsB := t.TempDir(), t.TempDir()
+	smallBacklog(t, wsA)
+	smallBacklog(t, wsB)
+	a := startMemoryKernel(t, wsA, filepath.Join(t.TempDir(), "data"), nil, db...)
+	defer a.Stop()
+	b := startMemoryKernel(t, wsB, filepath.Join(t.TempDir(), "data"), nil, db...)
+	defer b.Stop()
+	const elem = "backlog/002-cache.md"
+	a.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	for round := range 5 {
+		v0 := harness.Str(items(t, a.MustResult("memory/read_context", memReq(scopeR1, curator, "element_id", elem)))[0]["version_id"])
+		var props [2]string
+		for i, k := range []*harness.Proc{a, b} {
+			props[i] = harness.Str(k.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", elem, "target_version_id", v0,
+				"body", fmt.Sprintf("# Cache\n\nRound %d, kernel %d.\n", round, i), "summary", "race", "provenance", agentPrv))["proposal_id"])
+		}
+		var resps [2]map[string]any
+		var wg sync.WaitGroup
+		for i, k := range []*harness.Proc{a, b} {
+			wg.Go(func() { resps[i], _ = k.Call("memory/accept", memReq(scopeR1, curator, "proposal_id", props[i])) })
+		}
+		wg.Wait()
+		won, lost := -1, -1
+		for i, r := range resps {
+			if _, ok := r["result"]; ok {
+				won = i
+			} else {
+				lost = i
+			}
+		}
+		if won < 0 || lost < 0 {
+			t.Fatalf("round %d: want one accept and one stale, got %v and %v", round, resps[0], resps[1])
+		}
+		v1 := harness.Str(resps[won]["result"].(map[string]any)["version_id"])
+		sd := wantCode(t, "the losing accept", resps[lost], -32001)
+		if sd["rebase"] != "memory/rebase" || sd["current_version_id"] != v1 || sd["target_version_id"] != v0 {
+			t.Fatalf("round %d: stale data %v, want the winner's version %s", round, sd, v1)
+		}
+		lostInfo := a.MustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", props[lost]))
+		if lostInfo["status"] != "open" || lostInfo["current_version_id"] != v1 {
+			t.Fatalf("round %d: the losing proposal: %v", round, summarize(lostInfo))
+		}
+		a.MustResult("memory/reject", memReq(scopeR1, curator, "proposal_id", props[lost], "rationale", "lost the race"))
+		if pro := b.MustResult("memory/promote", memReq(scopeR1, curator)); harness.Num(pro["published"]) != 1 {
+			t.Fatalf("round %d: promote published %v, want the one accepted version", round, pro)
+		}
 	}
 }

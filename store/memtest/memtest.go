@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
@@ -24,6 +25,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Memory) {
 		{"SearchTrimsInsideTheQuery", searchTrimsInsideTheQuery},
 		{"PromotableNeverMovesBack", promotableNeverMovesBack},
 		{"ByIDStaysInScope", byIDStaysInScope},
+		{"ClaimsSerialiseCuration", claimsSerialiseCuration},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
@@ -182,5 +184,68 @@ func byIDStaysInScope(t *testing.T, m store.Memory) {
 	}
 	if row, err := m.Proposal(ctx, r2, "prop"); err != nil || row.AcceptTxID != "tx-r2" {
 		t.Fatalf("r2's own accept transaction: %+v %v", row, err)
+	}
+}
+
+// claimsSerialiseCuration: a claim reserves an element (or the pointer)
+// for one transaction: another transaction's claim on it is a conflict
+// naming the holder, the holder may claim again, a claim whose base moved
+// is stale with the current version, and Unclaim and the commit release
+// it.
+func claimsSerialiseCuration(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := out[0].VersionID
+	c := store.MemClaim{Scope: sc, TxID: "tx-1", ElementID: "a.md", TargetVersionID: v1}
+	if _, err := m.Claim(ctx, c); err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if _, err := m.Claim(ctx, c); err != nil {
+		t.Fatalf("the holder claims again: %v", err)
+	}
+	other := c
+	other.TxID = "tx-2"
+	_, err = m.Claim(ctx, other)
+	if !errs.KindIs(err, errs.Conflict) {
+		t.Fatalf("another transaction's claim: %v, want a conflict", err)
+	}
+	_, data := errs.KindOf(err)
+	if d, _ := data.(store.ClaimedData); d.TransactionID != "tx-1" || d.Key != "element:a.md" {
+		t.Fatalf("conflict data %#v, want the holder and the key", data)
+	}
+	if err := m.Unclaim(ctx, sc, "tx-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Claim(ctx, other); err != nil {
+		t.Fatalf("a claim after the holder let go: %v", err)
+	}
+	if err := m.Unclaim(ctx, sc, "tx-2"); err != nil {
+		t.Fatal(err)
+	}
+	// The element moves: a claim on the old version is stale, with the new.
+	out, err = m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "two")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := m.Claim(ctx, c)
+	if !errs.KindIs(err, errs.Stale) || cur != out[0].VersionID {
+		t.Fatalf("a claim on a moved element: %q %v, want stale at %s", cur, err, out[0].VersionID)
+	}
+	// The pointer: claimed from nothing published, released by the
+	// promote's commit.
+	p := store.MemClaim{Scope: sc, TxID: "tx-p"}
+	if _, err := m.Claim(ctx, p); err != nil {
+		t.Fatalf("pointer claim: %v", err)
+	}
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx-p", BaselineID: "bl", Versions: []string{out[0].VersionID}, Reason: "r", DecisionID: "dec-p"}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err = m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-q"})
+	if !errs.KindIs(err, errs.Stale) || cur != "bl" {
+		t.Fatalf("a pointer claim after the promote: %q %v, want stale at bl (and no conflict: the commit released tx-p's claim)", cur, err)
 	}
 }

@@ -268,7 +268,7 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 			return internal(err, "read accept")
 		}
 		if n > 0 {
-			return nil
+			return unclaim(ctx, tx, a.Scope, a.TxID)
 		}
 		var peid, targetEID int64
 		var title, body, status, targetType, targetVersion string
@@ -307,7 +307,7 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 		if err != nil {
 			return internal(err, "mark proposal accepted")
 		}
-		return nil
+		return unclaim(ctx, tx, a.Scope, a.TxID)
 	})
 }
 
@@ -321,7 +321,7 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 			return internal(err, "read promote")
 		}
 		if n > 0 {
-			return nil
+			return unclaim(ctx, tx, sc, p.TxID)
 		}
 		var parent *int64
 		if p.ParentBaselineID != "" {
@@ -362,9 +362,11 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 			sc.TenantID, sc.OrganizationID, sc.RepositoryID, bid, parent, ts, p.Principal.PrincipalID, p.Reason); err != nil {
 			return internal(err, "record pointer move")
 		}
-		_, err = decide(ctx, tx, sc, store.MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
-			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts)
-		return err
+		if _, err := decide(ctx, tx, sc, store.MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
+			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts); err != nil {
+			return err
+		}
+		return unclaim(ctx, tx, sc, p.TxID)
 	})
 }
 

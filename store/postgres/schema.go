@@ -168,9 +168,26 @@ var migrations = []string{
 				WITH CHECK (tenant_id = current_setting('txk.tenant_id', true))$p$, t);
 		END LOOP;
 	END $$;`,
+	// Curation claims (store.MemClaim): what an accept or a promote is
+	// about to change, from its base check to its commit, so that two
+	// kernels cannot both pass the check.
+	`CREATE TABLE mem_claims (
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		claim_key       text NOT NULL,
+		tx_id           text NOT NULL,
+		created_at      text NOT NULL,
+		PRIMARY KEY (tenant_id, organization_id, repository_id, claim_key)
+	);
+	ALTER TABLE mem_claims ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE mem_claims FORCE ROW LEVEL SECURITY;
+	CREATE POLICY tenant ON mem_claims
+		USING (tenant_id = current_setting('txk.tenant_id', true))
+		WITH CHECK (tenant_id = current_setting('txk.tenant_id', true));`,
 }
 
 // memoryTables are the tables row-level security trims (the last step of
-// migration 1), for the test that proves it.
+// migrations 1 and 2), for the test that proves it.
 var memoryTables = []string{"mem_elements", "mem_versions", "mem_chunks", "mem_relationships", "mem_proposals",
-	"mem_baselines", "mem_baseline_items", "mem_pointers", "mem_pointer_history", "mem_ledger", "mem_returned"}
+	"mem_baselines", "mem_baseline_items", "mem_pointers", "mem_pointer_history", "mem_ledger", "mem_returned", "mem_claims"}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/protocol"
+)
+
+// Curation claims: what an accept or a promote is about to change,
+// reserved from its base check to its commit. Within one kernel the
+// engine's lock keys already serialise them; a claim in the database
+// serialises them across the kernels that share a memory (a team's
+// PostgreSQL, store/postgres), and both stores keep the same rule.
+
+// MemClaim is a claim to take: transaction TxID is about to move
+// ElementID from TargetVersionID (an accept), or, with ElementID empty,
+// scope's published pointer from Pointer ("" for none; a promote).
+type MemClaim struct {
+	Scope           protocol.MemoryScope
+	TxID            string
+	ElementID       string
+	TargetVersionID string
+	Pointer         string
+}
+
+// ClaimKey is what c reserves: its element, or the published pointer.
+func (c MemClaim) ClaimKey() string {
+	if c.ElementID != "" {
+		return "element:" + c.ElementID
+	}
+	return "pointer"
+}
+
+// ClaimedData is the data of errs.Conflict for a claim another
+// transaction holds: its key and transaction.
+type ClaimedData struct {
+	Reason        string `json:"reason"` // "claimed"
+	Key           string `json:"key"`
+	TransactionID string `json:"transactionId"`
+}
+
+// claimed is the error for key held by txID.
+func claimed(key, txID string) error {
+	return errs.New(errs.Conflict, ClaimedData{Reason: "claimed", Key: key, TransactionID: txID},
+		"another curation transaction (%s) is changing %s; try again once it is done", txID, key)
+}
+
+// Claim reserves c.ClaimKey() for c.TxID and checks, in the same SQL
+// transaction, that what the transaction's base check saw still holds:
+// the element's newest version is c.TargetVersionID (accept), or the
+// pointer is at c.Pointer (promote). It returns errs.Stale and the current
+// version or baseline id when it moved, and errs.Conflict (ClaimedData)
+// while another transaction holds the claim. Taking a claim the same
+// transaction holds is a no-op, so a retried apply may claim again.
+func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
+	var current string
+	err := s.tx(ctx, func(t *sql.Tx) error {
+		var holder string
+		err := t.QueryRowContext(ctx, `SELECT tx_id FROM mem_claims WHERE tenant_id = ? AND organization_id = ? AND repository_id = ? AND claim_key = ?`,
+			c.Scope.TenantID, c.Scope.OrganizationID, c.Scope.RepositoryID, c.ClaimKey()).Scan(&holder)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return internal(err, "read claim")
+		}
+		if holder != "" && holder != c.TxID {
+			return claimed(c.ClaimKey(), holder)
+		}
+		if c.ElementID != "" {
+			err = t.QueryRowContext(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
+				WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(c.Scope), c.ElementID)...).Scan(&current)
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFoundElement(c.ElementID)
+			}
+			if err != nil {
+				return internal(err, "read head")
+			}
+			if current != c.TargetVersionID {
+				return errs.New(errs.Stale, nil, "element %s moved to %s", c.ElementID, current)
+			}
+		} else {
+			err = t.QueryRowContext(ctx, `SELECT b.baseline_id FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeWhere, scopeArgs(c.Scope)...).Scan(&current)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return internal(err, "read pointer")
+			}
+			if current != c.Pointer {
+				return errs.New(errs.Stale, nil, "the published pointer moved to %s", current)
+			}
+		}
+		_, err = t.ExecContext(ctx, `INSERT OR REPLACE INTO mem_claims (tenant_id, organization_id, repository_id, claim_key, tx_id, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			c.Scope.TenantID, c.Scope.OrganizationID, c.Scope.RepositoryID, c.ClaimKey(), c.TxID, now())
+		return internalIf(err, "take claim")
+	})
+	return current, err
+}
+
+// Unclaim drops the claims of txID in scope (an apply that did not
+// commit); none is fine.
+func (s *MemoryStore) Unclaim(ctx context.Context, scope protocol.MemoryScope, txID string) error {
+	return s.tx(ctx, func(t *sql.Tx) error {
+		return unclaim(ctx, t, scope, txID)
+	})
+}
+
+func unclaim(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, txID string) error {
+	_, err := t.ExecContext(ctx, `DELETE FROM mem_claims WHERE tenant_id = ? AND organization_id = ? AND repository_id = ? AND tx_id = ?`,
+		scope.TenantID, scope.OrganizationID, scope.RepositoryID, txID)
+	return internalIf(err, "drop claim")
+}
+
+// internalIf is internal for a non-nil error.
+func internalIf(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return internal(err, what)
+}
