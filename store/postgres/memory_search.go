@@ -33,13 +33,14 @@ const (
 // SQLite store's FTS5 bm25() uses the whole table's, so there other
 // tenants' text shifts a caller's scores; here it cannot. A term's
 // frequency counts its positions, those in the chunk's title (weight A)
-// times $6, as FTS5's column weight does.
+// times $6, as FTS5's column weight does. stats is materialised: inlined,
+// the planner recomputes it for every scored row.
 var searchQuery = fmt.Sprintf(`WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))),
 	visible AS (
 		SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search, c.search_length
 		FROM mem_chunks c JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
 		WHERE c.tenant_id = $3 AND c.organization_id = $4 AND c.repository_id = $5),
-	stats AS (SELECT count(*)::float8 AS n, GREATEST(COALESCE(avg(search_length), 1), 1)::float8 AS avgdl FROM visible),
+	stats AS MATERIALIZED (SELECT count(*)::float8 AS n, GREATEST(COALESCE(avg(search_length)::float8, 1), 1) AS avgdl FROM visible),
 	matched AS (SELECT * FROM visible WHERE search @@ (SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) FROM q)),
 	tf AS (
 		SELECT m.id, u.lexeme, SUM(CASE WHEN w = 'A' THEN $6::float8 ELSE 1 END) AS tf
