@@ -159,7 +159,8 @@ func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, i
 
 // insertVersion writes v as eid's next version, makes it the head, and
 // indexes its chunks under scope: each chunk's title weighted A and its
-// text D in one tsvector, with its token count for BM25.
+// text D in one tsvector, with its token count for BM25 and its postings
+// (each lexeme's count in the title and in the text).
 func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, eid int64, v store.MemNewVersion, ts string) (int64, error) {
 	prov := v.Provenance
 	if len(prov) == 0 {
@@ -184,9 +185,14 @@ func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, e
 	}
 	var b pgx.Batch
 	for _, c := range v.Chunks {
-		b.Queue(`INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search, search_length)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8, t.v, (SELECT COALESCE(SUM(array_length(positions, 1)), 0) FROM unnest(t.v))
-			FROM (SELECT setweight(to_tsvector('english', $9), 'A') || setweight(to_tsvector('english', $10), 'D') AS v) t`,
+		b.Queue(`WITH c AS (
+				INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search, search_length)
+				SELECT $1, $2, $3, $4, $5, $6, $7, $8, t.v, (SELECT COALESCE(SUM(array_length(positions, 1)), 0) FROM unnest(t.v))
+				FROM (SELECT setweight(to_tsvector('english', $9), 'A') || setweight(to_tsvector('english', $10), 'D') AS v) t
+				RETURNING id, search)
+			INSERT INTO mem_postings (tenant_id, organization_id, repository_id, lexeme, chunk_id, tf_title, tf_body)
+			SELECT $1, $2, $3, u.lexeme, c.id, (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), (SELECT count(*) FROM unnest(u.weights) w WHERE w <> 'A')
+			FROM c, unnest(c.search) u`,
 			scope.TenantID, scope.OrganizationID, scope.RepositoryID, vid, c.Key, c.HeadingPath, c.Start, c.End, c.Title, c.Text)
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {

@@ -32,27 +32,26 @@ const (
 // term's document frequency are computed over the visible rows only: the
 // SQLite store's FTS5 bm25() uses the whole table's, so there other
 // tenants' text shifts a caller's scores; here it cannot. A term's
-// frequency counts its positions, those in the chunk's title (weight A)
-// times $6, as FTS5's column weight does. stats is materialised: inlined,
-// the planner recomputes it for every scored row.
+// frequency counts its positions, those in the chunk's title times $6, as
+// FTS5's column weight does; it is read from mem_postings, by index on
+// the scope and the lexemes (given as one array, which the index
+// condition takes whatever the table's statistics say). Both CTEs are materialised: inlined, the
+// planner recomputes them for every scored row.
 var searchQuery = fmt.Sprintf(`WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))),
-	visible AS (
-		SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search, c.search_length
+	stats AS MATERIALIZED (
+		SELECT count(*)::float8 AS n, GREATEST(COALESCE(avg(c.search_length)::float8, 1), 1) AS avgdl
 		FROM mem_chunks c JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
 		WHERE c.tenant_id = $3 AND c.organization_id = $4 AND c.repository_id = $5),
-	stats AS MATERIALIZED (SELECT count(*)::float8 AS n, GREATEST(COALESCE(avg(search_length)::float8, 1), 1) AS avgdl FROM visible),
-	matched AS (SELECT * FROM visible WHERE search @@ (SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) FROM q)),
-	tf AS (
-		SELECT m.id, u.lexeme, SUM(CASE WHEN w = 'A' THEN $6::float8 ELSE 1 END) AS tf
-		FROM matched m CROSS JOIN LATERAL unnest(m.search) u CROSS JOIN LATERAL unnest(u.weights) w
-		WHERE u.lexeme IN (SELECT lexeme FROM q)
-		GROUP BY m.id, u.lexeme),
+	tf AS MATERIALIZED (
+		SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search_length, p.lexeme, p.tf_title * $6::float8 + p.tf_body AS tf
+		FROM mem_postings p JOIN mem_chunks c ON c.id = p.chunk_id JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
+		WHERE p.tenant_id = $3 AND p.organization_id = $4 AND p.repository_id = $5 AND p.lexeme = ANY(ARRAY(SELECT lexeme FROM q))),
 	df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),
 	scored AS (
-		SELECT m.id, m.vid, m.chunk_key, m.start_offset, m.end_offset,
-			SUM(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) * tf.tf * %[1]g / (tf.tf + %[2]g * (1 - %[3]g + %[3]g * m.search_length / s.avgdl))) AS score
-		FROM tf JOIN df ON df.lexeme = tf.lexeme JOIN matched m ON m.id = tf.id CROSS JOIN stats s
-		GROUP BY m.id, m.vid, m.chunk_key, m.start_offset, m.end_offset),
+		SELECT tf.id, tf.vid, tf.chunk_key, tf.start_offset, tf.end_offset,
+			SUM(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) * tf.tf * %[1]g / (tf.tf + %[2]g * (1 - %[3]g + %[3]g * tf.search_length / s.avgdl))) AS score
+		FROM tf JOIN df ON df.lexeme = tf.lexeme CROSS JOIN stats s
+		GROUP BY tf.id, tf.vid, tf.chunk_key, tf.start_offset, tf.end_offset),
 	best AS (SELECT DISTINCT ON (vid) * FROM scored ORDER BY vid, score DESC, id),
 	top AS (SELECT * FROM best ORDER BY score DESC, vid LIMIT $7)
 	SELECT %[4]s, t.id, t.chunk_key, t.start_offset, t.end_offset, t.score

@@ -170,8 +170,26 @@ var migrations = []string{
 	END $$;`,
 	// Curation claims (store.MemClaim): what an accept or a promote is
 	// about to change, from its base check to its commit, so that two
-	// kernels cannot both pass the check.
-	`CREATE TABLE mem_claims (
+	// kernels cannot both pass the check. And the postings of the chunks'
+	// tsvectors (a lexeme's positions in a chunk's title and body), so
+	// that BM25 reads the query's lexemes in one scope by index instead of
+	// unnesting every matching chunk's tsvector.
+	`CREATE TABLE mem_postings (
+		tenant_id       text NOT NULL,
+		organization_id text NOT NULL,
+		repository_id   text NOT NULL,
+		lexeme          text NOT NULL,
+		chunk_id        bigint NOT NULL REFERENCES mem_chunks(id),
+		tf_title        integer NOT NULL,
+		tf_body         integer NOT NULL,
+		PRIMARY KEY (tenant_id, organization_id, repository_id, lexeme, chunk_id)
+	);
+	ALTER TABLE mem_postings ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE mem_postings FORCE ROW LEVEL SECURITY;
+	CREATE POLICY tenant ON mem_postings
+		USING (tenant_id = current_setting('txk.tenant_id', true))
+		WITH CHECK (tenant_id = current_setting('txk.tenant_id', true));
+	CREATE TABLE mem_claims (
 		tenant_id       text NOT NULL,
 		organization_id text NOT NULL,
 		repository_id   text NOT NULL,
@@ -190,4 +208,4 @@ var migrations = []string{
 // memoryTables are the tables row-level security trims (the last step of
 // migrations 1 and 2), for the test that proves it.
 var memoryTables = []string{"mem_elements", "mem_versions", "mem_chunks", "mem_relationships", "mem_proposals",
-	"mem_baselines", "mem_baseline_items", "mem_pointers", "mem_pointer_history", "mem_ledger", "mem_returned", "mem_claims"}
+	"mem_baselines", "mem_baseline_items", "mem_pointers", "mem_pointer_history", "mem_ledger", "mem_returned", "mem_claims", "mem_postings"}
