@@ -178,7 +178,7 @@ func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 			return nil, err
 		}
 		if p.Status != protocol.ProposalOpen {
-			return nil, notOpen(p.ProposalID, p.Status)
+			return nil, store.ErrProposalNotOpen(p.ProposalID, p.Status)
 		}
 		target, err := db.VersionByID(ctx, m.Scope, p.TargetVersionID)
 		if err != nil {
@@ -308,7 +308,7 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 		return err
 	}
 	if prop.Status != protocol.ProposalOpen {
-		return notOpen(r.ProposalID, prop.Status)
+		return store.ErrProposalNotOpen(r.ProposalID, prop.Status)
 	}
 	head, err := db.Head(ctx, r.Scope, r.ElementID)
 	if err != nil {
@@ -318,11 +318,6 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 		return StaleAccept(r.ProposalID, r.ElementID, r.TargetVersionID, head.VersionID)
 	}
 	return nil
-}
-
-// notOpen is the errs.Closed error of an accept of a decided proposal.
-func notOpen(proposalID, status string) error {
-	return errs.New(errs.Closed, map[string]any{"proposal_id": proposalID, "status": status}, "proposal %s is %s, not open", proposalID, status)
 }
 
 // StaleAccept is the errs.Stale error of an accept whose proposal targets

@@ -84,8 +84,7 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 				el = &memElement{eid: eid, typ: protocol.ElementBacklogMD}
 				status = IngestCreated
 			} else if el.typ != protocol.ElementBacklogMD {
-				return errs.New(errs.Conflict, map[string]any{"element_id": f.ElementID, "type": el.typ},
-					"element %s exists with type %s; ingest makes only %s elements", f.ElementID, el.typ, protocol.ElementBacklogMD)
+				return ErrIngestType(f.ElementID, el.typ)
 			} else {
 				var vid, hash string
 				err := t.QueryRowContext(ctx, `SELECT version_id, body_hash FROM mem_versions WHERE eid = ? AND source_kind = ? ORDER BY seq DESC LIMIT 1`,
@@ -124,7 +123,7 @@ func elementTx(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id st
 	err := t.QueryRowContext(ctx, `SELECT eid, type, head_vid FROM mem_elements WHERE repository_id = ? AND organization_id = ? AND tenant_id = ? AND element_id = ?`,
 		scope.RepositoryID, scope.OrganizationID, scope.TenantID, id).Scan(&e.eid, &e.typ, &e.headVID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFoundElement(id)
+		return nil, ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read element")
@@ -132,17 +131,11 @@ func elementTx(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id st
 	return &e, nil
 }
 
-// notFoundElement is the one error for an element that does not exist and
-// one outside the caller's scope or baseline: no existence leak.
-func notFoundElement(id string) error {
-	return errs.New(errs.NotFound, map[string]any{"element_id": id}, "element %s not found in this scope", id)
-}
-
 func insertElement(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id, typ, sourceKind, ts string) (int64, error) {
 	r, err := t.ExecContext(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id, typ, sourceKind, ts)
 	if isUnique(err) {
-		return 0, errs.New(errs.Exists, map[string]any{"element_id": id}, "element %s exists", id)
+		return 0, ErrElementExists(id)
 	}
 	if err != nil {
 		return 0, internal(err, "insert element")
@@ -198,12 +191,8 @@ func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, e
 }
 
 func insertRel(ctx context.Context, t *sql.Tx, repo, typ string, src, dst int64, dstVID any, meta any, ts string) error {
-	m, _ := json.Marshal(meta)
-	if meta == nil {
-		m = []byte("{}")
-	}
 	_, err := t.ExecContext(ctx, `INSERT INTO mem_relationships (repository_id, relationship_kind, type, source_eid, target_eid, target_vid, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		repo, protocol.RelationshipReference, typ, src, dst, dstVID, string(m), ts)
+		repo, protocol.RelationshipReference, typ, src, dst, dstVID, RelationshipMetadata(meta), ts)
 	if err != nil {
 		return internal(err, "insert relationship")
 	}
@@ -226,18 +215,12 @@ type MemDecision struct {
 // decide writes d's element, version and ledger event; it returns the
 // decision element's eid.
 func decide(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDecision, ts string) (int64, error) {
-	body := map[string]any{"decision": d.Type, "subject": d.Subject, "principal": d.Principal, "decided_at": ts}
-	for k, v := range d.Body {
-		body[k] = v
-	}
-	b, _ := json.MarshalIndent(body, "", "  ")
+	v, b := DecisionVersion(d, ts)
 	eid, err := insertElement(ctx, t, scope, d.DecisionID, protocol.ElementDecision, protocol.SourceDecision, ts)
 	if err != nil {
 		return 0, err
 	}
-	prov, _ := json.Marshal(map[string]any{"actor_type": "principal", "actor_id": d.Principal.PrincipalID, "purpose": d.Principal.Purpose})
-	if _, err := insertVersion(ctx, t, scope, eid, MemNewVersion{VersionID: d.DecisionID + "@1", Title: d.Type + " " + d.Subject,
-		Body: string(b), BodyHash: "", SourceKind: protocol.SourceDecision, Provenance: prov}, ts); err != nil {
+	if _, err := insertVersion(ctx, t, scope, eid, v, ts); err != nil {
 		return 0, err
 	}
 	return eid, ledger(ctx, t, scope, d, ts, b)
@@ -308,9 +291,9 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 			return internal(err, "read proposal "+a.ProposalID)
 		}
 		if status != protocol.ProposalOpen {
-			return errs.New(errs.Closed, map[string]any{"proposal_id": a.ProposalID, "status": status}, "proposal %s is %s", a.ProposalID, status)
+			return ErrProposalNotOpen(a.ProposalID, status)
 		}
-		prov, _ := json.Marshal(map[string]any{"accepted_from": a.ProposalID, "accepted_by": a.Principal.PrincipalID, "previous_version_id": targetVersion, "transaction_id": a.TxID})
+		prov := AcceptProvenance(a, targetVersion)
 		var chunks []MemChunk
 		if a.Chunks != nil {
 			chunks = a.Chunks(title, body)

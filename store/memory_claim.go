@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -42,12 +41,6 @@ type ClaimedData struct {
 	TransactionID string `json:"transactionId"`
 }
 
-// claimed is the error for key held by txID.
-func claimed(key, txID string) error {
-	return errs.New(errs.Conflict, ClaimedData{Reason: "claimed", Key: key, TransactionID: txID},
-		"another curation transaction (%s) is changing %s; try again once it is done", txID, key)
-}
-
 // Claim reserves c.ClaimKey() for c.TxID and checks, in the same SQL
 // transaction, that what the transaction's base check saw still holds:
 // the element's newest version is c.TargetVersionID (accept), or the
@@ -65,19 +58,19 @@ func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
 			return internal(err, "read claim")
 		}
 		if holder != "" && holder != c.TxID {
-			return claimed(c.ClaimKey(), holder)
+			return ErrClaimed(c.ClaimKey(), holder)
 		}
 		if c.ElementID != "" {
 			err = t.QueryRowContext(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 				WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(c.Scope), c.ElementID)...).Scan(&current)
 			if errors.Is(err, sql.ErrNoRows) {
-				return notFoundElement(c.ElementID)
+				return ErrElementNotFound(c.ElementID)
 			}
 			if err != nil {
 				return internal(err, "read head")
 			}
 			if current != c.TargetVersionID {
-				return errs.New(errs.Stale, nil, "element %s moved to %s", c.ElementID, current)
+				return ErrClaimMoved(c.ElementID, current)
 			}
 		} else {
 			err = t.QueryRowContext(ctx, `SELECT b.baseline_id FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeWhere, scopeArgs(c.Scope)...).Scan(&current)
@@ -85,7 +78,7 @@ func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
 				return internal(err, "read pointer")
 			}
 			if current != c.Pointer {
-				return errs.New(errs.Stale, nil, "the published pointer moved to %s", current)
+				return ErrClaimMoved("", current)
 			}
 		}
 		_, err = t.ExecContext(ctx, `INSERT OR REPLACE INTO mem_claims (tenant_id, organization_id, repository_id, claim_key, tx_id, created_at) VALUES (?, ?, ?, ?, ?, ?)`,

@@ -3,10 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 
-	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -53,16 +51,14 @@ func proposalTarget(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, 
 		return nil, 0, err
 	}
 	if el.typ == protocol.ElementProposal || el.typ == protocol.ElementDecision {
-		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "element_id", Reason: "not-a-document"},
-			"element %s is a %s: proposals target documents", elementID, el.typ)
+		return nil, 0, ErrNotADocument(elementID, el.typ)
 	}
 	var vid, veid int64
 	err = t.QueryRowContext(ctx, `SELECT v.vid, v.eid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE v.version_id = ? AND e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`,
 		versionID, scope.RepositoryID, scope.OrganizationID, scope.TenantID).Scan(&vid, &veid)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && veid != el.eid {
-		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "target_version_id", Reason: "other-element"},
-			"target_version_id %s is not a version of element %s", versionID, elementID)
+		return nil, 0, ErrOtherElement(versionID, elementID)
 	}
 	if err != nil {
 		return nil, 0, internal(err, "read target version")
@@ -91,8 +87,7 @@ func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *mem
 		p.ProposalID, eid, vid, target.eid, tvid, p.Summary, proposer, protocol.ProposalOpen, ts); err != nil {
 		return internal(err, "insert proposal")
 	}
-	data, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary, "proposed_by": proposer})
-	return ledger(ctx, t, p.Scope, MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, data)
+	return ledger(ctx, t, p.Scope, MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, ProposeLedgerData(p, proposer))
 }
 
 // MemReject rejects an open proposal: a decision artefact with the
@@ -131,13 +126,13 @@ func openProposal(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id
 		WHERE p.proposal_id = ? AND e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`,
 		id, scope.RepositoryID, scope.OrganizationID, scope.TenantID).Scan(&eid, &status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+		return 0, ErrProposalNotFound(id)
 	}
 	if err != nil {
 		return 0, internal(err, "read proposal")
 	}
 	if status != protocol.ProposalOpen {
-		return 0, errs.New(errs.Closed, map[string]any{"proposal_id": id, "status": status}, "proposal %s is %s, not open", id, status)
+		return 0, ErrProposalNotOpen(id, status)
 	}
 	return eid, nil
 }
@@ -158,15 +153,14 @@ func (s *MemoryStore) Rebase(ctx context.Context, oldID string, next MemNewPropo
 			return err
 		}
 		if !target.headVID.Valid || target.headVID.Int64 != tvid {
-			return errs.New(errs.Stale, map[string]any{"proposal_id": oldID, "element_id": next.TargetElementID}, "element %s moved while rebasing: rebase again", next.TargetElementID)
+			return ErrRebaseMoved(oldID, next.TargetElementID)
 		}
 		var oldTarget int64
 		if err := t.QueryRowContext(ctx, `SELECT target_vid FROM mem_proposals WHERE proposal_id = ?`, oldID).Scan(&oldTarget); err != nil {
 			return internal(err, "read proposal")
 		}
 		if oldTarget == tvid {
-			return errs.New(errs.Conflict, map[string]any{"proposal_id": oldID, "reason": "not-stale", "target_version_id": next.TargetVersionID},
-				"proposal %s already targets the current version %s: accept it instead", oldID, next.TargetVersionID)
+			return ErrRebaseNotStale(oldID, next.TargetVersionID)
 		}
 		if err := writeProposal(ctx, t, next, target, tvid, ts); err != nil {
 			return err

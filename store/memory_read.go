@@ -65,7 +65,7 @@ func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id s
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 		WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFoundElement(id)
+		return nil, ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read head")
@@ -79,7 +79,7 @@ func (s *MemoryStore) VersionByID(ctx context.Context, scope protocol.MemoryScop
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE `+scopeWhere+` AND v.version_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errs.New(errs.NotFound, map[string]any{"version_id": id}, "version %s not found in this scope", id)
+		return nil, ErrVersionNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read version")
@@ -128,7 +128,7 @@ func scanProposal(row interface{ Scan(...any) error }) (*MemProposalRow, error) 
 func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*MemProposalRow, error) {
 	p, err := scanProposal(s.db.QueryRowContext(ctx, memProposalQuery+` AND p.proposal_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+		return nil, ErrProposalNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read proposal")
@@ -221,7 +221,7 @@ func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, 
 	var bid int64
 	err := s.db.QueryRowContext(ctx, `SELECT bid FROM mem_baselines e WHERE `+scopeWhere+` AND baseline_id = ?`, append(scopeArgs(scope), id)...).Scan(&bid)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, errs.New(errs.NotFound, map[string]any{"baseline_id": id}, "baseline %s not found in this scope", id)
+		return 0, ErrBaselineNotFound(id)
 	}
 	if err != nil {
 		return 0, internal(err, "read baseline")
@@ -268,7 +268,7 @@ func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope
 			FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE `+scopeWhere+` AND v.version_id = ?`,
 			append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &pubSeq)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
-			return nil, errs.New(errs.NotFound, map[string]any{"field": "versions", "version_id": id}, "version %s is not a document version in this scope", id)
+			return nil, ErrNotDocumentVersion(id)
 		}
 		if err != nil {
 			return nil, internal(err, "read version")
@@ -380,7 +380,7 @@ func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_baseline_items bi ON bi.bid = ? AND bi.eid = e.eid
 		JOIN mem_versions v ON v.vid = bi.vid WHERE `+scopeWhere+` AND e.element_id = ?`, append(append([]any{bid}, scopeArgs(scope)...), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFoundElement(id)
+		return nil, ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "fetch element")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
 )
@@ -166,7 +165,7 @@ func (s *MemoryStore) HitsByChunk(ctx context.Context, scope protocol.MemoryScop
 			FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = ? AND `+scopeWhere,
 			append([]any{id}, scopeArgs(scope)...)...), &h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, errs.New(errs.NotFound, map[string]any{"chunk_id": id}, "chunk %d not found in this scope", id)
+			return nil, ErrChunkNotFound(id)
 		}
 		if err != nil {
 			return nil, internal(err, "read chunk hit")

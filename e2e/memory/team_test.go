@@ -18,14 +18,7 @@ import (
 // of the proposal it made.
 func TestTeamMemoryTwoKernels(t *testing.T) {
 	t.Parallel()
-	db := teamDB(t)
-	wsA, wsB := t.TempDir(), t.TempDir()
-	smallBacklog(t, wsA)
-	smallBacklog(t, wsB)
-	a := startMemoryKernel(t, wsA, filepath.Join(t.TempDir(), "data"), nil, db...)
-	defer a.Stop()
-	b := startMemoryKernel(t, wsB, filepath.Join(t.TempDir(), "data"), nil, db...)
-	defer b.Stop()
+	a, b := twoKernels(t)
 
 	const elem = "backlog/002-cache.md"
 	ing := a.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
@@ -65,14 +58,7 @@ func TestTeamMemoryTwoKernels(t *testing.T) {
 // either kernel may win.
 func TestTeamMemoryAcceptRace(t *testing.T) {
 	t.Parallel()
-	db := teamDB(t)
-	wsA, wsB := t.TempDir(), t.TempDir()
-	smallBacklog(t, wsA)
-	smallBacklog(t, wsB)
-	a := startMemoryKernel(t, wsA, filepath.Join(t.TempDir(), "data"), nil, db...)
-	defer a.Stop()
-	b := startMemoryKernel(t, wsB, filepath.Join(t.TempDir(), "data"), nil, db...)
-	defer b.Stop()
+	a, b := twoKernels(t)
 	const elem = "backlog/002-cache.md"
 	a.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 	for round := range 5 {
@@ -113,4 +99,20 @@ func TestTeamMemoryAcceptRace(t *testing.T) {
 			t.Fatalf("round %d: promote published %v, want the one accepted version", round, pro)
 		}
 	}
+}
+
+// twoKernels starts two kernels, each on its own copy of the small
+// backlog and its own data dir, sharing one fresh PostgreSQL memory. They
+// stop when t ends.
+func twoKernels(t *testing.T) (a, b *harness.Proc) {
+	t.Helper()
+	db := teamDB(t)
+	var ks [2]*harness.Proc
+	for i := range ks {
+		ws := t.TempDir()
+		smallBacklog(t, ws)
+		ks[i] = startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, db...)
+		t.Cleanup(ks[i].Stop)
+	}
+	return ks[0], ks[1]
 }

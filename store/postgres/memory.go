@@ -68,12 +68,6 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// notFoundElement is the one error for an element that does not exist and
-// one outside the caller's scope or baseline: no existence leak.
-func notFoundElement(id string) error {
-	return errs.New(errs.NotFound, map[string]any{"element_id": id}, "element %s not found in this scope", id)
-}
-
 // element is an element row inside a transaction.
 type element struct {
 	eid     int64
@@ -88,7 +82,7 @@ func elementIn(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id st
 		WHERE tenant_id = $1 AND organization_id = $2 AND repository_id = $3 AND element_id = $4`,
 		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id).Scan(&e.eid, &e.typ, &e.headVID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFoundElement(id)
+		return nil, store.ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read element")
@@ -116,8 +110,7 @@ func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files [
 				el = &element{eid: eid, typ: protocol.ElementBacklogMD}
 				status = store.IngestCreated
 			} else if el.typ != protocol.ElementBacklogMD {
-				return errs.New(errs.Conflict, map[string]any{"element_id": f.ElementID, "type": el.typ},
-					"element %s exists with type %s; ingest makes only %s elements", f.ElementID, el.typ, protocol.ElementBacklogMD)
+				return store.ErrIngestType(f.ElementID, el.typ)
 			} else {
 				var vid, hash string
 				err := tx.QueryRow(ctx, `SELECT version_id, body_hash FROM mem_versions WHERE eid = $1 AND source_kind = $2 ORDER BY seq DESC LIMIT 1`,
@@ -149,7 +142,7 @@ func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, i
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING eid`,
 		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id, typ, sourceKind, ts).Scan(&eid)
 	if isUnique(err) {
-		return 0, errs.New(errs.Exists, map[string]any{"element_id": id}, "element %s exists", id)
+		return 0, store.ErrElementExists(id)
 	}
 	if err != nil {
 		return 0, internal(err, "insert element")
@@ -202,13 +195,9 @@ func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, e
 }
 
 func insertRel(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, typ string, src, dst int64, dstVID *int64, meta any, ts string) error {
-	md := []byte("{}")
-	if meta != nil {
-		md, _ = json.Marshal(meta)
-	}
 	_, err := tx.Exec(ctx, `INSERT INTO mem_relationships (tenant_id, repository_id, relationship_kind, type, source_eid, target_eid, target_vid, metadata, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		scope.TenantID, scope.RepositoryID, protocol.RelationshipReference, typ, src, dst, dstVID, string(md), ts)
+		scope.TenantID, scope.RepositoryID, protocol.RelationshipReference, typ, src, dst, dstVID, store.RelationshipMetadata(meta), ts)
 	if err != nil {
 		return internal(err, "insert relationship")
 	}
@@ -218,18 +207,12 @@ func insertRel(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, typ s
 // decide writes d's decision element, version and ledger event; it returns
 // the decision element's eid.
 func decide(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.MemDecision, ts string) (int64, error) {
-	body := map[string]any{"decision": d.Type, "subject": d.Subject, "principal": d.Principal, "decided_at": ts}
-	for k, v := range d.Body {
-		body[k] = v
-	}
-	b, _ := json.MarshalIndent(body, "", "  ")
+	v, b := store.DecisionVersion(d, ts)
 	eid, err := insertElement(ctx, tx, scope, d.DecisionID, protocol.ElementDecision, protocol.SourceDecision, ts)
 	if err != nil {
 		return 0, err
 	}
-	prov, _ := json.Marshal(map[string]any{"actor_type": "principal", "actor_id": d.Principal.PrincipalID, "purpose": d.Principal.Purpose})
-	if _, err := insertVersion(ctx, tx, scope, eid, store.MemNewVersion{VersionID: d.DecisionID + "@1", Title: d.Type + " " + d.Subject,
-		Body: string(b), SourceKind: protocol.SourceDecision, Provenance: prov}, ts); err != nil {
+	if _, err := insertVersion(ctx, tx, scope, eid, v, ts); err != nil {
 		return 0, err
 	}
 	return eid, ledger(ctx, tx, scope, d, ts, b)
@@ -285,9 +268,9 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 			return internal(err, "read proposal "+a.ProposalID)
 		}
 		if status != protocol.ProposalOpen {
-			return errs.New(errs.Closed, map[string]any{"proposal_id": a.ProposalID, "status": status}, "proposal %s is %s", a.ProposalID, status)
+			return store.ErrProposalNotOpen(a.ProposalID, status)
 		}
-		prov, _ := json.Marshal(map[string]any{"accepted_from": a.ProposalID, "accepted_by": a.Principal.PrincipalID, "previous_version_id": targetVersion, "transaction_id": a.TxID})
+		prov := store.AcceptProvenance(a, targetVersion)
 		var chunks []store.MemChunk
 		if a.Chunks != nil {
 			chunks = a.Chunks(title, body)
@@ -412,16 +395,14 @@ func proposalTarget(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 		return nil, 0, err
 	}
 	if el.typ == protocol.ElementProposal || el.typ == protocol.ElementDecision {
-		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "element_id", Reason: "not-a-document"},
-			"element %s is a %s: proposals target documents", elementID, el.typ)
+		return nil, 0, store.ErrNotADocument(elementID, el.typ)
 	}
 	var vid, veid int64
 	err = tx.QueryRow(ctx, `SELECT v.vid, v.eid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE v.version_id = $1 AND e.tenant_id = $2 AND e.organization_id = $3 AND e.repository_id = $4`,
 		versionID, scope.TenantID, scope.OrganizationID, scope.RepositoryID).Scan(&vid, &veid)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && veid != el.eid {
-		return nil, 0, errs.New(errs.Invalid, errs.InvalidData{Field: "target_version_id", Reason: "other-element"},
-			"target_version_id %s is not a version of element %s", versionID, elementID)
+		return nil, 0, store.ErrOtherElement(versionID, elementID)
 	}
 	if err != nil {
 		return nil, 0, internal(err, "read target version")
@@ -450,12 +431,11 @@ func writeProposal(ctx context.Context, tx pgx.Tx, p store.MemNewProposal, targe
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		p.ProposalID, p.Scope.TenantID, eid, vid, target.eid, tvid, p.Summary, proposer, protocol.ProposalOpen, ts); err != nil {
 		if isUnique(err) {
-			return errs.New(errs.Exists, map[string]any{"proposal_id": p.ProposalID}, "proposal %s exists", p.ProposalID)
+			return store.ErrProposalExists(p.ProposalID)
 		}
 		return internal(err, "insert proposal")
 	}
-	data, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary, "proposed_by": proposer})
-	return ledger(ctx, tx, p.Scope, store.MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, data)
+	return ledger(ctx, tx, p.Scope, store.MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, store.ProposeLedgerData(p, proposer))
 }
 
 // Reject implements store.Memory (store.MemoryStore.Reject).
@@ -492,13 +472,13 @@ func openProposal(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 		WHERE p.proposal_id = $1 AND e.tenant_id = $2 AND e.organization_id = $3 AND e.repository_id = $4`,
 		id, scope.TenantID, scope.OrganizationID, scope.RepositoryID).Scan(&eid, &status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+		return 0, store.ErrProposalNotFound(id)
 	}
 	if err != nil {
 		return 0, internal(err, "read proposal")
 	}
 	if status != protocol.ProposalOpen {
-		return 0, errs.New(errs.Closed, map[string]any{"proposal_id": id, "status": status}, "proposal %s is %s, not open", id, status)
+		return 0, store.ErrProposalNotOpen(id, status)
 	}
 	return eid, nil
 }
@@ -516,15 +496,14 @@ func (m *Memory) Rebase(ctx context.Context, oldID string, next store.MemNewProp
 			return err
 		}
 		if target.headVID == nil || *target.headVID != tvid {
-			return errs.New(errs.Stale, map[string]any{"proposal_id": oldID, "element_id": next.TargetElementID}, "element %s moved while rebasing: rebase again", next.TargetElementID)
+			return store.ErrRebaseMoved(oldID, next.TargetElementID)
 		}
 		var oldTarget int64
 		if err := tx.QueryRow(ctx, `SELECT target_vid FROM mem_proposals WHERE proposal_id = $1`, oldID).Scan(&oldTarget); err != nil {
 			return internal(err, "read proposal")
 		}
 		if oldTarget == tvid {
-			return errs.New(errs.Conflict, map[string]any{"proposal_id": oldID, "reason": "not-stale", "target_version_id": next.TargetVersionID},
-				"proposal %s already targets the current version %s: accept it instead", oldID, next.TargetVersionID)
+			return store.ErrRebaseNotStale(oldID, next.TargetVersionID)
 		}
 		if err := writeProposal(ctx, tx, next, target, tvid, ts); err != nil {
 			return err

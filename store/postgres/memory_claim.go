@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
@@ -25,20 +24,19 @@ func (m *Memory) Claim(ctx context.Context, c store.MemClaim) (string, error) {
 			return internal(err, "read claim")
 		}
 		if holder != "" && holder != c.TxID {
-			return errs.New(errs.Conflict, store.ClaimedData{Reason: "claimed", Key: c.ClaimKey(), TransactionID: holder},
-				"another curation transaction (%s) is changing %s; try again once it is done", holder, c.ClaimKey())
+			return store.ErrClaimed(c.ClaimKey(), holder)
 		}
 		if c.ElementID != "" {
 			err = tx.QueryRow(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 				WHERE `+scopeAt(1)+` AND e.element_id = $4`, append(scopeArgs(c.Scope), c.ElementID)...).Scan(&current)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return notFoundElement(c.ElementID)
+				return store.ErrElementNotFound(c.ElementID)
 			}
 			if err != nil {
 				return internal(err, "read head")
 			}
 			if current != c.TargetVersionID {
-				return errs.New(errs.Stale, nil, "element %s moved to %s", c.ElementID, current)
+				return store.ErrClaimMoved(c.ElementID, current)
 			}
 		} else {
 			err = tx.QueryRow(ctx, `SELECT b.baseline_id FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeAt(1), scopeArgs(c.Scope)...).Scan(&current)
@@ -46,7 +44,7 @@ func (m *Memory) Claim(ctx context.Context, c store.MemClaim) (string, error) {
 				return internal(err, "read pointer")
 			}
 			if current != c.Pointer {
-				return errs.New(errs.Stale, nil, "the published pointer moved to %s", current)
+				return store.ErrClaimMoved("", current)
 			}
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO mem_claims (tenant_id, organization_id, repository_id, claim_key, tx_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)

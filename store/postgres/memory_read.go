@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
@@ -56,7 +55,7 @@ func (m *Memory) Head(ctx context.Context, scope protocol.MemoryScope, id string
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 			WHERE `+scopeAt(1)+` AND e.element_id = $4`, append(scopeArgs(scope), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFoundElement(id)
+			return store.ErrElementNotFound(id)
 		}
 		out = v
 		return internalIf(err, "read head")
@@ -79,7 +78,7 @@ func (m *Memory) VersionByID(ctx context.Context, scope protocol.MemoryScope, id
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 			WHERE `+scopeAt(1)+` AND v.version_id = $4`, append(scopeArgs(scope), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, map[string]any{"version_id": id}, "version %s not found in this scope", id)
+			return store.ErrVersionNotFound(id)
 		}
 		out = v
 		return internalIf(err, "read version")
@@ -111,7 +110,7 @@ func (m *Memory) Proposal(ctx context.Context, scope protocol.MemoryScope, id st
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		p, err := scanProposal(tx.QueryRow(ctx, proposalQuery+scopeAt(1)+` AND p.proposal_id = $4`, append(scopeArgs(scope), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, map[string]any{"proposal_id": id}, "proposal %s not found in this scope", id)
+			return store.ErrProposalNotFound(id)
 		}
 		out = p
 		return internalIf(err, "read proposal")
@@ -197,7 +196,7 @@ func (m *Memory) Baseline(ctx context.Context, scope protocol.MemoryScope, id st
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT bid FROM mem_baselines e WHERE `+scopeAt(1)+` AND baseline_id = $4`, append(scopeArgs(scope), id)...).Scan(&bid)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, map[string]any{"baseline_id": id}, "baseline %s not found in this scope", id)
+			return store.ErrBaselineNotFound(id)
 		}
 		return internalIf(err, "read baseline")
 	})
@@ -233,7 +232,7 @@ func (m *Memory) Promotable(ctx context.Context, scope protocol.MemoryScope, bid
 				FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE `+scopeAt(2)+` AND v.version_id = $5`,
 				append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &pubSeq)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
-				return errs.New(errs.NotFound, map[string]any{"field": "versions", "version_id": id}, "version %s is not a document version in this scope", id)
+				return store.ErrNotDocumentVersion(id)
 			}
 			if err != nil {
 				return internal(err, "read version")
@@ -296,7 +295,7 @@ func (m *Memory) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int6
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+` FROM mem_elements e JOIN mem_baseline_items bi ON bi.bid = $1 AND bi.eid = e.eid
 			JOIN mem_versions v ON v.vid = bi.vid WHERE `+scopeAt(2)+` AND e.element_id = $5`, append(append([]any{bid}, scopeArgs(scope)...), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFoundElement(id)
+			return store.ErrElementNotFound(id)
 		}
 		out = v
 		return internalIf(err, "fetch element")

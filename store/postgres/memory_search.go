@@ -232,7 +232,7 @@ func (m *Memory) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, ch
 				FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = $1 AND `+scopeAt(2),
 				append([]any{id}, scopeArgs(scope)...)...), &h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return errs.New(errs.NotFound, map[string]any{"chunk_id": id}, "chunk %d not found in this scope", id)
+				return store.ErrChunkNotFound(id)
 			}
 			if err != nil {
 				return internal(err, "read chunk hit")
