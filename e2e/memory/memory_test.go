@@ -81,7 +81,7 @@ func startMemoryKernel(t testing.TB, ws, dataDir string, env []string, extra ...
 
 // teamDB is a fresh PostgreSQL memory database for t, migrated (from a
 // template migrated once per test binary), as --memory-store flags.
-func teamDB(t *testing.T) []string {
+func teamDB(t testing.TB) []string {
 	t.Helper()
 	srv := pgtest.Shared(t)
 	tpl := srv.Template(t, "memory", func(url string) error {
@@ -93,6 +93,27 @@ func teamDB(t *testing.T) []string {
 		return nil
 	})
 	return []string{"--memory-store", srv.Database(t, tpl)}
+}
+
+// memoryStores are the two memory stores every memory test and benchmark
+// runs on: kernel.db (no flag) and a fresh PostgreSQL database (teamDB).
+var memoryStores = []struct {
+	name  string
+	flags func(testing.TB) []string
+}{
+	{"sqlite", func(testing.TB) []string { return nil }},
+	{"postgres", teamDB},
+}
+
+// eachStore runs body as a parallel subtest per memory store, with the
+// flags that select it.
+func eachStore(t *testing.T, body func(t *testing.T, flags func(testing.TB) []string)) {
+	for _, st := range memoryStores {
+		t.Run("store="+st.name, func(t *testing.T) {
+			t.Parallel()
+			body(t, st.flags)
+		})
+	}
 }
 
 func items(t testing.TB, res map[string]any) []map[string]any {
@@ -388,106 +409,109 @@ func smallBacklog(t testing.TB, ws string) string {
 // code and data, and changes nothing.
 func TestMemoryBadInput(t *testing.T) {
 	t.Parallel()
-	ws := t.TempDir()
-	smallBacklog(t, ws)
+	eachStore(t, func(t *testing.T, store func(testing.TB) []string) {
+		extra := store(t)
+		ws := t.TempDir()
+		smallBacklog(t, ws)
 
-	// Without --memory-policy every memory method is refused, naming the flag.
-	bare := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--log-level", "error")
-	bare.Initialize()
-	for _, m := range []string{"memory/read_context", "memory/ingest", "memory/propose", "memory/proposals", "memory/proposal", "memory/accept",
-		"memory/reject", "memory/rebase", "memory/promote", "memory/baselines", "memory/verify_citations"} {
-		r, _ := bare.Call(m, memReq(scopeR1, curator, "query", "x", "path", "."))
-		if d := wantCode(t, m+" without a policy", r, -32018); d["flag"] != "--memory-policy" {
-			t.Fatalf("%s: data %v does not name the flag", m, d)
+		// Without --memory-policy every memory method is refused, naming the flag.
+		bare := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--log-level", "error"}, extra...)...)
+		bare.Initialize()
+		for _, m := range []string{"memory/read_context", "memory/ingest", "memory/propose", "memory/proposals", "memory/proposal", "memory/accept",
+			"memory/reject", "memory/rebase", "memory/promote", "memory/baselines", "memory/verify_citations"} {
+			r, _ := bare.Call(m, memReq(scopeR1, curator, "query", "x", "path", "."))
+			if d := wantCode(t, m+" without a policy", r, -32018); d["flag"] != "--memory-policy" {
+				t.Fatalf("%s: data %v does not name the flag", m, d)
+			}
 		}
-	}
-	bare.Stop()
+		bare.Stop()
 
-	// A malformed policy stops start-up with a message naming the line.
-	for _, tc := range []struct{ name, policy, want string }{
-		{"syntax", "{\"grants\": [\n  {\"role\": \"curator\",\n   \"actions\": [\"read\"],,\n}]}", ":3:"},
-		{"both principal and role", "{\"grants\": [\n {\"role\": \"a\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}},\n {\"role\": \"c\", \"principal_id\": \"x\", \"actions\": [\"read\"],\n  \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", ":3: grant 2"},
-		{"unknown action", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"delete\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", "unknown action \"delete\""},
-		{"missing scope level", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"repository_id\": \"*\"}}]}", "scope.organization_id is missing"},
-	} {
-		pol := filepath.Join(t.TempDir(), "policy.json")
-		if err := os.WriteFile(pol, []byte(tc.policy), 0o600); err != nil {
+		// A malformed policy stops start-up with a message naming the line.
+		for _, tc := range []struct{ name, policy, want string }{
+			{"syntax", "{\"grants\": [\n  {\"role\": \"curator\",\n   \"actions\": [\"read\"],,\n}]}", ":3:"},
+			{"both principal and role", "{\"grants\": [\n {\"role\": \"a\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}},\n {\"role\": \"c\", \"principal_id\": \"x\", \"actions\": [\"read\"],\n  \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", ":3: grant 2"},
+			{"unknown action", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"delete\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", "unknown action \"delete\""},
+			{"missing scope level", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"repository_id\": \"*\"}}]}", "scope.organization_id is missing"},
+		} {
+			pol := filepath.Join(t.TempDir(), "policy.json")
+			if err := os.WriteFile(pol, []byte(tc.policy), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "policy.json"+tc.want) && !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "--memory-policy") {
+				t.Fatalf("%s: start-up gave %v\n%s\nwant it to stop naming %q", tc.name, err, out, tc.want)
+			}
+		}
+
+		p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, extra...)
+		defer p.Stop()
+		ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+		if harness.Num(ing["created"]) != 3 {
+			t.Fatalf("ingest: %v", ing)
+		}
+		skipped := harness.JSONText(ing["skipped"])
+		if !strings.Contains(skipped, `{"offset":3,"path":"backlog/blob.md","reason":"binary"}`) || !strings.Contains(skipped, `{"offset":3,"path":"backlog/latin1.md","reason":"not-utf8"}`) {
+			t.Fatalf("binary and non-UTF-8 files must be skipped and reported: %s", skipped)
+		}
+		auth := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md")))[0]
+		cache := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]
+		before := harness.JSONText(p.MustResult("memory/proposals", memReq(scopeR1, curator))) + harness.JSONText(p.MustResult("memory/baselines", memReq(scopeR1, curator)))
+
+		big := strings.Repeat("x", 1<<20+1)
+		cases := []struct {
+			name   string
+			method string
+			params map[string]any
+			code   int
+			field  string // data.field, when set
+			reason string // data.reason, when set
+		}{
+			{"missing scope level", "memory/read_context", memReq(map[string]any{"tenant_id": "t1", "repository_id": "r1"}, agent7, "query", "x"), -32602, "scope.organization_id", "missing"},
+			{"no scope", "memory/read_context", map[string]any{"principal": agent7, "query": "x"}, -32602, "scope", ""},
+			{"no principal", "memory/read_context", map[string]any{"scope": scopeR1, "query": "x"}, -32602, "principal", ""},
+			{"unknown role", "memory/read_context", memReq(scopeR1, map[string]any{"principal_id": "agent-7", "roles": []string{"admin"}}, "query", "x"), -32602, "principal.roles", "unknown-role"},
+			{"query and element_id", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "element_id", "y"), -32602, "query", ""},
+			{"bad selector", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", "latest"), -32602, "selector", ""},
+			{"unknown baseline", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", map[string]any{"baseline_id": "bl_nope"}), -32002, "", ""},
+			{"target version of another element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", cache["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32602, "target_version_id", "other-element"},
+			{"body over the limit", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", big, "summary", "s", "provenance", agentPrv), -32015, "body", ""},
+			{"no provenance", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s"), -32602, "provenance", ""},
+			{"unknown element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/nope.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32002, "", ""},
+			{"glob escapes", "memory/ingest", memReq(scopeR1, curator, "path", "backlog", "glob", "../outside/*.md"), -32004, "glob", "escape"},
+			{"absolute glob", "memory/ingest", memReq(scopeR1, curator, "path", ".", "glob", "/etc/*"), -32004, "glob", "escape"},
+			{"path escapes", "memory/ingest", memReq(scopeR1, curator, "path", "../"), -32004, "path", ""},
+			{"unknown proposal", "memory/accept", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32002, "", ""},
+			{"reject without rationale", "memory/reject", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32602, "rationale", "missing"},
+			{"nothing to promote", "memory/promote", memReq(scopeR1, curator), -32005, "", "nothing-to-promote"},
+			{"promote an unknown version", "memory/promote", memReq(scopeR1, curator, "versions", []string{"ver_nope"}), -32002, "versions", ""},
+			{"turn/start cannot make memory", "turn/start", map[string]any{"proposal": map[string]any{"kind": "memory_accept"}}, -32602, "proposal.kind", ""},
+		}
+		for _, tc := range cases {
+			r, _ := p.Call(tc.method, tc.params)
+			d := wantCode(t, tc.name, r, tc.code)
+			if tc.field != "" && d["field"] != tc.field || tc.reason != "" && d["reason"] != tc.reason {
+				t.Fatalf("%s: data %v, want field %q reason %q", tc.name, d, tc.field, tc.reason)
+			}
+		}
+		after := harness.JSONText(p.MustResult("memory/proposals", memReq(scopeR1, curator))) + harness.JSONText(p.MustResult("memory/baselines", memReq(scopeR1, curator)))
+		if before != after {
+			t.Fatalf("bad input changed memory:\n%s\n%s", before, after)
+		}
+		// Not a git work tree: commit_sha is null and the result says so.
+		plain := filepath.Join(t.TempDir(), "plain")
+		if err := os.MkdirAll(filepath.Join(plain, "backlog"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		out, err := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "policy.json"+tc.want) && !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "--memory-policy") {
-			t.Fatalf("%s: start-up gave %v\n%s\nwant it to stop naming %q", tc.name, err, out, tc.want)
+		if err := os.WriteFile(filepath.Join(plain, "backlog", "a.md"), []byte("# A\n\nalpha\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
-	}
-
-	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil)
-	defer p.Stop()
-	ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
-	if harness.Num(ing["created"]) != 3 {
-		t.Fatalf("ingest: %v", ing)
-	}
-	skipped := harness.JSONText(ing["skipped"])
-	if !strings.Contains(skipped, `{"offset":3,"path":"backlog/blob.md","reason":"binary"}`) || !strings.Contains(skipped, `{"offset":3,"path":"backlog/latin1.md","reason":"not-utf8"}`) {
-		t.Fatalf("binary and non-UTF-8 files must be skipped and reported: %s", skipped)
-	}
-	auth := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md")))[0]
-	cache := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]
-	before := harness.JSONText(p.MustResult("memory/proposals", memReq(scopeR1, curator))) + harness.JSONText(p.MustResult("memory/baselines", memReq(scopeR1, curator)))
-
-	big := strings.Repeat("x", 1<<20+1)
-	cases := []struct {
-		name   string
-		method string
-		params map[string]any
-		code   int
-		field  string // data.field, when set
-		reason string // data.reason, when set
-	}{
-		{"missing scope level", "memory/read_context", memReq(map[string]any{"tenant_id": "t1", "repository_id": "r1"}, agent7, "query", "x"), -32602, "scope.organization_id", "missing"},
-		{"no scope", "memory/read_context", map[string]any{"principal": agent7, "query": "x"}, -32602, "scope", ""},
-		{"no principal", "memory/read_context", map[string]any{"scope": scopeR1, "query": "x"}, -32602, "principal", ""},
-		{"unknown role", "memory/read_context", memReq(scopeR1, map[string]any{"principal_id": "agent-7", "roles": []string{"admin"}}, "query", "x"), -32602, "principal.roles", "unknown-role"},
-		{"query and element_id", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "element_id", "y"), -32602, "query", ""},
-		{"bad selector", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", "latest"), -32602, "selector", ""},
-		{"unknown baseline", "memory/read_context", memReq(scopeR1, agent7, "query", "x", "selector", map[string]any{"baseline_id": "bl_nope"}), -32002, "", ""},
-		{"target version of another element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", cache["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32602, "target_version_id", "other-element"},
-		{"body over the limit", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", big, "summary", "s", "provenance", agentPrv), -32015, "body", ""},
-		{"no provenance", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s"), -32602, "provenance", ""},
-		{"unknown element", "memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/nope.md", "target_version_id", auth["version_id"], "body", "x", "summary", "s", "provenance", agentPrv), -32002, "", ""},
-		{"glob escapes", "memory/ingest", memReq(scopeR1, curator, "path", "backlog", "glob", "../outside/*.md"), -32004, "glob", "escape"},
-		{"absolute glob", "memory/ingest", memReq(scopeR1, curator, "path", ".", "glob", "/etc/*"), -32004, "glob", "escape"},
-		{"path escapes", "memory/ingest", memReq(scopeR1, curator, "path", "../"), -32004, "path", ""},
-		{"unknown proposal", "memory/accept", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32002, "", ""},
-		{"reject without rationale", "memory/reject", memReq(scopeR1, curator, "proposal_id", "prop_nope"), -32602, "rationale", "missing"},
-		{"nothing to promote", "memory/promote", memReq(scopeR1, curator), -32005, "", "nothing-to-promote"},
-		{"promote an unknown version", "memory/promote", memReq(scopeR1, curator, "versions", []string{"ver_nope"}), -32002, "versions", ""},
-		{"turn/start cannot make memory", "turn/start", map[string]any{"proposal": map[string]any{"kind": "memory_accept"}}, -32602, "proposal.kind", ""},
-	}
-	for _, tc := range cases {
-		r, _ := p.Call(tc.method, tc.params)
-		d := wantCode(t, tc.name, r, tc.code)
-		if tc.field != "" && d["field"] != tc.field || tc.reason != "" && d["reason"] != tc.reason {
-			t.Fatalf("%s: data %v, want field %q reason %q", tc.name, d, tc.field, tc.reason)
+		q := startMemoryKernel(t, plain, filepath.Join(t.TempDir(), "data"), nil, store(t)...)
+		defer q.Stop()
+		pi := q.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+		if _, has := pi["commit_sha"]; !has || pi["commit_sha"] != nil || !strings.Contains(harness.Str(pi["note"]), "not in a git work tree") || harness.Num(pi["created"]) != 1 {
+			t.Fatalf("ingest outside git: %v", pi)
 		}
-	}
-	after := harness.JSONText(p.MustResult("memory/proposals", memReq(scopeR1, curator))) + harness.JSONText(p.MustResult("memory/baselines", memReq(scopeR1, curator)))
-	if before != after {
-		t.Fatalf("bad input changed memory:\n%s\n%s", before, after)
-	}
-	// Not a git work tree: commit_sha is null and the result says so.
-	plain := filepath.Join(t.TempDir(), "plain")
-	if err := os.MkdirAll(filepath.Join(plain, "backlog"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(plain, "backlog", "a.md"), []byte("# A\n\nalpha\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	q := startMemoryKernel(t, plain, filepath.Join(t.TempDir(), "data"), nil)
-	defer q.Stop()
-	pi := q.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
-	if _, has := pi["commit_sha"]; !has || pi["commit_sha"] != nil || !strings.Contains(harness.Str(pi["note"]), "not in a git work tree") || harness.Num(pi["created"]) != 1 {
-		t.Fatalf("ingest outside git: %v", pi)
-	}
+	})
 }
 
 // TestMemoryAcceptCrash kills the kernel (SIGKILL, as kill -9) at each step
@@ -496,7 +520,7 @@ func TestMemoryBadInput(t *testing.T) {
 // finishes it, and the element has one new version.
 func TestMemoryAcceptCrash(t *testing.T) {
 	t.Parallel()
-	memoryAcceptCrash(t, func(*testing.T) []string { return nil })
+	memoryAcceptCrash(t, memoryStores[0].flags)
 }
 
 // TestMemoryAcceptCrashPostgres is TestMemoryAcceptCrash with memory in a
@@ -509,7 +533,7 @@ func TestMemoryAcceptCrashPostgres(t *testing.T) {
 
 // memoryAcceptCrash is TestMemoryAcceptCrash's body, each case's kernels
 // started with the flags store gives.
-func memoryAcceptCrash(t *testing.T, store func(*testing.T) []string) {
+func memoryAcceptCrash(t *testing.T, store func(testing.TB) []string) {
 	for _, fp := range []string{"apply.before-commit-record", "apply.after-commit-record", "memory.before-sql-commit", "apply.after-blobs-deleted"} {
 		t.Run(fp, func(t *testing.T) {
 			t.Parallel()
@@ -563,45 +587,48 @@ func itoaTest(i int) string { b, _ := json.Marshal(i); return string(b) }
 // keywords while the embedder is down.
 func TestMemoryHybrid(t *testing.T) {
 	t.Parallel()
-	es := harness.NewEmbedServer(t, 64)
-	ws := t.TempDir()
-	smallBacklog(t, ws)
-	dataDir := filepath.Join(t.TempDir(), "data")
-	pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
-	if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error",
-		"--embed-url", es.URL+"/v1", "--embed-model", "hash-64", "--embed-dims", "64")
-	p.Initialize()
-	defer p.Stop()
-	ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
-	if harness.Num(ing["embedded"]) < 4 || ing["embed_error"] != nil {
-		t.Fatalf("ingest with an embedder: %v", summarize(ing))
-	}
-	p.MustResult("memory/ingest", memReq(scopeR2, curator, "path", "."))
-	rc := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
-	its := items(t, rc)
-	if rc["mode"] != "hybrid" || len(its) == 0 || its[0]["element_id"] != "backlog/001-auth.md" || its[0]["why_included"] != "keyword_match" {
-		t.Fatalf("hybrid read: %v", harness.JSONText(rc))
-	}
-	for _, it := range its {
-		if it["repository_id"] != "r1" {
-			t.Fatalf("a hybrid hit from outside the scope: %v", it)
+	eachStore(t, func(t *testing.T, store func(testing.TB) []string) {
+		extra := store(t)
+		es := harness.NewEmbedServer(t, 64)
+		ws := t.TempDir()
+		smallBacklog(t, ws)
+		dataDir := filepath.Join(t.TempDir(), "data")
+		pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
+		if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// "are" is a stopword, so the keyword query is only "zzzunmatched",
-	// which matches nothing; the embedder sees "are", which only the
-	// deploy note contains: only the vectors find it.
-	sem := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "are zzzunmatched", "k", 3)))
-	if len(sem) == 0 || sem[0]["element_id"] != "backlog/sub/003-deploy.md" || sem[0]["why_included"] != "semantic_match" || sem[0]["repository_id"] != "r1" {
-		t.Fatalf("semantic side: %v", sem)
-	}
-	es.Down.Store(true)
-	down := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
-	if down["mode"] != "keyword" || down["note"] == nil || len(items(t, down)) == 0 {
-		t.Fatalf("with the embedder down: %v", harness.JSONText(down))
-	}
+		p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error",
+			"--embed-url", es.URL + "/v1", "--embed-model", "hash-64", "--embed-dims", "64"}, extra...)...)
+		p.Initialize()
+		defer p.Stop()
+		ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+		if harness.Num(ing["embedded"]) < 4 || ing["embed_error"] != nil {
+			t.Fatalf("ingest with an embedder: %v", summarize(ing))
+		}
+		p.MustResult("memory/ingest", memReq(scopeR2, curator, "path", "."))
+		rc := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
+		its := items(t, rc)
+		if rc["mode"] != "hybrid" || len(its) == 0 || its[0]["element_id"] != "backlog/001-auth.md" || its[0]["why_included"] != "keyword_match" {
+			t.Fatalf("hybrid read: %v", harness.JSONText(rc))
+		}
+		for _, it := range its {
+			if it["repository_id"] != "r1" {
+				t.Fatalf("a hybrid hit from outside the scope: %v", it)
+			}
+		}
+		// "are" is a stopword, so the keyword query is only "zzzunmatched",
+		// which matches nothing; the embedder sees "are", which only the
+		// deploy note contains: only the vectors find it.
+		sem := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "are zzzunmatched", "k", 3)))
+		if len(sem) == 0 || sem[0]["element_id"] != "backlog/sub/003-deploy.md" || sem[0]["why_included"] != "semantic_match" || sem[0]["repository_id"] != "r1" {
+			t.Fatalf("semantic side: %v", sem)
+		}
+		es.Down.Store(true)
+		down := p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens rotate", "k", 3))
+		if down["mode"] != "keyword" || down["note"] == nil || len(items(t, down)) == 0 {
+			t.Fatalf("with the embedder down: %v", harness.JSONText(down))
+		}
+	})
 }
 
 // TestMemoryIngestPublishCrash kills the kernel during the promote that
@@ -611,18 +638,25 @@ func TestMemoryHybrid(t *testing.T) {
 // finds every ingested file exactly once.
 func TestMemoryIngestPublishCrash(t *testing.T) {
 	t.Parallel()
+	eachStore(t, memoryIngestPublishCrash)
+}
+
+// memoryIngestPublishCrash is TestMemoryIngestPublishCrash's body, each
+// case's kernels started with the flags store gives.
+func memoryIngestPublishCrash(t *testing.T, store func(testing.TB) []string) {
 	for _, fp := range []string{"apply.before-commit-record", "memory.before-sql-commit", "apply.after-commit-record"} {
 		t.Run(fp, func(t *testing.T) {
 			t.Parallel()
+			extra := store(t)
 			ws := t.TempDir()
 			smallBacklog(t, ws)
 			dataDir := filepath.Join(t.TempDir(), "data")
-			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"})
+			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"}, extra...)
 			c.NextID++
 			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/ingest","params":` + harness.JSONText(memReq(scopeR1, curator, "path", ".")) + `}`)
 			<-c.Done
 
-			r := startMemoryKernel(t, ws, dataDir, nil)
+			r := startMemoryKernel(t, ws, dataDir, nil, extra...)
 			defer r.Stop()
 			bl := r.MustResult("memory/baselines", memReq(scopeR1, curator))
 			committed := fp != "apply.before-commit-record"

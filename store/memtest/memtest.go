@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Memory) {
 		{"PromotableNeverMovesBack", promotableNeverMovesBack},
 		{"ByIDStaysInScope", byIDStaysInScope},
 		{"ClaimsSerialiseCuration", claimsSerialiseCuration},
+		{"IngestOutcomes", ingestOutcomes},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
@@ -93,6 +94,89 @@ func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
 	// The same baseline read from another scope finds nothing.
 	if hits, err := m.Search(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
 		t.Fatalf("r1's baseline through r2's scope: %v %v", hits, err)
+	}
+}
+
+// ingestOutcomes: an ingest says, file by file in order, what it did: a
+// new element is created, a changed body is a new version that becomes
+// the head, an unchanged body writes nothing; an element named twice in
+// one call is created once and then versioned; a file naming an element
+// that is not a backlog document fails the whole ingest, which then
+// writes nothing; and each new version's chunks are searchable.
+func ingestOutcomes(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	type want struct{ id, status, body string }
+	check := func(what string, out []store.MemIngestOutcome, err error, wants ...want) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(out) != len(wants) {
+			t.Fatalf("%s: %d outcomes, want %d: %+v", what, len(out), len(wants), out)
+		}
+		last := map[string]int{} // each element's last outcome is its head
+		for i, w := range wants {
+			if out[i].ElementID != w.id || out[i].Status != w.status {
+				t.Fatalf("%s: outcome %d is %+v, want %s %s", what, i, out[i], w.id, w.status)
+			}
+			last[w.id] = i
+		}
+		for id, i := range last {
+			head, err := m.Head(ctx, sc, id)
+			if err != nil {
+				t.Fatalf("%s: head of %s: %v", what, id, err)
+			}
+			if head.Body != wants[i].body || head.VersionID != out[i].VersionID {
+				t.Fatalf("%s: head of %s is %s %q, want %s %q", what, id, head.VersionID, head.Body, out[i].VersionID, wants[i].body)
+			}
+		}
+	}
+	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "alpha one"), memTestFile("b.md", "beta one"), memTestFile("a.md", "alpha two")})
+	check("first ingest", out, err, want{"a.md", store.IngestCreated, "alpha one"}, want{"b.md", store.IngestCreated, "beta one"}, want{"a.md", store.IngestNewVersion, "alpha two"})
+	out, err = m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "alpha two"), memTestFile("b.md", "beta two"), memTestFile("c.md", "gamma")})
+	check("second ingest", out, err, want{"a.md", store.IngestUnchanged, "alpha two"}, want{"b.md", store.IngestNewVersion, "beta two"}, want{"c.md", store.IngestCreated, "gamma"})
+	if out[0].VersionID != memTestFile("a.md", "alpha two").Version.VersionID {
+		t.Fatalf("an unchanged file names %s, not its newest ingested version", out[0].VersionID)
+	}
+	// A proposal element cannot be ingested over: the whole call fails,
+	// and d.md, before it in the call, is not written either.
+	a, err := m.Head(ctx, sc, "a.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Propose(ctx, store.MemNewProposal{Scope: sc, ProposalID: "prop_1", TargetElementID: "a.md", TargetVersionID: a.VersionID, Summary: "s",
+		Principal: protocol.MemoryPrincipal{PrincipalID: "p"}, Version: store.MemNewVersion{VersionID: "ver_prop_1", Title: "a.md", Body: "alpha three",
+			BodyHash: store.HashBody("alpha three"), SourceKind: protocol.SourceProposal, Provenance: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("d.md", "delta"), memTestFile("prop_1", "over a proposal")}); !errs.KindIs(err, errs.Conflict) {
+		t.Fatalf("an ingest over a proposal element: %v, want a conflict", err)
+	}
+	if _, err := m.Head(ctx, sc, "d.md"); !errs.KindIs(err, errs.NotFound) {
+		t.Fatalf("a failed ingest wrote d.md: %v", err)
+	}
+	// Every version written is searchable through a baseline holding it.
+	var vs []string
+	for _, id := range []string{"a.md", "b.md", "c.md"} {
+		h, err := m.Head(ctx, sc, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, h.VersionID)
+	}
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: vs, Reason: "ingest", DecisionID: "dec"}); err != nil {
+		t.Fatal(err)
+	}
+	_, bid, err := m.Pointer(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ word, id string }{{"alpha", "a.md"}, {"beta", "b.md"}, {"gamma", "c.md"}} {
+		hits, err := m.Search(ctx, sc, bid, `"`+c.word+`"`, 5, 2)
+		if err != nil || len(hits) != 1 || hits[0].ElementID != c.id {
+			t.Fatalf("search %q: %+v %v", c.word, hits, err)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -90,52 +89,6 @@ func elementIn(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id st
 	return &e, nil
 }
 
-// Ingest implements store.Memory (store.MemoryStore.Ingest).
-func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files []store.MemIngestFile) ([]store.MemIngestOutcome, error) {
-	var out []store.MemIngestOutcome
-	ts := now()
-	err := m.write(ctx, scope, func(tx pgx.Tx) error {
-		out = make([]store.MemIngestOutcome, 0, len(files)) // a retried transaction starts again
-		for _, f := range files {
-			el, err := elementIn(ctx, tx, scope, f.ElementID)
-			if err != nil && !errs.KindIs(err, errs.NotFound) {
-				return err
-			}
-			status := store.IngestNewVersion
-			if el == nil {
-				eid, err := insertElement(ctx, tx, scope, f.ElementID, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
-				if err != nil {
-					return err
-				}
-				el = &element{eid: eid, typ: protocol.ElementBacklogMD}
-				status = store.IngestCreated
-			} else if el.typ != protocol.ElementBacklogMD {
-				return store.ErrIngestType(f.ElementID, el.typ)
-			} else {
-				var vid, hash string
-				err := tx.QueryRow(ctx, `SELECT version_id, body_hash FROM mem_versions WHERE eid = $1 AND source_kind = $2 ORDER BY seq DESC LIMIT 1`,
-					el.eid, protocol.SourceIngestedEvidence).Scan(&vid, &hash)
-				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-					return internal(err, "read ingested version")
-				}
-				if hash == f.Version.BodyHash {
-					out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestUnchanged, VersionID: vid})
-					continue
-				}
-			}
-			if _, err := insertVersion(ctx, tx, scope, el.eid, f.Version, ts); err != nil {
-				return err
-			}
-			out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id, typ, sourceKind, ts string) (int64, error) {
 	var eid int64
 	err := tx.QueryRow(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
@@ -148,50 +101,6 @@ func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, i
 		return 0, internal(err, "insert element")
 	}
 	return eid, nil
-}
-
-// insertVersion writes v as eid's next version, makes it the head, and
-// indexes its chunks under scope: each chunk's title weighted A and its
-// text D in one tsvector, with its token count for BM25 and its postings
-// (each lexeme's count in the title and in the text).
-func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, eid int64, v store.MemNewVersion, ts string) (int64, error) {
-	prov := v.Provenance
-	if len(prov) == 0 {
-		prov = json.RawMessage("{}")
-	}
-	var txID *string
-	if v.TxID != "" {
-		txID = &v.TxID
-	}
-	var vid int64
-	err := tx.QueryRow(ctx, `INSERT INTO mem_versions (tenant_id, version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
-		VALUES ($1, $2, $3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM mem_versions WHERE eid = $3), $4, $5, $6, $7, $8, $9, $10) RETURNING vid`,
-		scope.TenantID, v.VersionID, eid, v.Title, v.Body, v.BodyHash, v.SourceKind, ts, string(prov), txID).Scan(&vid)
-	if err != nil {
-		return 0, internal(err, "insert version")
-	}
-	if _, err := tx.Exec(ctx, `UPDATE mem_elements SET head_vid = $1 WHERE eid = $2`, vid, eid); err != nil {
-		return 0, internal(err, "move head")
-	}
-	if len(v.Chunks) == 0 {
-		return vid, nil
-	}
-	var b pgx.Batch
-	for _, c := range v.Chunks {
-		b.Queue(`WITH c AS (
-				INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search, search_length)
-				SELECT $1, $2, $3, $4, $5, $6, $7, $8, t.v, (SELECT COALESCE(SUM(array_length(positions, 1)), 0) FROM unnest(t.v))
-				FROM (SELECT setweight(to_tsvector('english', $9), 'A') || setweight(to_tsvector('english', $10), 'D') AS v) t
-				RETURNING id, search)
-			INSERT INTO mem_postings (tenant_id, organization_id, repository_id, lexeme, chunk_id, tf_title, tf_body)
-			SELECT $1, $2, $3, u.lexeme, c.id, (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), (SELECT count(*) FROM unnest(u.weights) w WHERE w <> 'A')
-			FROM c, unnest(c.search) u`,
-			scope.TenantID, scope.OrganizationID, scope.RepositoryID, vid, c.Key, c.HeadingPath, c.Start, c.End, c.Title, c.Text)
-	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return 0, internal(err, "insert chunks")
-	}
-	return vid, nil
 }
 
 func insertRel(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, typ string, src, dst int64, dstVID *int64, meta any, ts string) error {

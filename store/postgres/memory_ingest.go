@@ -1,0 +1,286 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
+)
+
+// Writing versions and their chunks, set-based: an ingest of a backlog
+// is a few statements whatever its size (the elements in one INSERT, the
+// versions in one, the chunks copied in with COPY and indexed in one),
+// not a few round trips per file. Ingest writes what the SQLite store's
+// Ingest writes, file by file in order.
+
+// Ingest implements store.Memory (store.MemoryStore.Ingest): one SQL
+// transaction under the scope's lock. A file whose body hash is that of
+// its element's newest ingested version is unchanged; a file of an
+// element that is not a backlog document fails the whole ingest
+// (store.ErrIngestType).
+func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files []store.MemIngestFile) ([]store.MemIngestOutcome, error) {
+	var out []store.MemIngestOutcome
+	ts := now()
+	err := m.write(ctx, scope, func(tx pgx.Tx) error {
+		var err error
+		out, err = ingest(ctx, tx, scope, files, ts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ingestState is what an ingest knows of one element: its row (eid 0
+// while it is still to be inserted), its newest ingested version and its
+// newest sequence number, updated as the files of the call go by.
+type ingestState struct {
+	eid      int64
+	typ      string
+	lastID   string
+	lastHash string
+	seq      int64
+}
+
+func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []store.MemIngestFile, ts string) ([]store.MemIngestOutcome, error) {
+	ids := make([]string, len(files))
+	for i, f := range files {
+		ids[i] = f.ElementID
+	}
+	state, err := ingestStates(ctx, tx, scope, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.MemIngestOutcome, 0, len(files))
+	var created []string
+	var versions []versionIn
+	var owners []*ingestState // owners[i] is versions[i]'s element
+	for _, f := range files {
+		st, ok := state[f.ElementID]
+		status := store.IngestNewVersion
+		switch {
+		case !ok:
+			st = &ingestState{typ: protocol.ElementBacklogMD}
+			state[f.ElementID] = st
+			created = append(created, f.ElementID)
+			status = store.IngestCreated
+		case st.typ != protocol.ElementBacklogMD:
+			return nil, store.ErrIngestType(f.ElementID, st.typ)
+		case st.lastHash == f.Version.BodyHash:
+			out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestUnchanged, VersionID: st.lastID})
+			continue
+		}
+		st.seq++
+		st.lastID, st.lastHash = f.Version.VersionID, f.Version.BodyHash
+		versions = append(versions, versionIn{seq: st.seq, v: f.Version})
+		owners = append(owners, st)
+		out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID})
+	}
+	if len(created) > 0 {
+		rows, err := tx.Query(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
+			SELECT $1, $2, $3, id, $5, $6, $7 FROM unnest($4::text[]) WITH ORDINALITY AS u(id, n) ORDER BY n
+			RETURNING eid, element_id`,
+			scope.TenantID, scope.OrganizationID, scope.RepositoryID, created, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
+		if err != nil {
+			return nil, internal(err, "insert elements")
+		}
+		for rows.Next() {
+			var eid int64
+			var id string
+			if err := rows.Scan(&eid, &id); err != nil {
+				rows.Close()
+				return nil, internal(err, "insert elements")
+			}
+			state[id].eid = eid
+		}
+		if err := rows.Err(); err != nil {
+			return nil, internal(err, "insert elements")
+		}
+	}
+	for i, st := range owners {
+		versions[i].eid = st.eid
+	}
+	if _, err := insertVersions(ctx, tx, scope, versions, ts); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ingestStates reads the elements ids name in scope, with their newest
+// ingested version and their newest sequence number.
+func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, ids []string) (map[string]*ingestState, error) {
+	rows, err := tx.Query(ctx, `SELECT e.element_id, e.eid, e.type, COALESCE(l.version_id, ''), COALESCE(l.body_hash, ''),
+			(SELECT COALESCE(max(seq), 0) FROM mem_versions WHERE eid = e.eid)
+		FROM mem_elements e
+		LEFT JOIN LATERAL (SELECT version_id, body_hash FROM mem_versions
+			WHERE eid = e.eid AND source_kind = $5 ORDER BY seq DESC LIMIT 1) l ON true
+		WHERE e.tenant_id = $1 AND e.organization_id = $2 AND e.repository_id = $3 AND e.element_id = ANY($4)`,
+		scope.TenantID, scope.OrganizationID, scope.RepositoryID, ids, protocol.SourceIngestedEvidence)
+	if err != nil {
+		return nil, internal(err, "read elements")
+	}
+	defer rows.Close()
+	state := make(map[string]*ingestState, len(ids))
+	for rows.Next() {
+		var id string
+		var st ingestState
+		if err := rows.Scan(&id, &st.eid, &st.typ, &st.lastID, &st.lastHash, &st.seq); err != nil {
+			return nil, internal(err, "read elements")
+		}
+		state[id] = &st
+	}
+	return state, internalIf(rows.Err(), "read elements")
+}
+
+// versionIn is a version to write: its element, its sequence number
+// within the element, and the version.
+type versionIn struct {
+	eid int64
+	seq int64
+	v   store.MemNewVersion
+}
+
+// insertVersion writes v as eid's next version, makes it the head and
+// indexes its chunks (insertVersions).
+func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, eid int64, v store.MemNewVersion, ts string) (int64, error) {
+	var seq int64
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) + 1 FROM mem_versions WHERE eid = $1`, eid).Scan(&seq); err != nil {
+		return 0, internal(err, "read sequence")
+	}
+	vids, err := insertVersions(ctx, tx, scope, []versionIn{{eid: eid, seq: seq, v: v}}, ts)
+	if err != nil {
+		return 0, err
+	}
+	return vids[0], nil
+}
+
+// insertVersions writes vs in one statement, in order, moves each
+// element's head to its last version in vs, and indexes the versions'
+// chunks under scope (insertChunks). It returns the versions' vids, in
+// the order of vs.
+func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, vs []versionIn, ts string) ([]int64, error) {
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	n := len(vs)
+	var (
+		ids, titles, bodies, hashes, kinds, provs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		eids, seqs                                = make([]int64, n), make([]int64, n)
+		txIDs                                     = make([]*string, n)
+	)
+	for i, x := range vs {
+		v := x.v
+		prov := v.Provenance
+		if len(prov) == 0 {
+			prov = json.RawMessage("{}")
+		}
+		ids[i], titles[i], bodies[i], hashes[i], kinds[i], provs[i] = v.VersionID, v.Title, v.Body, v.BodyHash, v.SourceKind, string(prov)
+		eids[i], seqs[i] = x.eid, x.seq
+		if v.TxID != "" {
+			txIDs[i] = &vs[i].v.TxID
+		}
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO mem_versions (tenant_id, version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
+		SELECT $1, u.id, u.eid, u.seq, u.title, u.body, u.hash, u.kind, $2, u.prov, u.tx
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+			WITH ORDINALITY AS u(id, eid, seq, title, body, hash, kind, prov, tx, n)
+		ORDER BY u.n
+		RETURNING vid, version_id`,
+		scope.TenantID, ts, ids, eids, seqs, titles, bodies, hashes, kinds, provs, txIDs)
+	if err != nil {
+		return nil, internal(err, "insert versions")
+	}
+	byID := make(map[string]int64, n)
+	for rows.Next() {
+		var vid int64
+		var id string
+		if err := rows.Scan(&vid, &id); err != nil {
+			rows.Close()
+			return nil, internal(err, "insert versions")
+		}
+		byID[id] = vid
+	}
+	if err := rows.Err(); err != nil {
+		return nil, internal(err, "insert versions")
+	}
+	vids := make([]int64, n)
+	head := make(map[int64]int64, n)
+	var chunks []chunkIn
+	for i, x := range vs {
+		vid, ok := byID[x.v.VersionID]
+		if !ok {
+			return nil, internal(errors.New("a version was not returned by its insert"), "insert versions")
+		}
+		vids[i] = vid
+		head[x.eid] = vid
+		for _, c := range x.v.Chunks {
+			chunks = append(chunks, chunkIn{vid: vid, c: c})
+		}
+	}
+	heads, headVIDs := make([]int64, 0, len(head)), make([]int64, 0, len(head))
+	for eid, vid := range head {
+		heads, headVIDs = append(heads, eid), append(headVIDs, vid)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE mem_elements e SET head_vid = u.vid FROM unnest($1::bigint[], $2::bigint[]) AS u(eid, vid) WHERE e.eid = u.eid`,
+		heads, headVIDs); err != nil {
+		return nil, internal(err, "move heads")
+	}
+	return vids, insertChunks(ctx, tx, scope, chunks)
+}
+
+// chunkIn is a chunk to index and its version.
+type chunkIn struct {
+	vid int64
+	c   store.MemChunk
+}
+
+// chunkInColumns are the columns of the session's staging table
+// txk_chunks_in, which COPY fills.
+var chunkInColumns = []string{"n", "vid", "chunk_key", "heading_path", "start_offset", "end_offset", "title", "body"}
+
+// indexChunks moves the staged chunks into mem_chunks, in their order,
+// each chunk's title weighted A and its text D in one tsvector, with its
+// token count for BM25, and writes their postings (each lexeme's count in
+// the title and in the text). The tsvector is computed here, by the
+// server, so that documents and queries are stemmed by one dictionary.
+const indexChunks = `WITH c AS (
+		INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search, search_length)
+		SELECT $1, $2, $3, i.vid, i.chunk_key, i.heading_path, i.start_offset, i.end_offset, t.v,
+			(SELECT COALESCE(sum(array_length(positions, 1)), 0) FROM unnest(t.v))
+		FROM txk_chunks_in i
+		CROSS JOIN LATERAL (SELECT setweight(to_tsvector('english', i.title), 'A') || setweight(to_tsvector('english', i.body), 'D') AS v) t
+		ORDER BY i.n
+		RETURNING id, search)
+	INSERT INTO mem_postings (tenant_id, organization_id, repository_id, lexeme, chunk_id, tf_title, tf_body)
+	SELECT $1, $2, $3, u.lexeme, c.id,
+		cardinality(array_positions(u.weights, 'A')), cardinality(u.weights) - cardinality(array_positions(u.weights, 'A'))
+	FROM c, unnest(c.search) u`
+
+// insertChunks indexes chunks under scope: COPY into the session's
+// staging table (a temporary table, emptied at commit), then indexChunks.
+func insertChunks(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, chunks []chunkIn) error {
+	if len(chunks) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE IF NOT EXISTS txk_chunks_in (
+		n integer, vid bigint, chunk_key text, heading_path text, start_offset integer, end_offset integer, title text, body text
+	) ON COMMIT DELETE ROWS`); err != nil {
+		return internal(err, "stage chunks")
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"txk_chunks_in"}, chunkInColumns, pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
+		c := chunks[i]
+		return []any{int32(i), c.vid, c.c.Key, c.c.HeadingPath, int32(c.c.Start), int32(c.c.End), c.c.Title, c.c.Text}, nil
+	}))
+	if err != nil {
+		return internal(err, "copy chunks")
+	}
+	if _, err := tx.Exec(ctx, indexChunks, scope.TenantID, scope.OrganizationID, scope.RepositoryID); err != nil {
+		return internal(err, "index chunks")
+	}
+	return nil
+}
