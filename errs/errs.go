@@ -78,7 +78,25 @@ const (
 	// decides its own proposal, or memory runs without a policy (-32018).
 	// Data names the reason.
 	PermissionDenied Kind = "permission_denied"
+	// Unavailable: a service the request needs is out of reach for now,
+	// such as the team's memory database while its server restarts
+	// (-32019). Nothing was changed unless data says the outcome is
+	// unknown; the request may be sent again. Data: UnavailableData.
+	Unavailable Kind = "unavailable"
 )
+
+// UnavailableData is the data of an Unavailable error: what is out of
+// reach (Service, such as "memory-store"), why (Reason: "unreachable"
+// when no connection could be made, "connection-lost" when it broke
+// during the request, "shutting-down" when the server refused it), and
+// whether the request's writes may have been committed anyway
+// (OutcomeUnknown: the connection broke while they were committing; the
+// request is idempotent to send again when it names its own ids).
+type UnavailableData struct {
+	Service        string `json:"service"`
+	Reason         string `json:"reason"`
+	OutcomeUnknown bool   `json:"outcomeUnknown,omitempty"`
+}
 
 // Error is a domain error: a Kind, a message for people, typed Data for
 // programs (encoded as JSON-RPC error.data), and an optional cause.

@@ -35,6 +35,7 @@ var codes = map[errs.Kind]int64{
 	errs.Pending:             protocol.CodePending,
 	errs.Exists:              protocol.CodeExists,
 	errs.PermissionDenied:    protocol.CodePermissionDenied,
+	errs.Unavailable:         protocol.CodeUnavailable,
 }
 
 // wireError maps any error a service returns to a protocol.Error: a

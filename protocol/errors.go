@@ -76,6 +76,12 @@ const (
 	// (no-policy). data: {"reason", "action", "scope", "principal_id",
 	// "purpose"?, "role"?, "proposal_id"?} or {"flag", "reason"}.
 	CodePermissionDenied int64 = -32018
+	// CodeUnavailable: a service the request needs is out of reach for
+	// now: the team's memory database (--memory-store postgres://…) is
+	// down, restarting or unreachable. Sending the request again once it
+	// is back is safe. data: {"service": "memory-store", "reason":
+	// "unreachable"|"connection-lost"|"shutting-down", "outcomeUnknown"?}.
+	CodeUnavailable int64 = -32019
 )
 
 // Error is a JSON-RPC 2.0 error object (JSON-RPC 2.0 §5.1). Services return it

@@ -54,7 +54,10 @@ const Role = "txkernel_test"
 type Server struct {
 	admin string // URL of the postgres database as a superuser
 	dir   string // the temporary directory (data and socket); "" for an external server
+	bin   string // the directory of the server binaries
+	cred  *syscall.Credential
 	cmd   *exec.Cmd
+	done  chan struct{} // closed when cmd has exited
 
 	mu        sync.Mutex
 	templates map[string]*template
@@ -93,17 +96,58 @@ func Stop() {
 	if shared == nil || shared.cmd == nil {
 		return
 	}
-	// SIGINT is PostgreSQL's fast shutdown.
-	_ = shared.cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan struct{})
-	go func() { _ = shared.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-shared.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	shared.Stop()
 	os.RemoveAll(shared.dir)
+}
+
+// Private starts a server of tb's own, which tb may stop and restart
+// (Stop, Restart) without disturbing the other tests; it is stopped and
+// removed when tb ends. It skips (or fails, see Shared) like Shared, and
+// skips with an external server (TXKERNEL_TEST_PG), which it cannot
+// restart.
+func Private(tb testing.TB) *Server {
+	tb.Helper()
+	if os.Getenv(EnvURL) != "" {
+		tb.Skipf("skipping: this test restarts its server, and %s names an external one", EnvURL)
+	}
+	s, err := start()
+	if err != nil {
+		if os.Getenv(EnvRequired) != "" {
+			tb.Fatalf("PostgreSQL is required (%s is set): %v", EnvRequired, err)
+		}
+		tb.Skipf("skipping: no PostgreSQL server: %v (install postgresql-15)", err)
+	}
+	tb.Cleanup(func() {
+		s.Stop()
+		os.RemoveAll(s.dir)
+	})
+	return s
+}
+
+// Stop stops s with PostgreSQL's fast shutdown (SIGINT: open transactions
+// are rolled back and every session is ended), waiting up to 10 s before
+// killing it. Its files stay, for Restart.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Restart starts s again on the same data and socket, after Stop, and
+// waits until it accepts connections.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	if err := s.launch(); err != nil {
+		tb.Fatalf("restart PostgreSQL: %v", err)
+	}
 }
 
 // start starts a server, or uses the external one.
@@ -131,43 +175,57 @@ func start() (*Server, error) {
 			return nil, err
 		}
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	s.bin, s.cred = bin, cred
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	const port = 5432 // on the socket only: no TCP port is taken
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		return nil, err
-	}
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
+	s.admin = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: url.Values{
+		"host": {dir}, "port": {strconv.Itoa(port)}, "user": {"postgres"}, "sslmode": {"disable"}}.Encode()}).String()
+	if err := s.launch(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s.admin = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: url.Values{
-		"host": {dir}, "port": {strconv.Itoa(port)}, "user": {"postgres"}, "sslmode": {"disable"}}.Encode()}).String()
+	return s, s.setup()
+}
+
+// port is the servers' port number, on their socket only: no TCP port is
+// taken.
+const port = 5432
+
+// launch starts the server on s.dir and waits up to 30 s for it to
+// accept connections.
+func (s *Server) launch() error {
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-k", s.dir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		conn, err := pgx.Connect(context.Background(), s.admin)
 		if err == nil {
 			conn.Close(context.Background())
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			Stop()
-			return nil, fmt.Errorf("the server did not accept connections within 30 s: %v\n%s", err, log)
+			log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+			s.Stop()
+			return fmt.Errorf("the server did not accept connections within 30 s: %v\n%s", err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return s, s.setup()
 }
 
 // setup creates Role when it is missing.

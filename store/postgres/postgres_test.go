@@ -3,9 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -179,6 +184,50 @@ func TestRetryable(t *testing.T) {
 	}
 	if retryable(errors.New("x")) || retryable(nil) {
 		t.Error("a non-PostgreSQL error is retryable")
+	}
+}
+
+// TestConnectionLost: what says the server is out of reach is told apart
+// from what says the request was wrong, through the store's wrapping; and
+// a server that is down gives errs.Unavailable at once, with its data.
+func TestConnectionLost(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		reason string
+	}{
+		{"shutdown", &pgconn.PgError{Code: "57P01"}, "shutting-down"},
+		{"starting up", &pgconn.PgError{Code: "57P03"}, "shutting-down"},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, "connection-lost"},
+		{"closed conn", fmt.Errorf("read: %w", pgconn.ErrConnClosed), "connection-lost"},
+		{"eof, wrapped by the store", internal(io.ErrUnexpectedEOF, "read element"), "connection-lost"},
+		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, "connection-lost"},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, ""},
+		{"a kernel error", store.ErrElementNotFound("a.md"), ""},
+		{"plain", errors.New("x"), ""},
+	} {
+		reason, lost := connectionLost(tc.err)
+		if reason != tc.reason || lost != (tc.reason != "") {
+			t.Errorf("%s: connectionLost = %q, %v; want %q", tc.name, reason, lost, tc.reason)
+		}
+	}
+	// A server nobody listens for: the socket directory exists, the socket does not.
+	s, err := pgxpool.New(context.Background(), "postgres:///x?host="+t.TempDir()+"&user=nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	err = (&Store{pool: s}).inTenant(context.Background(), "t", func(pgx.Tx) error { return nil })
+	var d errs.UnavailableData
+	if e, ok := errors.AsType[*errs.Error](err); ok {
+		d, _ = e.Data.(errs.UnavailableData)
+	}
+	if !errs.KindIs(err, errs.Unavailable) || d.Service != "memory-store" || d.Reason != "unreachable" || d.OutcomeUnknown {
+		t.Fatalf("a request to a server that is down: %v (%+v)", err, d)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the unavailable error took %v", took)
 	}
 }
 
