@@ -37,7 +37,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-corpus eval eval-data bench fuzz crash clean mcp-inspector bench-buckets
+.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-team demo-corpus eval eval-data bench fuzz crash clean mcp-inspector bench-buckets
 
 all: build
 
@@ -101,6 +101,15 @@ RFCS ?= $(SHARED)/corpora/rust-rfcs/text
 demo-memory: build
 	@test -d "$(RFCS)" || { echo "$(RFCS) is absent: demo-memory needs the shared RFC backlog"; exit 1; }
 	$(GO) run ./examples/host -kernel $(BIN) -memory $(RFCS)
+
+## demo-team: build, then two kernels (two workspaces, two data dirs) share
+## one curated memory in a throwaway PostgreSQL started from the installed
+## binaries: A ingests the RFC backlog, B reads and proposes, A accepts and
+## promotes, B reads the new version; then both accept at once and one
+## wins. TEAM_STORE=postgres://… uses a team's own database instead.
+demo-team: build
+	@test -d "$(RFCS)" || { echo "$(RFCS) is absent: demo-team needs the shared RFC backlog"; exit 1; }
+	$(GO) run ./examples/host -kernel $(BIN) -team $(RFCS) $(if $(TEAM_STORE),-memory-store '$(TEAM_STORE)')
 
 ## demo-corpus: build, then open a 1,200-section correspondence log built
 ## from the shared RFC corpus (testdata/corpus/mkfixture.go) as a corpus:

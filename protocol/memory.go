@@ -477,7 +477,7 @@ type MemoryCapabilities struct {
 	// in capabilities.methods): only under a --memory-policy.
 	Enabled bool `json:"enabled"`
 	// Store names where memory state is kept: MemoryStoreSQLite (the data
-	// dir's kernel.db).
+	// dir's kernel.db) or MemoryStorePostgres (a team's database).
 	Store string `json:"store"`
 	// PolicyMode is MemoryRolesPolicy or MemoryRolesAsserted, or
 	// MemoryPolicyNone when Enabled is false.

@@ -196,6 +196,9 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	switch u := *f.memStore; {
 	case u == protocol.MemoryStoreSQLite:
 	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
+		if hasPassword(u) {
+			return fail("--memory-store: the URL %s carries a password, which a command line shows to every user of the machine (ps): put it in PGPASSWORD or ~/.pgpass", redactURL(u))
+		}
 		pg, err := postgres.Open(ctx, u)
 		if err != nil {
 			return fail("--memory-store: %v", err)
@@ -231,13 +234,31 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	return k, 0
 }
 
+// hasPassword reports a URL that names a password, in its user
+// information or as libpq's password parameter.
+func hasPassword(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false // the store's own parser refuses it, hiding any password
+	}
+	if _, ok := p.User.Password(); ok {
+		return true
+	}
+	return p.Query().Has("password")
+}
+
 // redactURL is u with any password replaced, for an error message.
 func redactURL(u string) string {
-	if p, err := url.Parse(u); err == nil && p.User != nil {
-		if _, ok := p.User.Password(); ok {
-			p.User = url.UserPassword(p.User.Username(), "xxxxx")
-			return p.String()
-		}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unparsable URL)"
 	}
-	return u
+	if _, ok := p.User.Password(); ok {
+		p.User = url.UserPassword(p.User.Username(), "xxxxx")
+	}
+	if q := p.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		p.RawQuery = q.Encode()
+	}
+	return p.String()
 }

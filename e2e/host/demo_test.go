@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/pgserver"
+	"github.com/txkernel/txkernel/internal/pgtest"
 )
 
 var (
@@ -108,6 +110,33 @@ func TestDemoMemoryOutput(t *testing.T) {
 	checkForPeople(t, "demo-memory", out)
 	if !regexp.MustCompile(`← \$/progress +\d+% \d+/\d+ files`).MatchString(out) {
 		t.Errorf("demo-memory's $/progress shows no counts:\n%s", out)
+	}
+}
+
+// TestDemoTeamOutput: make demo-team's two kernels share one memory in a
+// throwaway PostgreSQL: B reads what A ingested and the version A
+// accepted, and of the two accepts at once exactly one wins while the
+// other is stale with the rebase hint.
+func TestDemoTeamOutput(t *testing.T) {
+	harness.SkipIfShort(t, "demo-team ingests the whole RFC backlog into PostgreSQL")
+	t.Parallel()
+	if _, err := pgserver.BinDir(); err != nil {
+		if os.Getenv(pgtest.EnvRequired) != "" {
+			t.Fatalf("PostgreSQL is required (%s is set): %v", pgtest.EnvRequired, err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	rfcs := harness.SharedDir(t, "corpora/rust-rfcs/text")
+	out := runDemo(t, "-team", rfcs)
+	checkForPeople(t, "demo-team", out)
+	for _, re := range []string{`capabilities\.memory\.store = "postgres"`, `648 files, 648 created`, `published reads (ver_\w+)`,
+		`kernel [AB] accepted prop_`, `kernel [AB]: -32001 .*call memory/rebase`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("demo-team output lacks %s:\n%s", re, out)
+		}
+	}
+	if n := strings.Count(out, " accepted prop_"); n != 1 {
+		t.Errorf("demo-team: %d accepts won the race, want 1:\n%s", n, out)
 	}
 }
 

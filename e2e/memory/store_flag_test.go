@@ -10,8 +10,8 @@ import (
 
 // TestMemoryStoreFlag: --memory-store names where memory lives.
 // Anything but sqlite or a postgres:// URL, or a server that cannot be
-// reached, fails the start-up with a message naming the flag (never the
-// first memory call), and a kernel on a team's database says so in
+// reached, or a URL that carries a password, fails the start-up with a
+// message naming the flag (never the first memory call), and a kernel on a team's database says so in
 // capabilities.memory.store.
 func TestMemoryStoreFlag(t *testing.T) {
 	t.Parallel()
@@ -21,6 +21,13 @@ func TestMemoryStoreFlag(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "--memory-store") {
 			t.Errorf("--memory-store %s: %v, %s; want a failed start naming the flag", bad, err, out)
+		}
+	}
+	// A password on the command line is refused, and not repeated.
+	for _, withPassword := range []string{"postgres://u:s3cret@/db?host=/tmp", "postgres://u@/db?host=/tmp&password=s3cret"} {
+		out, err := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-store", withPassword).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "PGPASSWORD") || strings.Contains(string(out), "s3cret") {
+			t.Errorf("--memory-store %s: %v, %s; want a failed start that names PGPASSWORD and hides the password", withPassword, err, out)
 		}
 	}
 	smallBacklog(t, ws)

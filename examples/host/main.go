@@ -22,12 +22,15 @@
 //	go run ./examples/host -kernel bin/txkernel -checklist testdata/demo-checklist
 //	go run ./examples/host -kernel bin/txkernel -memory ../shared/corpora/rust-rfcs/text
 //	go run ./examples/host -kernel bin/txkernel -corpus OPEN_QUESTIONS.md
+//	go run ./examples/host -kernel bin/txkernel -team ../shared/corpora/rust-rfcs/text [-memory-store postgres://…]
 //
 // DIR holds base/ (the workspace before), patch.diff and expected/. With
 // -checklist it walks document patching on a closing checklist instead
 // (checklist.go, `make demo-docs`); with -memory, curated memory on a
 // markdown backlog (memory.go, `make demo-memory`); with -corpus, a
-// correspondence log opened as a corpus (corpus.go, `make demo-corpus`).
+// correspondence log opened as a corpus (corpus.go, `make demo-corpus`);
+// with -team, two kernels sharing one memory in PostgreSQL (team.go,
+// `make demo-team`).
 package main
 
 import (
@@ -57,9 +60,13 @@ func main() {
 	checklist := flag.String("checklist", "", "instead of a commit: a directory with checklist.json and envelope.json (document patching)")
 	backlog := flag.String("memory", "", "instead of a commit: a directory of markdown to ingest as a backlog (curated memory)")
 	logFile := flag.String("corpus", "", "instead of a commit: a numbered markdown log to open as a corpus (search with citations)")
+	team := flag.String("team", "", "instead of a commit: a directory of markdown that two kernels share as one curated memory in PostgreSQL")
+	store := flag.String("memory-store", "", "with -team: the team's postgres:// URL (default: a throwaway server from the installed binaries)")
 	flag.Parse()
 	var err error
 	switch {
+	case *team != "":
+		err = runTeam(*kernel, *team, *store, *keep)
 	case *logFile != "":
 		err = runCorpus(*kernel, *logFile, *keep)
 	case *backlog != "":

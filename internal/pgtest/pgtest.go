@@ -1,13 +1,7 @@
 // Package pgtest gives tests a real PostgreSQL server: one per test
-// binary, started from the installed server binaries (initdb and postgres,
-// found on PATH, through pg_config --bindir, or under
-// /usr/lib/postgresql/*/bin), listening only on a unix socket in a short
-// temporary directory, and stopped by Stop (or, if the test binary dies,
-// by the kernel: the server gets SIGKILL when its parent exits). Each test
-// gets its own database, made from a template database migrated once.
-//
-// PostgreSQL refuses to run as root: as root the server runs as the
-// postgres user (or nobody), with the data directory given to that user.
+// binary, a throwaway server (internal/pgserver) stopped by Stop, or one
+// of a test's own (Private) that it may stop and restart. Each test gets
+// its own database, made from a template database migrated once.
 //
 // TXKERNEL_TEST_PG=postgres://… points the tests at an external server
 // instead; its user must be allowed to create databases and roles, and
@@ -20,22 +14,13 @@
 package pgtest
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/txkernel/txkernel/internal/pgserver"
 )
 
 // EnvURL names an external server's URL (libpq syntax) the tests use
@@ -52,12 +37,8 @@ const Role = "txkernel_test"
 
 // Server is a running PostgreSQL server.
 type Server struct {
-	admin string // URL of the postgres database as a superuser
-	dir   string // the temporary directory (data and socket); "" for an external server
-	bin   string // the directory of the server binaries
-	cred  *syscall.Credential
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when cmd has exited
+	admin string           // URL of the postgres database as a superuser
+	local *pgserver.Server // nil for an external server
 
 	mu        sync.Mutex
 	templates map[string]*template
@@ -93,18 +74,15 @@ func Shared(tb testing.TB) *Server {
 // Stop stops the server Shared started, if any, and removes its files.
 // Call it from TestMain after m.Run.
 func Stop() {
-	if shared == nil || shared.cmd == nil {
-		return
+	if shared != nil && shared.local != nil {
+		shared.local.Remove()
 	}
-	shared.Stop()
-	os.RemoveAll(shared.dir)
 }
 
 // Private starts a server of tb's own, which tb may stop and restart
-// (Stop, Restart) without disturbing the other tests; it is stopped and
-// removed when tb ends. It skips (or fails, see Shared) like Shared, and
-// skips with an external server (TXKERNEL_TEST_PG), which it cannot
-// restart.
+// (Stop, Restart) without disturbing the other tests; it is removed when
+// tb ends. It skips (or fails, see Shared) like Shared, and skips with an
+// external server (TXKERNEL_TEST_PG), which it cannot restart.
 func Private(tb testing.TB) *Server {
 	tb.Helper()
 	if os.Getenv(EnvURL) != "" {
@@ -117,115 +95,40 @@ func Private(tb testing.TB) *Server {
 		}
 		tb.Skipf("skipping: no PostgreSQL server: %v (install postgresql-15)", err)
 	}
-	tb.Cleanup(func() {
-		s.Stop()
-		os.RemoveAll(s.dir)
-	})
+	tb.Cleanup(s.local.Remove)
 	return s
 }
 
-// Stop stops s with PostgreSQL's fast shutdown (SIGINT: open transactions
-// are rolled back and every session is ended), waiting up to 10 s before
-// killing it. Its files stay, for Restart.
-func (s *Server) Stop() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
-	s.cmd = nil
-}
+// Stop stops s (fast shutdown: open transactions roll back, sessions
+// end); its files stay, for Restart.
+func (s *Server) Stop() { s.local.Stop() }
 
 // Restart starts s again on the same data and socket, after Stop, and
 // waits until it accepts connections.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	if err := s.launch(); err != nil {
+	if err := s.local.Restart(); err != nil {
 		tb.Fatalf("restart PostgreSQL: %v", err)
 	}
 }
 
 // start starts a server, or uses the external one.
 func start() (*Server, error) {
-	if u := os.Getenv(EnvURL); u != "" {
-		s := &Server{admin: u, templates: map[string]*template{}}
-		return s, s.setup()
-	}
-	bin, err := binDir()
-	if err != nil {
-		return nil, err
-	}
-	// The socket path must fit in sun_path (about 107 bytes).
-	dir, err := os.MkdirTemp("/tmp", "txkpg")
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{dir: dir, templates: map[string]*template{}}
-	cred, err := serverCredential()
-	if err != nil {
-		return nil, err
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+	s := &Server{admin: os.Getenv(EnvURL), templates: map[string]*template{}}
+	if s.admin == "" {
+		local, err := pgserver.Start()
+		if err != nil {
 			return nil, err
 		}
+		s.local, s.admin = local, local.Admin
 	}
-	s.bin, s.cred = bin, cred
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
-	}
-	s.admin = (&url.URL{Scheme: "postgres", Path: "/postgres", RawQuery: url.Values{
-		"host": {dir}, "port": {strconv.Itoa(port)}, "user": {"postgres"}, "sslmode": {"disable"}}.Encode()}).String()
-	if err := s.launch(); err != nil {
-		os.RemoveAll(dir)
+	if err := s.setup(); err != nil {
+		if s.local != nil {
+			s.local.Remove()
+		}
 		return nil, err
 	}
-	return s, s.setup()
-}
-
-// port is the servers' port number, on their socket only: no TCP port is
-// taken.
-const port = 5432
-
-// launch starts the server on s.dir and waits up to 30 s for it to
-// accept connections.
-func (s *Server) launch() error {
-	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-k", s.dir, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := pgx.Connect(context.Background(), s.admin)
-		if err == nil {
-			conn.Close(context.Background())
-			return nil
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-			s.Stop()
-			return fmt.Errorf("the server did not accept connections within 30 s: %v\n%s", err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return s, nil
 }
 
 // setup creates Role when it is missing.
@@ -238,16 +141,7 @@ func (s *Server) setup() error {
 }
 
 // exec runs one statement as the superuser on the postgres database.
-func (s *Server) exec(sql string) error {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.admin)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
+func (s *Server) exec(sql string) error { return pgserver.Exec(s.admin, sql) }
 
 // URL returns the URL of database db on s, connecting as user with no
 // password: the server started here trusts its socket, and an external
@@ -301,6 +195,21 @@ func (s *Server) Template(tb testing.TB, name string, setup func(url string) err
 // returns its URL as Role.
 func (s *Server) Database(tb testing.TB, tpl string) string {
 	tb.Helper()
+	url, drop, err := s.NewDatabase(tpl)
+	if err != nil {
+		tb.Fatalf("create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := drop(); err != nil {
+			tb.Logf("%v", err)
+		}
+	})
+	return url
+}
+
+// NewDatabase is Database for what outlives one test, such as a
+// benchmark's fixture kept across -count runs: the caller drops it.
+func (s *Server) NewDatabase(tpl string) (url string, drop func() error, err error) {
 	s.mu.Lock()
 	s.n++
 	db := fmt.Sprintf("t_%d_%d", os.Getpid(), s.n)
@@ -312,51 +221,13 @@ func (s *Server) Database(tb testing.TB, tpl string) string {
 		sql += fmt.Sprintf(" TEMPLATE %s STRATEGY FILE_COPY", tpl)
 	}
 	if err := s.exec(sql); err != nil {
-		tb.Fatalf("create database: %v", err)
+		return "", nil, err
 	}
-	tb.Cleanup(func() {
+	drop = func() error {
 		if err := s.exec(fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", db)); err != nil {
-			tb.Logf("drop database %s: %v", db, err)
+			return fmt.Errorf("drop database %s: %w", db, err)
 		}
-	})
-	return s.URL(db, Role)
-}
-
-// binDir finds the directory of the server binaries.
-func binDir() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "postgres")); err == nil {
-			return filepath.Dir(p), nil
-		}
+		return nil
 	}
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		d := strings.TrimSpace(string(out))
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(matches) > 0 {
-		return filepath.Dir(matches[len(matches)-1]), nil
-	}
-	return "", errors.New("initdb and postgres are not installed")
-}
-
-// serverCredential is the user the server runs as: nil (this process's)
-// unless this process is root, whom PostgreSQL refuses; then postgres,
-// or nobody.
-func serverCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	for _, name := range []string{"postgres", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-	}
-	return nil, errors.New("running as root and there is no postgres or nobody user to run the server as")
+	return s.URL(db, Role), drop, nil
 }

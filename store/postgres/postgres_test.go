@@ -24,6 +24,9 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	for _, f := range benchCleanup {
+		f()
+	}
 	pgtest.Stop()
 	os.Exit(code)
 }

@@ -1,0 +1,206 @@
+// Package pgserver runs a throwaway PostgreSQL server from the installed
+// server binaries (initdb and postgres, found on PATH, through pg_config
+// --bindir, or under /usr/lib/postgresql/*/bin), for the tests
+// (internal/pgtest) and `make demo-team`. The server listens only on a
+// unix socket in a short temporary directory (no TCP port is taken),
+// trusts that socket, and gets SIGKILL if the process that started it
+// dies.
+//
+// PostgreSQL refuses to run as root: as root the server runs as the
+// postgres user (or nobody), with its directory given to that user.
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Port is the servers' port number, on their socket only.
+const Port = 5432
+
+// Server is a throwaway PostgreSQL server.
+type Server struct {
+	// Dir is the temporary directory: the data directory (data/), the
+	// socket and the server's log (server.log).
+	Dir string
+	// Admin is the URL of the postgres database as the superuser
+	// (postgres), over the socket.
+	Admin string
+
+	bin  string
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start makes a data directory with initdb (superuser postgres, trust
+// authentication, UTF-8, no fsync of its own files) and starts a server on
+// it, waiting up to 30 s for it to accept connections. On error nothing
+// is left behind.
+func Start() (*Server, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	// The socket path must fit in sun_path (about 107 bytes).
+	dir, err := os.MkdirTemp("/tmp", "txkpg")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, bin: bin, cred: cred}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	s.Admin = s.URL("postgres", "postgres")
+	if err := s.Restart(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// URL is the URL of database db as user, over the socket, with no
+// password (the server trusts its socket).
+func (s *Server) URL(db, user string) string {
+	return (&url.URL{Scheme: "postgres", User: url.User(user), Path: "/" + db, RawQuery: url.Values{
+		"host": {s.Dir}, "port": {strconv.Itoa(Port)}, "sslmode": {"disable"}}.Encode()}).String()
+}
+
+// Restart starts the server on its data directory (after Stop, or the
+// first time) and waits up to 30 s for it to accept connections.
+func (s *Server) Restart() error {
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.Dir, "data"), "-k", s.Dir, "-p", strconv.Itoa(Port),
+		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := pgx.Connect(context.Background(), s.Admin)
+		if err == nil {
+			conn.Close(context.Background())
+			return nil
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "server.log"))
+			s.Stop()
+			return fmt.Errorf("the server did not accept connections within 30 s: %v\n%s", err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the server with PostgreSQL's fast shutdown (SIGINT: open
+// transactions are rolled back and every session ends), killing it after
+// 10 s. Its files stay, for Restart. Stopping a stopped server does
+// nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Remove stops the server and removes its directory.
+func (s *Server) Remove() {
+	s.Stop()
+	os.RemoveAll(s.Dir)
+}
+
+// Exec runs one statement as the superuser on the postgres database.
+func (s *Server) Exec(sql string) error {
+	return Exec(s.Admin, sql)
+}
+
+// Exec runs one statement on the database at url.
+func Exec(url, sql string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// BinDir finds the directory of the server binaries: an error names what
+// to install when there is none.
+func BinDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "postgres")); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		d := strings.TrimSpace(string(out))
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(matches) > 0 {
+		return filepath.Dir(matches[len(matches)-1]), nil
+	}
+	return "", errors.New("initdb and postgres are not installed (Debian: apt-get install postgresql-15)")
+}
+
+// credential is the user the server runs as: nil (this process's) unless
+// this process is root, whom PostgreSQL refuses; then postgres, or
+// nobody.
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run the server as")
+}
