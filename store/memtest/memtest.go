@@ -178,6 +178,18 @@ func ingestOutcomes(t *testing.T, m store.Memory) {
 			t.Fatalf("search %q: %+v %v", c.word, hits, err)
 		}
 	}
+	// A promote naming two versions of one element keeps the later named.
+	one, two := memTestFile("a.md", "alpha one").Version.VersionID, memTestFile("a.md", "alpha two").Version.VersionID
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx2", BaselineID: "bl2", Versions: []string{two, one}, Reason: "r", DecisionID: "dec2"}); err != nil {
+		t.Fatal(err)
+	}
+	_, bid2, err := m.Pointer(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.Fetch(ctx, sc, bid2, "a.md"); err != nil || v.VersionID != one {
+		t.Fatalf("a baseline of %s then %s holds %+v, %v; want the later named", two, one, v, err)
+	}
 }
 
 // promotableNeverMovesBack: an explicit promote leaves out a

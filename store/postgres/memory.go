@@ -241,11 +241,15 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 				return internal(err, "copy baseline")
 			}
 		}
-		for _, v := range p.Versions {
-			if _, err := tx.Exec(ctx, `INSERT INTO mem_baseline_items (tenant_id, bid, eid, vid) SELECT $1, $2, eid, vid FROM mem_versions WHERE version_id = $3
-				ON CONFLICT (bid, eid) DO UPDATE SET vid = excluded.vid`, sc.TenantID, bid, v); err != nil {
-				return internal(err, "put baseline item")
-			}
+		// One statement for every version: of two versions of one
+		// element, the later in p.Versions wins, as one statement per
+		// version in order would leave it.
+		if _, err := tx.Exec(ctx, `INSERT INTO mem_baseline_items (tenant_id, bid, eid, vid)
+			SELECT DISTINCT ON (v.eid) $1, $2, v.eid, v.vid
+			FROM unnest($3::text[]) WITH ORDINALITY AS u(id, n) JOIN mem_versions v ON v.version_id = u.id
+			ORDER BY v.eid, u.n DESC
+			ON CONFLICT (bid, eid) DO UPDATE SET vid = excluded.vid`, sc.TenantID, bid, p.Versions); err != nil {
+			return internal(err, "put baseline items")
 		}
 		if _, err := tx.Exec(ctx, `UPDATE mem_baselines SET items = (SELECT count(*) FROM mem_baseline_items WHERE bid = $1) WHERE bid = $1`, bid); err != nil {
 			return internal(err, "count baseline")
