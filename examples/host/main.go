@@ -222,6 +222,24 @@ func (c *client) call(method string, params any) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// wireError is a JSON-RPC error object as the host received it.
+type wireError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// lastError is the error of the last call, nil when it succeeded.
+func (c *client) lastError() *wireError {
+	var m struct {
+		Error *wireError `json:"error"`
+	}
+	if json.Unmarshal(c.last, &m) != nil {
+		return nil
+	}
+	return m.Error
+}
+
 func run(kernelBin, commit, decision string, keep bool) error {
 	if commit == "" {
 		return errors.New("-commit is required")

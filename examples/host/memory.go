@@ -103,18 +103,11 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 	}
 	refused := func(what, method string, params any, code int) error {
 		_, err := c.call(method, params)
-		var m struct {
-			Error *struct {
-				Code    int             `json:"code"`
-				Message string          `json:"message"`
-				Data    json.RawMessage `json:"data"`
-			} `json:"error"`
-		}
-		json.Unmarshal(c.last, &m)
-		if err == nil || m.Error == nil || m.Error.Code != code {
+		e := c.lastError()
+		if err == nil || e == nil || e.Code != code {
 			return fmt.Errorf("%s: want error %d, got %v", what, code, err)
 		}
-		fmt.Printf("  refused as it must be: %d %s\n  data: %s\n", m.Error.Code, m.Error.Message, m.Error.Data)
+		fmt.Printf("  refused as it must be: %d %s\n  data: %s\n", e.Code, e.Message, e.Data)
 		return nil
 	}
 

@@ -180,17 +180,11 @@ func runTeam(kernelBin, backlog, storeURL string, keep bool) error {
 			fmt.Printf("  kernel %s accepted %v: %s\n", name, props[i], results[i])
 			continue
 		}
-		var m struct {
-			Error *struct {
-				Code    int             `json:"code"`
-				Message string          `json:"message"`
-				Data    json.RawMessage `json:"data"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(c.last, &m) != nil || m.Error == nil {
+		e := c.lastError()
+		if e == nil {
 			return errsOf[i]
 		}
-		fmt.Printf("  kernel %s: %d %s\n  data: %s\n", name, m.Error.Code, m.Error.Message, m.Error.Data)
+		fmt.Printf("  kernel %s: %d %s\n  data: %s\n", name, e.Code, e.Message, e.Data)
 	}
 	if won != 1 {
 		return fmt.Errorf("%d accepts won the race, want exactly one", won)
