@@ -137,7 +137,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 		return nil, err
 	}
 	if len(publish) > 0 {
-		res, err := s.promote(ctx, scope, pr, publish, "ingest")
+		res, err := s.publishIngest(ctx, scope, pr, publish)
 		switch {
 		case err == nil:
 			out.BaselineID, out.TransactionID = res.BaselineID, res.TransactionID
@@ -310,4 +310,30 @@ func gitInfo(ctx context.Context, dir string) gitRepo {
 		src = filepath.Base(top)
 	}
 	return gitRepo{top: top, sourceRepo: src, commit: &head}
+}
+
+// publishAttempts bounds how often an ingest plans its publish again
+// after another kernel moved the published pointer first.
+const publishAttempts = 3
+
+// publishIngest publishes what an ingest wrote: a promote by the
+// ingesting principal. Kernels sharing a memory (--memory-store
+// postgres://…) may move the published pointer between this promote's
+// plan and its commit; the promote is then stale, and is planned again
+// on the new pointer, up to publishAttempts times in all. An ingest's
+// publish is the kernel's own step, not a curator's decision about one
+// baseline, so it follows the pointer where an explicit memory/promote
+// reports the stale pointer to its caller. What the other kernel
+// published already is left out of the next plan (errs.Validation when
+// nothing is left).
+func (s *Service) publishIngest(ctx context.Context, scope protocol.MemoryScope, pr protocol.MemoryPrincipal, versions []string) (*protocol.PromoteResult, error) {
+	var err error
+	for range publishAttempts {
+		var res *protocol.PromoteResult
+		if res, err = s.promote(ctx, scope, pr, versions, "ingest"); !errs.KindIs(err, errs.Stale) {
+			return res, err
+		}
+		s.log.Debug("memory/ingest: the published pointer moved under the publish; planning it again", "err", err)
+	}
+	return nil, err
 }

@@ -21,7 +21,7 @@ import (
 // of the proposal it made.
 func TestTeamMemoryTwoKernels(t *testing.T) {
 	t.Parallel()
-	a, b := twoKernels(t)
+	a, b, _ := twoKernels(t)
 
 	const elem = "backlog/002-cache.md"
 	ing := a.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
@@ -61,7 +61,7 @@ func TestTeamMemoryTwoKernels(t *testing.T) {
 // either kernel may win.
 func TestTeamMemoryAcceptRace(t *testing.T) {
 	t.Parallel()
-	a, b := twoKernels(t)
+	a, b, _ := twoKernels(t)
 	const elem = "backlog/002-cache.md"
 	a.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 	for round := range 5 {
@@ -106,18 +106,18 @@ func TestTeamMemoryAcceptRace(t *testing.T) {
 
 // twoKernels starts two kernels, each on its own copy of the small
 // backlog and its own data dir, sharing one fresh PostgreSQL memory. They
-// stop when t ends.
-func twoKernels(t *testing.T) (a, b *harness.Proc) {
+// stop when t ends. db is the database's URL.
+func twoKernels(t *testing.T) (a, b *harness.Proc, db string) {
 	t.Helper()
-	db := teamDB(t)
+	flags := teamDB(t)
 	var ks [2]*harness.Proc
 	for i := range ks {
 		ws := t.TempDir()
 		smallBacklog(t, ws)
-		ks[i] = startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, db...)
+		ks[i] = startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, flags...)
 		t.Cleanup(ks[i].Stop)
 	}
-	return ks[0], ks[1]
+	return ks[0], ks[1], flags[1]
 }
 
 // TestTeamMemoryAcceptCrash kills kernel A (SIGKILL, as kill -9) at each
@@ -210,4 +210,42 @@ func versionCount(t *testing.T, url string, scope map[string]any, elem string) i
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestTeamMemoryIngestRace: two kernels ingest the same backlog into one
+// memory at the same moment. Each file becomes one element with one
+// version: one ingest creates it, the other finds it unchanged, whichever
+// order the scope's lock gave them, and both end with the same file
+// published.
+func TestTeamMemoryIngestRace(t *testing.T) {
+	t.Parallel()
+	a, b, db := twoKernels(t)
+	var res [2]map[string]any
+	var wg sync.WaitGroup
+	for i, k := range []*harness.Proc{a, b} {
+		wg.Go(func() { res[i], _ = k.Call("memory/ingest", memReq(scopeR1, curator, "path", ".")) })
+	}
+	wg.Wait()
+	created, unchanged := 0, 0
+	for i, r := range res {
+		out, ok := r["result"].(map[string]any)
+		if !ok {
+			t.Fatalf("ingest %d: %v", i, r)
+		}
+		created += harness.Num(out["created"])
+		unchanged += harness.Num(out["unchanged"])
+	}
+	if created != 3 || unchanged != 3 {
+		t.Fatalf("two ingests of 3 files created %d and left %d unchanged, want 3 and 3: %v / %v", created, unchanged, summarize(res[0]["result"].(map[string]any)), summarize(res[1]["result"].(map[string]any)))
+	}
+	for _, elem := range []string{"backlog/001-auth.md", "backlog/002-cache.md", "backlog/sub/003-deploy.md"} {
+		if n := versionCount(t, db, scopeR1, elem); n != 1 {
+			t.Fatalf("%s has %d versions after two ingests of one content, want 1", elem, n)
+		}
+		ga := items(t, a.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem)))
+		gb := items(t, b.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem)))
+		if len(ga) != 1 || len(gb) != 1 || ga[0]["version_id"] != gb[0]["version_id"] {
+			t.Fatalf("%s: kernel A reads %v, kernel B %v", elem, ga, gb)
+		}
+	}
 }
