@@ -6,6 +6,7 @@ package kernel
 
 import (
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -99,6 +100,14 @@ func classify(f map[string]json.RawMessage) member {
 // the rest.
 func (s *Stream) dispatch(data []byte) error {
 	data = trimWS(data)
+	// JSON text is UTF-8 (RFC 8259 §8.1). encoding/json would quietly put
+	// U+FFFD for a bad sequence in a decoded string, but the params reach
+	// handlers as the bytes sent (Stream.Params), so that raw JSON kept
+	// as such (a document's content) would keep them: refuse them here.
+	if !utf8.Valid(data) {
+		s.log.Warn("jsonrpc: parse error: not UTF-8", "bytes", len(data))
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+	}
 	if len(data) == 0 || data[0] != '[' {
 		m, ok := parseMember(data)
 		if !ok {
@@ -115,8 +124,9 @@ func (s *Stream) dispatch(data []byte) error {
 			s.queue = append(s.queue, queued{msg: requestMessage("", m)})
 		case kindRequest:
 			s.mu.Lock()
-			internal := s.registerLocked(m.id, nil, 0)
+			internal := s.registerLocked(m.id, m.params, nil, 0)
 			s.mu.Unlock()
+			m.params = nil // the handler reads them from the stream (Stream.Params)
 			s.queue = append(s.queue, queued{msg: requestMessage(internal, m)})
 		}
 		return nil
@@ -156,8 +166,9 @@ func (s *Stream) dispatch(data []byte) error {
 	for i, m := range members {
 		internal := ""
 		if slots[i] >= 0 {
-			internal = s.registerLocked(m.id, b, slots[i])
+			internal = s.registerLocked(m.id, m.params, b, slots[i])
 			b.pending++
+			m.params = nil // the handler reads them from the stream (Stream.Params)
 		}
 		s.queue = append(s.queue, queued{msg: requestMessage(internal, m), internal: internal})
 	}

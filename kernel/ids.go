@@ -21,6 +21,7 @@ const internalIDPrefix = "\x00txk:"
 // inflight is a request handed to jsonrpc2 and not yet answered.
 type inflight struct {
 	orig     json.RawMessage
+	params   json.RawMessage // the request's params as sent (nil: absent); see Stream.Params
 	key      string
 	batch    *batch // nil for a request that did not come in a batch
 	slot     int
@@ -60,12 +61,18 @@ func canonicalID(raw json.RawMessage) (string, bool) {
 	return string(raw), true
 }
 
-// registerLocked assigns an internal id to a request. s.mu must be held.
-func (s *Stream) registerLocked(orig json.RawMessage, b *batch, slot int) string {
+// registerLocked assigns an internal id to a request and keeps its
+// params (copied: they point into the read buffer) for Params. s.mu must
+// be held.
+func (s *Stream) registerLocked(orig, params json.RawMessage, b *batch, slot int) string {
 	s.seq++
 	internal := internalIDPrefix + strconv.FormatUint(s.seq, 10)
 	key, _ := canonicalID(orig)
-	s.inflight[internal] = &inflight{orig: append(json.RawMessage(nil), orig...), key: key, batch: b, slot: slot}
+	f := &inflight{orig: append(json.RawMessage(nil), orig...), key: key, batch: b, slot: slot}
+	if params != nil {
+		f.params = append(json.RawMessage(nil), params...)
+	}
+	s.inflight[internal] = f
 	s.byOrig[key] = append(s.byOrig[key], internal)
 	return internal
 }
@@ -107,6 +114,29 @@ func (s *Stream) OriginalID(internal jsonrpc2.ID) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return append(json.RawMessage(nil), f.orig...), true
+}
+
+// Params returns the params of req as the client sent them, byte-exact,
+// or nil when it sent none (JSON-RPC 2.0 §4: params may be omitted).
+//
+// A request reaches jsonrpc2 without its params: the stream has already
+// validated them, and jsonrpc2 would scan and copy them three times more
+// (its envelope check, its message type check and Request.UnmarshalJSON),
+// which for a turn/start carrying a diff of hundreds of kilobytes is most
+// of its cost. The stream keeps them instead, until the request is
+// answered. A notification carries its params inline, in req.Params.
+func (s *Stream) Params(req *jsonrpc2.Request) *json.RawMessage {
+	if req.Notif || !req.ID.IsString {
+		return req.Params
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.inflight[req.ID.Str]
+	if !ok || f.params == nil {
+		return req.Params
+	}
+	p := f.params
+	return &p
 }
 
 // InternalID finds the in-flight request that a client means by its own id,

@@ -10,7 +10,7 @@ package kernel
 // stream is back in step and reads the next message normally.
 //
 //	reason                                       framing         cause
-//	"invalid JSON"                               both            the message is not JSON (RFC 8259)
+//	"invalid JSON"                               both            the message is not JSON (RFC 8259), or not UTF-8 (§8.1)
 //	"content-length frame on an ndjson stream"   ndjson          a "Content-Length:" header block; it and its body are skipped whole
 //	"ndjson message on a content-length stream"  content-length  a bare JSON line where a header belongs; the line is skipped
 //	"missing Content-Length header"              content-length  a header block without a length; input is skipped to the next "Content-Length:"

@@ -428,7 +428,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		return
 	}
 	if req.Notif {
-		if _, err := m.handle(ctx, s, req.Params); err != nil {
+		if _, err := m.handle(ctx, s, s.stream.Params(req)); err != nil {
 			s.log.Warn("notification failed", "method", req.Method, "err", err)
 		}
 		s.log.Debug("notification", "method", req.Method, "duration", time.Since(start))
@@ -479,7 +479,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 
 // call runs a request's handler under this connection's session.
 func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (any, error) {
-	return s.invoke(s.withSession(ctx), m, req.Method, req.Params)
+	return s.invoke(s.withSession(ctx), m, req.Method, s.stream.Params(req))
 }
 
 // invoke runs a row's handler under the session already in ctx, with the

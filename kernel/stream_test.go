@@ -41,7 +41,7 @@ func echo(st *Stream) func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (
 		case "slow":
 			time.Sleep(10 * time.Millisecond)
 		case "notify":
-			if err := conn.Notify(ctx, "event", req.Params); err != nil {
+			if err := conn.Notify(ctx, "event", st.Params(req)); err != nil {
 				return nil, err
 			}
 		case "waitEOF":
@@ -52,7 +52,7 @@ func echo(st *Stream) func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (
 				return nil, ctx.Err()
 			}
 		}
-		return req.Params, nil
+		return st.Params(req), nil
 	}
 }
 
@@ -218,6 +218,13 @@ func TestStreamNDJSON(t *testing.T) {
 		{name: "notification", input: lines(notif("echo", `[1]`)), want: nil},
 		{name: "non-JSON then valid", input: lines("not json", req("3", "echo", `[3]`)), want: []string{parseErr, res("3", `[3]`)}},
 		{name: "truncated JSON", input: lines(`{"jsonrpc":"2.0","id":1`), want: []string{parseErr}},
+		{name: "not UTF-8 then valid", input: lines(req("1", "echo", "[\"\xff\"]"), req("3", "echo", `[3]`)), want: []string{parseErr, res("3", `[3]`)}},
+		{name: "params as sent, members in their order", input: lines(req("1", "echo", `{"b":1,"a":[2,{"d":3,"c":4}]}`)), want: []string{res("1", `{"b":1,"a":[2,{"d":3,"c":4}]}`)}},
+		{
+			name:  "params as sent in a batch",
+			input: lines(arr(req("1", "echo", `{"z":1,"y":2}`), req("2", "echo", `["x"]`))),
+			want:  []string{arr(res("1", `{"z":1,"y":2}`), res("2", `["x"]`))},
+		},
 		{name: "two values on one line", input: lines(`{} {}`), want: []string{parseErr}},
 		{name: "jsonrpc 1.0", input: lines(`{"jsonrpc":"1.0","id":4,"method":"echo"}`), want: []string{invalid("4", badVersion)}},
 		{name: "jsonrpc missing", input: lines(`{"id":4,"method":"echo"}`), want: []string{invalid("4", badVersion)}},
@@ -431,10 +438,10 @@ func TestStreamCloseReleasesDrain(t *testing.T) {
 func TestStreamIDLookup(t *testing.T) {
 	st := NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
 	st.mu.Lock()
-	one := st.registerLocked(json.RawMessage(`1`), nil, 0)
-	str := st.registerLocked(json.RawMessage(`"A"`), nil, 0)
-	dupOld := st.registerLocked(json.RawMessage(`7`), nil, 0)
-	dupNew := st.registerLocked(json.RawMessage(`7`), nil, 0)
+	one := st.registerLocked(json.RawMessage(`1`), nil, nil, 0)
+	str := st.registerLocked(json.RawMessage(`"A"`), nil, nil, 0)
+	dupOld := st.registerLocked(json.RawMessage(`7`), nil, nil, 0)
+	dupNew := st.registerLocked(json.RawMessage(`7`), nil, nil, 0)
 	st.mu.Unlock()
 	id := func(s string) jsonrpc2.ID { return jsonrpc2.ID{Str: s, IsString: true} }
 	for _, tc := range []struct {
