@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -41,13 +40,8 @@ func runMemory(kernelBin, backlog string, keep bool) error {
 		defer os.RemoveAll(ws)
 		defer os.RemoveAll(data)
 	}
-	if err := os.CopyFS(filepath.Join(ws, "backlog"), os.DirFS(backlog)); err != nil {
+	if err := gitBacklog(ws, backlog); err != nil {
 		return err
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=demo", "-c", "user.email=demo@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "backlog"}} {
-		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
-			return fmt.Errorf("git %v: %v: %s", args, err, out)
-		}
 	}
 	policy := filepath.Join(data, "policy.json")
 	if err := os.WriteFile(policy, []byte(demoPolicy), 0o600); err != nil {
