@@ -27,6 +27,8 @@ func sha256Hex(b []byte) string {
 type dryRunResult struct {
 	before, after any
 	content       []byte // after, compact JSON
+	baseSHA256    string // the hex sha256 of the document content it ran on
+	contentSHA256 string // content's
 	ops           []jsondoc.Operation
 	env           *jsondoc.Envelope // json_patch
 	patchSet      *recipe.PatchSet  // recipe_patchset
@@ -37,13 +39,22 @@ type dryRunResult struct {
 }
 
 // dryRun decodes input (an envelope or a PatchSet, by kind), runs it on a
-// copy of doc's content and validates the result against doc's type.
+// copy of doc's content and validates the result against doc's type. The
+// content is decoded once per kernel while it stays in d.decoded, and the
+// result is kept there too: it is the next patch's base once applied.
 func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRunResult, error) {
-	before, err := jsondoc.Decode(doc.Content, d.lim)
-	if err != nil {
-		return nil, fmt.Errorf("document %s: stored content: %w", doc.ID, err)
+	baseSHA := sha256Hex(doc.Content)
+	base, ok := d.decoded.get(baseSHA)
+	if !ok {
+		v, err := jsondoc.Decode(doc.Content, d.lim)
+		if err != nil {
+			return nil, fmt.Errorf("document %s: stored content: %w", doc.ID, err)
+		}
+		base = decodedEntry{value: v, size: len(doc.Content)}
+		d.decoded.put(baseSHA, base)
 	}
-	res := &dryRunResult{before: before}
+	before := base.value
+	res := &dryRunResult{before: before, baseSHA256: baseSHA}
 	switch kind {
 	case protocol.KindJSONPatch:
 		env, err := jsondoc.DecodeEnvelope(input)
@@ -88,11 +99,33 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 		return nil, err
 	}
 	res.after, res.content, res.targets = patched.After, patched.Content, patched.Targets
-	if err := jsondoc.ValidateDoc(doc.Type, res.after); err != nil {
+	validate := jsondoc.ValidateDoc
+	if base.validFor == doc.Type {
+		// This kernel validated the base: only what the patch changed
+		// needs validating (same verdict, same violations).
+		validate = func(t string, after any) error { return jsondoc.ValidateChange(t, before, after) }
+	}
+	if err := validate(doc.Type, res.after); err != nil {
 		return nil, err
+	}
+	res.contentSHA256 = sha256Hex(res.content)
+	if opsDecoded(res.ops) {
+		d.decoded.put(res.contentSHA256, decodedEntry{value: res.after, size: len(res.content), validFor: doc.Type})
 	}
 	res.preview = jsondoc.Preview(before, res.after, res.targets, res.ops)
 	return res, nil
+}
+
+// opsDecoded reports whether every value ops insert is decoded JSON
+// (isDecoded): only then is a result holding them what decoding its content
+// gives.
+func opsDecoded(ops []jsondoc.Operation) bool {
+	for _, op := range ops {
+		if !isDecoded(op.Value) {
+			return false
+		}
+	}
+	return true
 }
 
 // Plan implements tx.Target. body is the document's input (input): a
@@ -153,7 +186,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		DocID: doc.ID, DocType: doc.Type, ExpectedRevision: expected,
 		PatchHash:     "sha256:" + sha256Hex(canonInput),
 		InputSHA256:   sha256Hex(raw),
-		ContentSHA256: sha256Hex(res.content),
+		ContentSHA256: res.contentSHA256,
 		Targets:       wireTargets(res.targets),
 		Preview:       wirePreview(res.preview),
 	}
@@ -169,7 +202,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	if err != nil {
 		return nil, err
 	}
-	d.validated.put(validatedKey(kind, doc.Type, sha256Hex(doc.Content), rec.InputSHA256), res.content, expires, d.now())
+	d.validated.put(validatedKey(kind, doc.Type, res.baseSHA256, rec.InputSHA256), res.content, expires, d.now())
 	text, findings := d.render(&rec, res)
 	// The fingerprint covers the target, the document and the exact
 	// input: the same envelope on the same document is the same patch

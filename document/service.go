@@ -84,6 +84,8 @@ func (s *Service) Create(ctx context.Context, p *protocol.DocCreateParams) (*pro
 	if err != nil {
 		return nil, err
 	}
+	// The first patch of the document starts from this value, validated.
+	s.t.decoded.put(sha256Hex(content), decodedEntry{value: v, size: len(content), validFor: p.DocType})
 	return docResult(doc), nil
 }
 

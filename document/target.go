@@ -71,6 +71,9 @@ type Target struct {
 	policy  approvals.Policy // json_patch's
 	// validated holds recent dry runs' content, for their applies.
 	validated validated
+	// decoded holds recent contents' decoded values, for the next dry
+	// run on them.
+	decoded decoded
 }
 
 var _ tx.Target = (*Target)(nil)

@@ -132,18 +132,6 @@ func maxInt(a, b int) int {
 	return b
 }
 
-// Encode returns v as compact JSON, object members sorted by name (what
-// encoding/json does), without HTML escaping.
-func Encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // Canonicalize returns raw in RFC 8785 (JCS) canonical form: members
 // sorted, no insignificant whitespace, numbers and strings in one form.
 func Canonicalize(raw []byte) ([]byte, error) {

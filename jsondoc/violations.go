@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,7 +98,9 @@ func sentence(k jsonschema.ErrorKind) string {
 		if len(k.Properties) == 1 {
 			return fmt.Sprintf("property %s is not allowed", tick(k.Properties[0]))
 		}
-		return fmt.Sprintf("properties %s are not allowed", ticks(k.Properties))
+		// The validator lists them in map order: sorted, the same
+		// document always gets the same sentence.
+		return fmt.Sprintf("properties %s are not allowed", ticks(slices.Sorted(slices.Values(k.Properties))))
 	case *kind.Type:
 		return fmt.Sprintf("expected %s, got %s", strings.Join(k.Want, " or "), k.Got)
 	case *kind.Enum:
