@@ -114,6 +114,7 @@ type ProposalPointer struct {
 	PatchPath                   string            `json:"patch_path"`
 	Changes                     []PlannedChange   `json:"changes"`
 	TargetPlan                  json.RawMessage   `json:"target_plan,omitempty"` // a non-file target's own plan
+	DiffSHA256                  string            `json:"diff_sha256,omitempty"` // unified_diff: the blob holding the diff, which the apply applies again
 }
 
 // PlannedChange is what one target file becomes. Kind is add, modify or

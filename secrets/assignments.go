@@ -25,12 +25,17 @@ var genericKeywords = []string{"key", "api", "token", "secret", "client", "passw
 // mayBeGeneric is a cheap test that is false only for lines the generic
 // pattern cannot match, so most lines of a diff never reach the regexp:
 // a match needs an operator (every one holds ':' or '='), the length of
-// a keyword, an operator and a value, and a keyword, case-insensitively.
-// The pattern's case folding (Unicode simple folding) maps exactly two
-// non-ASCII runes to a keyword's letters, U+212A KELVIN SIGN to k and
-// U+017F LONG S to s; a line holding either is folded by foldKeywords
-// first, so the test stays exact for lines with any other non-ASCII text
-// (a "™" on every changed line, say).
+// a keyword, an operator and a value, and a keyword followed by the rest
+// of an identifier, an optional closing quote, blanks, an operator,
+// blanks, an optional opening quote and at least 16 value characters
+// (assignedAt), case-insensitively. Prose that merely holds a keyword
+// ("the API: …", "access to the key = …") fails the last test without a
+// regexp. The pattern's case folding (Unicode simple folding) maps exactly
+// two non-ASCII runes to ASCII letters, U+212A KELVIN SIGN to k and U+017F
+// LONG S to s; a line holding either is folded by foldKeywords first, so
+// the test stays exact for lines with any other non-ASCII text (a "™" on
+// every changed line, say), each of whose bytes matches no class of the
+// pattern.
 func mayBeGeneric(line string) bool {
 	if len(line) < minGenericLine || !strings.ContainsAny(line, ":=") {
 		return false
@@ -40,11 +45,76 @@ func mayBeGeneric(line string) bool {
 		lower = foldKeywords.Replace(lower)
 	}
 	for _, k := range genericKeywords {
-		if strings.Contains(lower, k) {
+		for from := 0; ; {
+			i := strings.Index(lower[from:], k)
+			if i < 0 {
+				break
+			}
+			end := from + i + len(k)
+			if assignedAt(lower, end) {
+				return true
+			}
+			from = end - len(k) + 1
+		}
+	}
+	return false
+}
+
+// assignedAt reports whether lower, after a keyword ending at i, goes on
+// the way the generic pattern needs: identifier characters, an optional
+// quote, blanks, one of its operators (":=", "=>", "?=", ":", "="),
+// blanks, an optional quote and 16 value characters.
+func assignedAt(lower string, i int) bool {
+	for i < len(lower) && isIdentByte(lower[i]) {
+		i++
+	}
+	if i < len(lower) && isQuote(lower[i]) {
+		i++
+	}
+	i = skipBlanks(lower, i)
+	for _, op := range genericOperators {
+		if strings.HasPrefix(lower[i:], op) && valueAt(lower, i+len(op)) {
 			return true
 		}
 	}
 	return false
+}
+
+// genericOperators are the generic pattern's assignment operators.
+var genericOperators = []string{":=", "=>", "?=", ":", "="}
+
+// valueAt reports whether lower holds, from i, blanks, an optional quote
+// and at least 16 characters of the pattern's value class.
+func valueAt(lower string, i int) bool {
+	i = skipBlanks(lower, i)
+	if i < len(lower) && isQuote(lower[i]) {
+		i++
+	}
+	n := 0
+	for i < len(lower) && isValueByte(lower[i]) && n < 16 {
+		i++
+		n++
+	}
+	return n == 16
+}
+
+func skipBlanks(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func isQuote(c byte) bool { return c == '"' || c == '\'' || c == '`' }
+
+// isIdentByte is the pattern's identifier class [0-9a-z_.\-], lower case.
+func isIdentByte(c byte) bool {
+	return isLower(c) || isDigit(c) || c == '_' || c == '.' || c == '-'
+}
+
+// isValueByte is the pattern's value class [0-9a-z\-_.=+/], lower case.
+func isValueByte(c byte) bool {
+	return isIdentByte(c) || c == '=' || c == '+' || c == '/'
 }
 
 // foldKeywords maps the two non-ASCII runes that fold to a keyword letter

@@ -25,6 +25,9 @@ func TestPrefiltersChangeNothing(t *testing.T) {
 		"AKIAZZZZZZZZZZZZZZZZ", "x ASIAQWERTYUIOPASDFGH y",
 		"ghp_0123456789abcdefghijklmnopqrstuvwxyz", "github_pat_" + strings.Repeat("a", 82),
 		"short=1", "",
+		"my.Secret-Id\"\t:=  `Qw8eR4tY2uI6oP9aS3dF`", "x accessToken'=>\"Zm4nB7vC2xL9kJ5hG8fD\"",
+		"api ?=Hy6tG3fR9eD2sW5qA8zX", "key:=Ab3cD5eF7gH9iJ2kL4mN", "key: =Ab3cD5eF7gH9iJ2kL4mN", "token=:Ab3cD5eF7gH9iJ2kL4mN",
+		"the key: a sentence with words", "authors = [\"someone@example.com\"]", "keyboard := abcdefghijklmnop",
 	}
 	for _, dir := range []string{"corpora/rust-rfcs/text", "corpora/patches/fzf"} {
 		root := filepath.Join("..", "..", "shared", dir)
@@ -68,4 +71,18 @@ func TestPrefiltersChangeNothing(t *testing.T) {
 			t.Errorf("no generic match in %q", l)
 		}
 	}
+}
+
+// FuzzGenericPrefilter checks on any line that mayBeGeneric never skips a
+// line the generic pattern matches (genericMatches is genericMatchesAll).
+func FuzzGenericPrefilter(f *testing.F) {
+	f.Add("api_key = q8Zr2LmX9vT4pK7wN3yB")
+	f.Add("\u212aey:=`Xq3vB8nM2kL9pR5tW7zY`")
+	f.Add("the key: a sentence with words")
+	s := NewScanner()
+	f.Fuzz(func(t *testing.T, line string) {
+		if got, want := s.genericMatches(line), s.genericMatchesAll(line); !reflect.DeepEqual(got, want) {
+			t.Fatalf("generic prefilter changed %q: %v, want %v", line, got, want)
+		}
+	})
 }

@@ -45,12 +45,45 @@ func diffMiddleGoDiff(a, b []string) []op {
 	return ops
 }
 
+// lineOpsByLines is lineOps as it was before it trimmed the shared ends
+// on the bytes: every line split, the shared ends trimmed line by line,
+// and every line of the file in the script. The hunks lineOps gives must
+// be this one's, byte for byte.
+func lineOpsByLines(old, new []byte) []op {
+	a, b := Lines(old), Lines(new)
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	var ops []op
+	for _, l := range a[:pre] {
+		ops = append(ops, op{' ', l})
+	}
+	ops = append(ops, diffMiddleGoDiff(a[pre:len(a)-suf], b[pre:len(b)-suf])...)
+	for _, l := range a[len(a)-suf:] {
+		ops = append(ops, op{' ', l})
+	}
+	return ops
+}
+
 // checkDiffMiddle fails t when diffMiddle and the reference differ on the
-// lines of old and new.
+// lines of old and new, or when lineOps's hunks are not those of the
+// line-by-line reference (lineOpsByLines).
 func checkDiffMiddle(t *testing.T, name string, old, new []byte) {
 	a, b := Lines(old), Lines(new)
 	if got, want := diffMiddle(a, b), diffMiddleGoDiff(a, b); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s: diffMiddle differs from go-diff's line mode (%d ops, want %d)", name, len(got), len(want))
+	}
+	var got, want bytes.Buffer
+	ops, skipped := lineOps(old, new)
+	writeHunks(&got, ops, skipped)
+	writeHunks(&want, lineOpsByLines(old, new), 0)
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("%s: lineOps's hunks differ from the line-by-line reference:\n%s\nwant\n%s", name, got.Bytes(), want.Bytes())
 	}
 }
 
@@ -62,6 +95,8 @@ func checkDiffMiddle(t *testing.T, name string, old, new []byte) {
 func TestDiffMiddleAsGoDiff(t *testing.T) {
 	crafted := [][2]string{
 		{"a\nb\nc", "a\nc\nb"}, {"x\r\ny\n", "x\ny\r\n"}, {"a\na\na\n", "a\nb\na\na\n"}, {"", "z"}, {"q\n", ""},
+		{"a\nb", "a\nbc\n"}, {"a\nb\n", "a\nb\nc"}, {"x", "x\n"}, {"1\n2\n3\n4\n5\nx\n6\n7\n8\n9\n", "1\n2\n3\n4\n5\ny\n6\n7\n8\n9\n"},
+		{"k\nz\nz", "k\nzz\nz"}, {"p\nq\nr\ns\n", "q\nr\ns\n"}, {"same\n", "same\n"}, {"ab\ncd", "xb\ncd"},
 	}
 	for i, c := range crafted {
 		checkDiffMiddle(t, "crafted "+string(rune('0'+i)), []byte(c[0]), []byte(c[1]))

@@ -122,7 +122,8 @@ func FileDiff(oldPath, newPath string, old, new []byte, oldExists, newExists boo
 		newName = fileHeaderName("b/", newPath)
 	}
 	b.WriteString("--- " + oldName + "\n+++ " + newName + "\n")
-	writeHunks(&b, lineOps(old, new))
+	ops, skipped := lineOps(old, new)
+	writeHunks(&b, ops, skipped)
 	return b.Bytes()
 }
 
@@ -202,32 +203,94 @@ type op struct {
 }
 
 // lineOps computes a minimal line edit script with go-diff in line mode.
-func lineOps(old, new []byte) []op {
-	a, b := Lines(old), Lines(new)
-	// Trim common ends first: it is what go-diff does anyway, and it lets
-	// the size fallback stay small for huge files with local edits.
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	ops := make([]op, 0, len(a)+len(b)-pre-suf)
-	for _, l := range a[:pre] {
+// The lines both sides share at the start and at the end are found on the
+// bytes, without splitting them into lines, and only the last
+// contextLines of the shared start and the first contextLines of the
+// shared end are in the script (no hunk reaches further): skipped is the
+// number of shared start lines left out, to be added to every line
+// number. For a file of thousands of lines with a few edits, the script is
+// a few dozen ops, not thousands. TestLineOpsAsLines checks the diff
+// against the line-by-line trimming this replaced.
+func lineOps(old, new []byte) (ops []op, skipped int) {
+	pre := commonPrefixLines(old, new)
+	suf := commonSuffixLines(old[pre:], new[pre:])
+	head := old[:pre]
+	keep := lastLines(head, contextLines)
+	skipped = bytes.Count(head[:keep], []byte{'\n'})
+	midA, midB := Lines(old[pre:len(old)-suf]), Lines(new[pre:len(new)-suf])
+	tail := firstLines(old[len(old)-suf:], contextLines)
+	ops = make([]op, 0, contextLines+len(midA)+len(midB)+contextLines)
+	for _, l := range Lines(head[keep:]) {
 		ops = append(ops, op{' ', l})
 	}
-	midA, midB := a[pre:len(a)-suf], b[pre:len(b)-suf]
 	if len(midA)+len(midB) > maxDiffLines {
 		ops = appendReplace(ops, midA, midB)
 	} else {
 		ops = append(ops, diffMiddle(midA, midB)...)
 	}
-	for _, l := range a[len(a)-suf:] {
+	for _, l := range Lines(tail) {
 		ops = append(ops, op{' ', l})
 	}
-	return ops
+	return ops, skipped
+}
+
+// commonPrefixLines is the length in bytes of the whole lines a and b
+// start with (each ending in '\n').
+func commonPrefixLines(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return bytes.LastIndexByte(a[:i], '\n') + 1
+}
+
+// commonSuffixLines is the length in bytes of the whole lines a and b end
+// with: a shared tail that starts at a line start on both sides (the
+// start of a or b counts, since its caller cut them after whole lines).
+// A last line without '\n' is a line like any other, so "x" and "x" share
+// it while "x" and "x\n" do not.
+func commonSuffixLines(a, b []byte) int {
+	k := 0
+	for k < len(a) && k < len(b) && a[len(a)-1-k] == b[len(b)-1-k] {
+		k++
+	}
+	lineStart := func(s []byte, k int) bool { return k == len(s) || s[len(s)-k-1] == '\n' }
+	if lineStart(a, k) && lineStart(b, k) {
+		return k
+	}
+	// Start after the first '\n' of the shared tail: the byte before it
+	// is then that '\n' on both sides.
+	i := bytes.IndexByte(a[len(a)-k:], '\n')
+	if i < 0 {
+		return 0
+	}
+	return k - i - 1
+}
+
+// lastLines is the offset in s (whole lines) where its last n lines start.
+func lastLines(s []byte, n int) int {
+	end := len(s) - 1 // s ends in '\n'; look before it
+	for ; n > 0 && end >= 0; n-- {
+		end = bytes.LastIndexByte(s[:end], '\n')
+	}
+	if end < 0 {
+		return 0
+	}
+	return end + 1
+}
+
+// firstLines is the first n lines of s.
+func firstLines(s []byte, n int) []byte {
+	end := 0
+	for ; n > 0 && end < len(s); n-- {
+		i := bytes.IndexByte(s[end:], '\n')
+		if i < 0 {
+			return s
+		}
+		end += i + 1
+	}
+	return s[:end]
 }
 
 func appendReplace(ops []op, a, b []string) []op {
@@ -334,10 +397,11 @@ func runeLine(r rune) int {
 // changes separated by at most 2*contextLines equal lines (git's xdl_get_hunk
 // rule), and writes them with GNU/git headers: a count of 1 is omitted, and
 // an empty range starts at the line before it.
-func writeHunks(b *bytes.Buffer, ops []op) {
+func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 	// oldAt[i]/newAt[i]: lines of each side before ops[i].
 	oldAt := make([]int, len(ops)+1)
 	newAt := make([]int, len(ops)+1)
+	oldAt[0], newAt[0] = skipped, skipped
 	for i, o := range ops {
 		oldAt[i+1], newAt[i+1] = oldAt[i], newAt[i]
 		if o.kind != '+' {

@@ -1,17 +1,20 @@
 package workspace_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/unidiff"
 	"github.com/txkernel/txkernel/workspace"
 )
 
@@ -55,6 +58,64 @@ func BenchmarkPropose(b *testing.B) {
 	d := string(diff)
 	for b.Loop() {
 		if _, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &d})); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// sweepInput is a sweeping edit of the Rust RFC texts under ../shared
+// (every "Rust" becomes "Rust™"), as the workspace it applies to and the
+// unified diff, or skips.
+func sweepInput(tb testing.TB) (ws, diff string) {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "shared", "corpora", "rust-rfcs", "text")
+	names, err := filepath.Glob(filepath.Join(src, "*.md"))
+	if err != nil || len(names) == 0 {
+		tb.Skipf("skipping: no RFC texts under %s (the shared test data lives beside the repository)", src)
+	}
+	ws = tb.TempDir()
+	var sb strings.Builder
+	for _, n := range names {
+		old, err := os.ReadFile(n)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !bytes.Contains(old, []byte("Rust")) {
+			continue
+		}
+		rel := "text/" + filepath.Base(n)
+		if err := os.MkdirAll(filepath.Join(ws, "text"), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, rel), old, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		sb.Write(unidiff.FileDiff(rel, rel, old, bytes.ReplaceAll(old, []byte("Rust"), []byte("Rust™")), true, true, 0o644, 0o644))
+	}
+	return ws, sb.String()
+}
+
+// BenchmarkProposeSweep is turn/start's work in process on a diff of
+// hundreds of files (the RFC sweep of sweepInput): the per-file costs
+// that the fzf commits are too small to show.
+func BenchmarkProposeSweep(b *testing.B) {
+	dir, diff := sweepInput(b)
+	w, err := sandbox.Open(dir, sandbox.WorkspaceWrite)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	log := slog.New(slog.DiscardHandler)
+	e, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: b.TempDir(),
+		Policy: approvals.Untrusted, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.SetBytes(int64(len(diff)))
+	for b.Loop() {
+		if _, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &diff})); err != nil {
 			b.Fatal(err)
 		}
 	}

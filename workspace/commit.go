@@ -78,6 +78,14 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	dirs := newStagedDirs(changes)
 	st := w.ws.OpenDirs() // each directory checked and opened once
 	defer st.Close()
+	content := c.Blob
+	if pl.p.DiffSHA256 != "" {
+		byHash, err := pl.contents(c)
+		if err != nil {
+			return nil, w.classify(err)
+		}
+		content = func(sum string) ([]byte, error) { return byHash[sum], nil }
+	}
 	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
 	dg.SetLimit(maxInFlight)
@@ -91,7 +99,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 				ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpDelete}
 				return nil
 			}
-			data, err := c.Blob(ch.NewSHA256)
+			data, err := content(ch.NewSHA256)
 			if err != nil {
 				return err
 			}
@@ -122,6 +130,50 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 		return nil, w.classify(err)
 	}
 	return &record.Commit{Ops: ops}, nil
+}
+
+// contents re-derives the new contents of a proposal that kept its diff
+// (record.Proposal.DiffSHA256): the diff applied again to the bases, which
+// CheckBase has just found unchanged, gives the same files, by the sha256
+// of their content. A content whose hash is not the one proposed means a
+// base changed between the check and now: errs.Stale, as CheckBase's.
+func (pl *planned) contents(c *tx.Change) (map[string][]byte, error) {
+	diff, err := c.Blob(pl.p.DiffSHA256)
+	if err != nil {
+		return nil, err
+	}
+	// Its own directories: reading one that is missing would keep
+	// staging's from creating it (sandbox.Dirs decides on first use).
+	d := pl.w.ws.OpenDirs()
+	defer d.Close()
+	files, _, err := pl.w.applyDiff(d, diff)
+	if err != nil {
+		return nil, err
+	}
+	byPath := make(map[string][]byte, len(files))
+	for _, f := range files {
+		if f.kind != protocol.ChangeDelete {
+			byPath[f.path] = f.new
+		}
+	}
+	out := make(map[string][]byte, len(byPath))
+	var stale StaleData
+	for _, ch := range pl.p.Changes {
+		if ch.Kind == protocol.ChangeDelete {
+			continue
+		}
+		data, ok := byPath[ch.Path]
+		if !ok || sha256Hex(data) != ch.NewSHA256 {
+			stale.StalePaths = append(stale.StalePaths, ch.Path)
+			stale.Stale = append(stale.Stale, StalePath{Path: ch.Path, Reason: "changed", Expected: pl.p.BaseSHA256ByPath[ch.Path]})
+			continue
+		}
+		out[ch.NewSHA256] = data
+	}
+	if len(stale.StalePaths) > 0 {
+		return nil, errs.New(errs.Stale, stale, "stale base: the diff no longer gives the proposed content of %d file(s): %v", len(stale.StalePaths), stale.StalePaths)
+	}
+	return out, nil
 }
 
 // stagedDirs counts, for every directory from a staged file's parent up to

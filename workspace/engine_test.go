@@ -19,6 +19,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/unidiff"
 	"github.com/txkernel/txkernel/workspace"
 )
 
@@ -353,4 +354,63 @@ func TestTmpProposalDirRemovedAtOpen(t *testing.T) {
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("unfinished proposal dir survived: %v", err)
 	}
+}
+
+// TestDiffKeptNotContents: a unified_diff proposal keeps the diff in its
+// blob file, not the files it writes, and its apply derives them again:
+// after a restart, and after an apply undone at a failpoint, the
+// workspace ends byte-exact (a modify deep in a large file, an add in a
+// new directory, a delete, a rename).
+func TestDiffKeptNotContents(t *testing.T) {
+	big := strings.Repeat("unchanged line of a large file\n", 4000)
+	files := map[string]string{"big.txt": big + "old tail\n", "gone.txt": "bye\n", "from.txt": "moved\n"}
+	var diff strings.Builder
+	diff.WriteString(string(unidiffFor("big.txt", big+"old tail\n", big+"new tail\n")))
+	diff.WriteString("diff --git a/d/new.txt b/d/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/d/new.txt\n@@ -0,0 +1 @@\n+new\n")
+	diff.WriteString("diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n")
+	diff.WriteString("diff --git a/from.txt b/to.txt\nsimilarity index 100%\nrename from from.txt\nrename to to.txt\n")
+	d := diff.String()
+	for _, fp := range []string{"", "apply.after-staging=error", "apply.before-commit-record=error"} {
+		t.Run("failpoint="+fp, func(t *testing.T) {
+			f := newFixture(t, files)
+			res, err := f.e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &d}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := res.TransactionID
+			blobs, err := os.ReadFile(filepath.Join(f.txDir(id), tx.BlobFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(blobs, []byte(d)) || len(blobs) > len(d)+200 {
+				t.Fatalf("the blob file (%d bytes) is not the diff (%d bytes)", len(blobs), len(d))
+			}
+			if fp != "" {
+				f.open(fp)
+				if _, err := f.e.Apply(context.Background(), id); err == nil {
+					t.Fatal("apply with a failing failpoint succeeded")
+				}
+			}
+			f.open("") // a restart: the contents come from the diff again
+			if _, err := f.e.Apply(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"big.txt": big + "new tail\n", "d/new.txt": "new\n", "to.txt": "moved\n"}
+			for name, c := range want {
+				if got := f.read(name); got != c {
+					t.Errorf("%s: %d bytes, want %d", name, len(got), len(c))
+				}
+			}
+			for _, gone := range []string{"gone.txt", "from.txt"} {
+				if got := f.read(gone); !strings.Contains(got, "no such file") {
+					t.Errorf("%s = %q, want it deleted", gone, got)
+				}
+			}
+		})
+	}
+}
+
+// unidiffFor is the canonical diff that turns old into new at path.
+func unidiffFor(path, old, new string) []byte {
+	return unidiff.FileDiff(path, path, []byte(old), []byte(new), true, true, 0o644, 0o644)
 }

@@ -73,6 +73,19 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		Hunks:     hunks,
 		Changes:   make([]protocol.FileChange, 0, len(files)),
 	}
+	// A unified diff keeps the diff rather than every new content: the
+	// apply applies it again to the same bases (their hashes are checked
+	// first) and checks each result's hash. For a sweeping edit the diff is
+	// a fraction of the files it touches, and the proposal's durable write
+	// shrinks with it.
+	var diff []byte
+	if kind == protocol.KindUnifiedDiff {
+		if diff, err = diffInput(in); err != nil {
+			return nil, err
+		}
+		out.Pointer.DiffSHA256 = sha256Hex(diff)
+		out.Blobs[out.Pointer.DiffSHA256] = diff
+	}
 	for _, f := range files {
 		out.Pointer.TargetFiles = append(out.Pointer.TargetFiles, f.path)
 		out.Changes = append(out.Changes, protocol.FileChange{Path: f.path, Kind: f.kind})
@@ -83,7 +96,9 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		if f.kind != protocol.ChangeDelete {
 			pc.NewSHA256 = sha256Hex(f.new)
 			pc.NewMode = f.newMode
-			out.Blobs[pc.NewSHA256] = f.new
+			if diff == nil {
+				out.Blobs[pc.NewSHA256] = f.new
+			}
 		}
 		out.Pointer.Changes = append(out.Pointer.Changes, pc)
 	}
@@ -175,21 +190,37 @@ type emptyPathData struct {
 }
 
 func (w *Target) planDiff(d *sandbox.Dirs, in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
-	var raw []byte
+	raw, err := diffInput(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w.applyDiff(d, raw)
+}
+
+// diffInput is a unified_diff proposal's diff, as bytes: diff, or
+// diffBase64 decoded.
+func diffInput(in *Input) ([]byte, error) {
 	switch {
 	case in.Diff != nil && in.DiffBase64 != nil:
-		return nil, nil, errs.InvalidField("proposal.diff", "give diff or diffBase64, not both")
+		return nil, errs.InvalidField("proposal.diff", "give diff or diffBase64, not both")
 	case in.Diff != nil:
-		raw = []byte(*in.Diff)
+		return []byte(*in.Diff), nil
 	case in.DiffBase64 != nil:
 		b, err := base64.StdEncoding.DecodeString(*in.DiffBase64)
 		if err != nil {
-			return nil, nil, errs.InvalidField("proposal.diffBase64", "diffBase64 is not base64: %v", err)
+			return nil, errs.InvalidField("proposal.diffBase64", "diffBase64 is not base64: %v", err)
 		}
-		raw = b
-	default:
-		return nil, nil, errs.InvalidField("proposal.diff", "a unified_diff proposal needs diff or diffBase64")
+		return b, nil
 	}
+	return nil, errs.InvalidField("proposal.diff", "a unified_diff proposal needs diff or diffBase64")
+}
+
+// applyDiff parses raw and applies it to the files it names, read through
+// d: the planned files, and the hunks that applied at an offset. It is
+// deterministic: the same diff on the same bases gives the same files,
+// which is what lets an apply re-derive the new contents from the diff
+// (planned.contents).
+func (w *Target) applyDiff(d *sandbox.Dirs, raw []byte) ([]plannedFile, []protocol.HunkOffset, error) {
 	patches, err := unidiff.Parse(raw)
 	if err != nil {
 		var pe *unidiff.ParseError

@@ -32,6 +32,13 @@ type Proposal struct {
 	PatchPath                   string            `json:"patch_path"`
 	Changes                     []PlannedChange   `json:"changes"`
 	TargetPlan                  json.RawMessage   `json:"target_plan,omitempty"`
+	// DiffSHA256, for a unified_diff proposal, names the blob holding the
+	// diff as the host sent it (decoded from diffBase64): the workspace
+	// keeps the diff instead of each new content, and its apply applies
+	// it again to the bases, which must then give each change's
+	// NewSHA256. Empty in ledgers written before, whose blobs hold the
+	// contents.
+	DiffSHA256 string `json:"diff_sha256,omitempty"`
 }
 
 // TargetName returns p's target: protocol.TargetWorkspace for ledgers
@@ -44,8 +51,9 @@ func (p *Proposal) TargetName() string {
 }
 
 // PlannedChange is what one target file becomes. Kind is add, modify or
-// delete; NewSHA256 names the blob (blobs/<sha256>) holding the new
-// content; NewMode is its permission bits.
+// delete; NewSHA256 is the sha256 of the new content, and names the blob
+// holding it unless the proposal keeps its diff (Proposal.DiffSHA256);
+// NewMode is its permission bits.
 type PlannedChange struct {
 	Path      string `json:"path"`
 	Kind      string `json:"kind"`
@@ -74,6 +82,7 @@ func (p *Proposal) Wire() *protocol.ProposalPointer {
 		ProposalItemID:              p.ProposalItemID,
 		PatchPath:                   p.PatchPath,
 		TargetPlan:                  slices.Clone(p.TargetPlan),
+		DiffSHA256:                  p.DiffSHA256,
 	}
 	if p.Changes != nil {
 		w.Changes = make([]protocol.PlannedChange, len(p.Changes))
