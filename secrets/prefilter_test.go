@@ -73,16 +73,21 @@ func TestPrefiltersChangeNothing(t *testing.T) {
 	}
 }
 
-// FuzzGenericPrefilter checks on any line that mayBeGeneric never skips a
-// line the generic pattern matches (genericMatches is genericMatchesAll).
-func FuzzGenericPrefilter(f *testing.F) {
+// FuzzPrefilters checks on any line that the generic and GitHub
+// prefilters never skip a line their pattern matches.
+func FuzzPrefilters(f *testing.F) {
 	f.Add("api_key = q8Zr2LmX9vT4pK7wN3yB")
 	f.Add("\u212aey:=`Xq3vB8nM2kL9pR5tW7zY`")
 	f.Add("the key: a sentence with words")
+	f.Add("through ghp_0123456789abcdefghijklmnopqrstuvwxyz right")
+	f.Add("x github_pat_" + strings.Repeat("a", 82))
 	s := NewScanner()
 	f.Fuzz(func(t *testing.T, line string) {
 		if got, want := s.genericMatches(line), s.genericMatchesAll(line); !reflect.DeepEqual(got, want) {
 			t.Fatalf("generic prefilter changed %q: %v, want %v", line, got, want)
+		}
+		if got, want := githubMatches(s, line), s.github.FindAllStringIndex(line, -1); !reflect.DeepEqual(got, want) {
+			t.Fatalf("GitHub prefilter changed %q: %v, want %v", line, got, want)
 		}
 	})
 }

@@ -101,12 +101,31 @@ func awsMatches(s *Scanner, line string) [][]int {
 }
 
 // githubMatches runs the GitHub token pattern on a line holding one of its
-// prefixes ("gh" of gh[pousr]_, or github_pat_).
+// prefixes (gh[pousr]_ or github_pat_): "gh" alone is in every other line
+// of English ("through", "right").
 func githubMatches(s *Scanner, line string) [][]int {
-	if !strings.Contains(line, "gh") && !strings.Contains(line, "github_pat_") {
+	if !hasGitHubPrefix(line) {
 		return nil
 	}
 	return s.github.FindAllStringIndex(line, -1)
+}
+
+// hasGitHubPrefix reports whether line holds gh[pousr]_ or github_pat_
+// (which has no "gh").
+func hasGitHubPrefix(line string) bool {
+	if strings.Contains(line, "github_pat_") {
+		return true
+	}
+	for rest := line; ; {
+		i := strings.Index(rest, "gh")
+		if i < 0 {
+			return false
+		}
+		if i+3 < len(rest) && strings.IndexByte("pousr", rest[i+2]) >= 0 && rest[i+3] == '_' {
+			return true
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // span is a byte range of one line to redact. Body lines of a private key

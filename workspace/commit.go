@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/record"
+	"github.com/txkernel/txkernel/unidiff"
 )
 
 // StaleData is the data of an errs.Stale error: every path whose base
@@ -78,13 +80,18 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	dirs := newStagedDirs(changes)
 	st := w.ws.OpenDirs() // each directory checked and opened once
 	defer st.Close()
-	content := c.Blob
+	content := func(ch record.PlannedChange) ([]byte, error) { return c.Blob(ch.NewSHA256) }
 	if pl.p.DiffSHA256 != "" {
-		byHash, err := pl.contents(c)
+		// Its own directories for reading the bases: reading one that is
+		// missing would keep st from creating it (sandbox.Dirs decides on
+		// first use).
+		rd := w.ws.OpenDirs()
+		defer rd.Close()
+		derivations, err := pl.derivations(c, rd)
 		if err != nil {
 			return nil, w.classify(err)
 		}
-		content = func(sum string) ([]byte, error) { return byHash[sum], nil }
+		content = func(ch record.PlannedChange) ([]byte, error) { return pl.derive(derivations, ch) }
 	}
 	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
@@ -99,7 +106,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 				ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpDelete}
 				return nil
 			}
-			data, err := content(ch.NewSHA256)
+			data, err := content(ch)
 			if err != nil {
 				return err
 			}
@@ -132,48 +139,73 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	return &record.Commit{Ops: ops}, nil
 }
 
-// contents re-derives the new contents of a proposal that kept its diff
-// (record.Proposal.DiffSHA256): the diff applied again to the bases, which
-// CheckBase has just found unchanged, gives the same files, by the sha256
-// of their content. A content whose hash is not the one proposed means a
-// base changed between the check and now: errs.Stale, as CheckBase's.
-func (pl *planned) contents(c *tx.Change) (map[string][]byte, error) {
+// derivations parses the diff a proposal kept (record.Proposal.DiffSHA256)
+// and returns, by path, how to derive each written file's new content: its
+// patch applied again to its base, read through d. The derivations run in
+// the staging goroutines, so that applying hundreds of files' hunks
+// overlaps with the other files' writes and fsyncs. CheckBase has just
+// found every base unchanged, so each gives the proposed content; derive
+// still checks its hash.
+func (pl *planned) derivations(c *tx.Change, d *sandbox.Dirs) (map[string]func() ([]byte, error), error) {
 	diff, err := c.Blob(pl.p.DiffSHA256)
 	if err != nil {
 		return nil, err
 	}
-	// Its own directories: reading one that is missing would keep
-	// staging's from creating it (sandbox.Dirs decides on first use).
-	d := pl.w.ws.OpenDirs()
-	defer d.Close()
-	files, _, err := pl.w.applyDiff(d, diff)
+	patches, err := unidiff.Parse(diff)
 	if err != nil {
 		return nil, err
 	}
-	byPath := make(map[string][]byte, len(files))
-	for _, f := range files {
-		if f.kind != protocol.ChangeDelete {
-			byPath[f.path] = f.new
+	out := make(map[string]func() ([]byte, error), len(patches))
+	for _, p := range patches {
+		oldPath, newPath := p.OldPath, p.NewPath
+		if oldPath != "" {
+			if oldPath, err = pl.w.cleanPath("proposal.diff", oldPath); err != nil {
+				return nil, err
+			}
 		}
-	}
-	out := make(map[string][]byte, len(byPath))
-	var stale StaleData
-	for _, ch := range pl.p.Changes {
-		if ch.Kind == protocol.ChangeDelete {
-			continue
+		if newPath != "" {
+			if newPath, err = pl.w.cleanPath("proposal.diff", newPath); err != nil {
+				return nil, err
+			}
 		}
-		data, ok := byPath[ch.Path]
-		if !ok || sha256Hex(data) != ch.NewSHA256 {
-			stale.StalePaths = append(stale.StalePaths, ch.Path)
-			stale.Stale = append(stale.Stale, StalePath{Path: ch.Path, Reason: "changed", Expected: pl.p.BaseSHA256ByPath[ch.Path]})
-			continue
+		switch p.Kind {
+		case protocol.ChangeAdd:
+			out[newPath] = func() ([]byte, error) { return p.Apply(nil) }
+		case protocol.ChangeModify, unidiff.KindRename:
+			at := oldPath
+			if p.Kind == unidiff.KindRename {
+				at = newPath
+			}
+			out[at] = func() ([]byte, error) {
+				base, _, _, err := readBase(d, oldPath)
+				if err != nil {
+					return nil, err
+				}
+				return p.Apply(base)
+			}
 		}
-		out[ch.NewSHA256] = data
-	}
-	if len(stale.StalePaths) > 0 {
-		return nil, errs.New(errs.Stale, stale, "stale base: the diff no longer gives the proposed content of %d file(s): %v", len(stale.StalePaths), stale.StalePaths)
 	}
 	return out, nil
+}
+
+// derive is the new content of ch from its derivation, which must hash
+// to ch.NewSHA256: otherwise a base changed between CheckBase and now
+// (errs.Stale, as CheckBase's).
+func (pl *planned) derive(derivations map[string]func() ([]byte, error), ch record.PlannedChange) ([]byte, error) {
+	stale := func() error {
+		d := StaleData{StalePaths: []string{ch.Path}, Stale: []StalePath{{Path: ch.Path, Reason: "changed", Expected: pl.p.BaseSHA256ByPath[ch.Path]}}}
+		return errs.New(errs.Stale, d, "stale base: the diff no longer gives the proposed content of %s", ch.Path)
+	}
+	f, ok := derivations[ch.Path]
+	if !ok {
+		return nil, stale()
+	}
+	data, err := f()
+	var ce *unidiff.ConflictError
+	if errors.As(err, &ce) || err == nil && sha256Hex(data) != ch.NewSHA256 {
+		return nil, stale()
+	}
+	return data, err
 }
 
 // stagedDirs counts, for every directory from a staged file's parent up to

@@ -218,8 +218,8 @@ func diffInput(in *Input) ([]byte, error) {
 // applyDiff parses raw and applies it to the files it names, read through
 // d: the planned files, and the hunks that applied at an offset. It is
 // deterministic: the same diff on the same bases gives the same files,
-// which is what lets an apply re-derive the new contents from the diff
-// (planned.contents).
+// which is what lets an apply derive the new contents from the diff again
+// (planned.derivations).
 func (w *Target) applyDiff(d *sandbox.Dirs, raw []byte) ([]plannedFile, []protocol.HunkOffset, error) {
 	patches, err := unidiff.Parse(raw)
 	if err != nil {
