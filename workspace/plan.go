@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
@@ -229,94 +232,135 @@ func (w *Target) applyDiff(d *sandbox.Dirs, raw []byte) ([]plannedFile, []protoc
 		}
 		return nil, nil, err
 	}
+	// The files are read and patched on every core, each on its own;
+	// their results are then taken in diff order, so the first error and
+	// the order of files, offsets and conflicts are the diff's.
+	results := make([]patchResult, len(patches))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range patches {
+		g.Go(func() error {
+			results[i] = w.applyPatch(d, p)
+			return nil
+		})
+	}
+	g.Wait() // the jobs return no error
 	var out []plannedFile
 	var hunks []protocol.HunkOffset
 	var conflicts []*unidiff.ConflictError
-	// apply applies p to base, recording its offsets; a conflict is
-	// collected so that one error reports every file that does not apply.
-	apply := func(p *unidiff.FilePatch, path string, base []byte) ([]byte, bool, error) {
-		nb, applied, err := p.ApplyWithOffsets(base)
-		var ce *unidiff.ConflictError
-		if errors.As(err, &ce) {
-			ce.Path = path // the cleaned path, as every other error names it
-			conflicts = append(conflicts, ce)
-			return nil, false, nil
+	for _, r := range results {
+		if r.err != nil {
+			return nil, nil, r.err
 		}
-		for _, h := range applied {
-			if h.Offset != 0 {
-				hunks = append(hunks, protocol.HunkOffset{Path: path, Hunk: h.Hunk, OldStart: h.OldStart, AppliedAt: h.AppliedAt, Offset: h.Offset})
-			}
+		// A conflict is collected so that one error reports every file
+		// that does not apply.
+		if r.conflict != nil {
+			conflicts = append(conflicts, r.conflict)
 		}
-		return nb, err == nil, err
-	}
-	for _, p := range patches {
-		oldPath, newPath := p.OldPath, p.NewPath
-		if oldPath != "" {
-			if oldPath, err = w.cleanPath("proposal.diff", oldPath); err != nil {
-				return nil, nil, err
-			}
-		}
-		if newPath != "" {
-			if newPath, err = w.cleanPath("proposal.diff", newPath); err != nil {
-				return nil, nil, err
-			}
-		}
-		switch p.Kind {
-		case protocol.ChangeAdd:
-			_, _, exists, err := readBase(d, newPath)
-			if err != nil {
-				return nil, nil, err
-			}
-			if exists {
-				return nil, nil, errs.New(errs.Validation, PathData{Path: newPath, Reason: "exists"}, "the diff adds %s, which already exists", newPath)
-			}
-			nb, ok, err := apply(p, newPath, nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			if ok {
-				out = append(out, plannedFile{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, 0o644)})
-			}
-		case protocol.ChangeDelete, protocol.ChangeModify, unidiff.KindRename:
-			base, mode, exists, err := readBase(d, oldPath)
-			if err != nil {
-				return nil, nil, err
-			}
-			if !exists {
-				return nil, nil, errs.New(errs.NotFound, PathData{Path: oldPath}, "the diff changes %s, which does not exist", oldPath)
-			}
-			nb, ok, err := apply(p, oldPath, base)
-			if err != nil {
-				return nil, nil, err
-			}
-			if !ok {
-				continue
-			}
-			switch p.Kind {
-			case protocol.ChangeDelete:
-				out = append(out, plannedFile{path: oldPath, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true})
-			case protocol.ChangeModify:
-				out = append(out, plannedFile{path: oldPath, kind: protocol.ChangeModify, old: base, oldMode: mode, oldExists: true, new: nb, newMode: modeOr(p.NewMode, mode)})
-			default: // a rename is a delete of the old path and an add of the new one
-				_, _, exists, err := readBase(d, newPath)
-				if err != nil {
-					return nil, nil, err
-				}
-				if exists {
-					return nil, nil, errs.New(errs.Validation, PathData{Path: newPath, Reason: "exists"}, "the diff renames onto %s, which already exists", newPath)
-				}
-				out = append(out,
-					plannedFile{path: oldPath, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true},
-					plannedFile{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, mode)})
-			}
-		default:
-			return nil, nil, errs.New(errs.Validation, PathData{Path: newPath, Reason: "unsupported"}, "unsupported change kind %q", p.Kind)
-		}
+		out = append(out, r.files...)
+		hunks = append(hunks, r.hunks...)
 	}
 	if len(conflicts) > 0 {
 		return nil, nil, conflictsError(conflicts)
 	}
 	return out, hunks, nil
+}
+
+// patchResult is one file patch of a diff applied: the planned files (two
+// for a rename), the hunks that applied at an offset, or the conflict or
+// error that stopped it.
+type patchResult struct {
+	files    []plannedFile
+	hunks    []protocol.HunkOffset
+	conflict *unidiff.ConflictError
+	err      error
+}
+
+// applyPatch reads p's base through d, checks what must and must not
+// exist, and applies p.
+func (w *Target) applyPatch(d *sandbox.Dirs, p *unidiff.FilePatch) (r patchResult) {
+	oldPath, newPath := p.OldPath, p.NewPath
+	if oldPath != "" {
+		if oldPath, r.err = w.cleanPath("proposal.diff", oldPath); r.err != nil {
+			return r
+		}
+	}
+	if newPath != "" {
+		if newPath, r.err = w.cleanPath("proposal.diff", newPath); r.err != nil {
+			return r
+		}
+	}
+	// apply applies p to base, recording its offsets and its conflict.
+	apply := func(path string, base []byte) ([]byte, bool) {
+		nb, applied, err := p.ApplyWithOffsets(base)
+		var ce *unidiff.ConflictError
+		if errors.As(err, &ce) {
+			ce.Path = path // the cleaned path, as every other error names it
+			r.conflict = ce
+			return nil, false
+		}
+		if err != nil {
+			r.err = err
+			return nil, false
+		}
+		for _, h := range applied {
+			if h.Offset != 0 {
+				r.hunks = append(r.hunks, protocol.HunkOffset{Path: path, Hunk: h.Hunk, OldStart: h.OldStart, AppliedAt: h.AppliedAt, Offset: h.Offset})
+			}
+		}
+		return nb, true
+	}
+	// absent fails r unless nothing is at path yet.
+	absent := func(path, what string) bool {
+		_, _, exists, err := readBase(d, path)
+		switch {
+		case err != nil:
+			r.err = err
+		case exists:
+			r.err = errs.New(errs.Validation, PathData{Path: path, Reason: "exists"}, "the diff %s %s, which already exists", what, path)
+		}
+		return r.err == nil
+	}
+	switch p.Kind {
+	case protocol.ChangeAdd:
+		if !absent(newPath, "adds") {
+			return r
+		}
+		if nb, ok := apply(newPath, nil); ok {
+			r.files = []plannedFile{{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, 0o644)}}
+		}
+	case protocol.ChangeDelete, protocol.ChangeModify, unidiff.KindRename:
+		base, mode, exists, err := readBase(d, oldPath)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		if !exists {
+			r.err = errs.New(errs.NotFound, PathData{Path: oldPath}, "the diff changes %s, which does not exist", oldPath)
+			return r
+		}
+		nb, ok := apply(oldPath, base)
+		if !ok {
+			return r
+		}
+		switch p.Kind {
+		case protocol.ChangeDelete:
+			r.files = []plannedFile{{path: oldPath, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true}}
+		case protocol.ChangeModify:
+			r.files = []plannedFile{{path: oldPath, kind: protocol.ChangeModify, old: base, oldMode: mode, oldExists: true, new: nb, newMode: modeOr(p.NewMode, mode)}}
+		default: // a rename is a delete of the old path and an add of the new one
+			if !absent(newPath, "renames onto") {
+				return r
+			}
+			r.files = []plannedFile{
+				{path: oldPath, kind: protocol.ChangeDelete, old: base, oldMode: mode, oldExists: true},
+				{path: newPath, kind: protocol.ChangeAdd, new: nb, newMode: modeOr(p.NewMode, mode)},
+			}
+		}
+	default:
+		r.err = errs.New(errs.Validation, PathData{Path: newPath, Reason: "unsupported"}, "unsupported change kind %q", p.Kind)
+	}
+	return r
 }
 
 // ConflictsData is the data of an errs.Conflict error from a unified diff:
