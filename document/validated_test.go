@@ -47,7 +47,7 @@ func TestApplyRechecksContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`UPDATE documents SET content = ? WHERE doc_id = 'd'`, `{"m":{"k":[]},"n":9}`); err != nil {
+	if _, err := db.Exec(`UPDATE doc_contents SET content = ? WHERE content_id = (SELECT content_id FROM documents WHERE doc_id = 'd')`, `{"m":{"k":[]},"n":9}`); err != nil {
 		t.Fatal(err)
 	}
 	_, err = bb.svc.Apply(ctx, &protocol.PatchApplyParams{ValidationID: v.ValidationID, Patch: env("p2", 1)})
@@ -68,7 +68,7 @@ func (bb *bench) content(t *testing.T) string {
 	}
 	defer db.Close()
 	var c string
-	if err := db.QueryRow(`SELECT content FROM documents WHERE doc_id = 'd'`).Scan(&c); err != nil {
+	if err := db.QueryRow(`SELECT c.content FROM documents d JOIN doc_contents c ON c.content_id = d.content_id WHERE d.doc_id = 'd'`).Scan(&c); err != nil {
 		t.Fatal(err)
 	}
 	return c

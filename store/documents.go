@@ -40,8 +40,12 @@ type DocIDData struct {
 func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, content []byte) (*Document, error) {
 	at := now()
 	err := s.d.tx(ctx, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, `INSERT INTO documents (doc_id, doc_type, content, revision, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?)`,
-			docID, docType, content, at, at)
+		id := "create:" + docID
+		if _, err := t.ExecContext(ctx, `INSERT INTO documents (doc_id, doc_type, content_id, revision, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?)`,
+			docID, docType, id, at, at); err != nil {
+			return err
+		}
+		_, err := t.ExecContext(ctx, `INSERT INTO doc_contents (content_id, content) VALUES (?, ?)`, id, content)
 		return err
 	})
 	if isUnique(err) {
@@ -57,7 +61,8 @@ func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, c
 func (s *Documents) Document(ctx context.Context, docID string) (*Document, error) {
 	var d Document
 	var created, updated string
-	err := s.d.db.QueryRowContext(ctx, `SELECT doc_id, doc_type, content, revision, created_at, updated_at FROM documents WHERE doc_id = ?`, docID).
+	err := s.d.db.QueryRowContext(ctx, `SELECT d.doc_id, d.doc_type, c.content, d.revision, d.created_at, d.updated_at
+		FROM documents d JOIN doc_contents c ON c.content_id = d.content_id WHERE d.doc_id = ?`, docID).
 		Scan(&d.ID, &d.Type, &d.Content, &d.Revision, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, DocIDData{DocID: docID}, "no document %s", docID)
@@ -85,11 +90,16 @@ type StagedCommit struct {
 }
 
 // StageCommit stores c, replacing an earlier staging of the same
-// transaction (an apply retried after a failed one).
+// transaction (an apply retried after a failed one). The content is
+// written here, once, under the transaction's id: CommitStaged points the
+// document at it rather than copying it.
 func (s *Documents) StageCommit(ctx context.Context, c StagedCommit) error {
 	err := s.d.tx(ctx, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_staged (tx_id, doc_id, expected_revision, content, patch_id, patch_hash, envelope, result, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.TxID, c.DocID, c.ExpectedRevision, c.Content, c.PatchID, c.PatchHash, c.Envelope, c.Result, now())
+		if _, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_contents (content_id, content) VALUES (?, ?)`, c.TxID, c.Content); err != nil {
+			return err
+		}
+		_, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_staged (tx_id, doc_id, expected_revision, patch_id, patch_hash, envelope, result, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.TxID, c.DocID, c.ExpectedRevision, c.PatchID, c.PatchHash, c.Envelope, c.Result, now())
 		return err
 	})
 	if err != nil {
@@ -98,10 +108,15 @@ func (s *Documents) StageCommit(ctx context.Context, c StagedCommit) error {
 	return nil
 }
 
-// AbortStaged drops what StageCommit stored for txID, if anything.
+// AbortStaged drops what StageCommit stored for txID, if anything: the
+// staging, and its content unless a document already points at it (an
+// abort after the commit changes nothing).
 func (s *Documents) AbortStaged(ctx context.Context, txID string) error {
 	err := s.d.tx(ctx, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, `DELETE FROM doc_staged WHERE tx_id = ?`, txID)
+		if _, err := t.ExecContext(ctx, `DELETE FROM doc_staged WHERE tx_id = ?`, txID); err != nil {
+			return err
+		}
+		_, err := t.ExecContext(ctx, `DELETE FROM doc_contents WHERE content_id = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE content_id = ?)`, txID, txID)
 		return err
 	})
 	if err != nil {
@@ -131,8 +146,9 @@ type StaleData struct {
 }
 
 // CommitStaged is a document's commit (DESIGN.md §2): one SQL transaction
-// that writes the staged content, revision + 1 and a patch-log row keyed
-// by txID, and drops the staging. It is idempotent: when the log already
+// that points the document at the staged content (written once, by
+// StageCommit), moves it to revision + 1, adds a patch-log row keyed by
+// txID, and drops the staging and the content it replaced. It is idempotent: when the log already
 // has txID it returns that row and changes nothing, so recovery may call
 // it again. errs.Stale if the revision is no longer the expected one;
 // errs.IdempotencyConflict if another transaction logged the same patch
@@ -146,8 +162,8 @@ func (s *Documents) CommitStaged(ctx context.Context, txID string) (*PatchLogEnt
 			return err
 		}
 		var c StagedCommit
-		err := t.QueryRowContext(ctx, `SELECT doc_id, expected_revision, content, patch_id, patch_hash, envelope, result FROM doc_staged WHERE tx_id = ?`, txID).
-			Scan(&c.DocID, &c.ExpectedRevision, &c.Content, &c.PatchID, &c.PatchHash, &c.Envelope, &c.Result)
+		err := t.QueryRowContext(ctx, `SELECT doc_id, expected_revision, patch_id, patch_hash, envelope, result FROM doc_staged WHERE tx_id = ?`, txID).
+			Scan(&c.DocID, &c.ExpectedRevision, &c.PatchID, &c.PatchHash, &c.Envelope, &c.Result)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errs.New(errs.Internal, nil, "kernel.db: transaction %s has neither a staged commit nor a patch-log row", txID)
 		}
@@ -162,7 +178,8 @@ func (s *Documents) CommitStaged(ctx context.Context, txID string) (*PatchLogEnt
 			return err
 		}
 		var rev int64
-		if err := t.QueryRowContext(ctx, `SELECT revision FROM documents WHERE doc_id = ?`, c.DocID).Scan(&rev); err != nil {
+		var old string
+		if err := t.QueryRowContext(ctx, `SELECT revision, content_id FROM documents WHERE doc_id = ?`, c.DocID).Scan(&rev, &old); err != nil {
 			return err
 		}
 		if rev != c.ExpectedRevision {
@@ -170,7 +187,10 @@ func (s *Documents) CommitStaged(ctx context.Context, txID string) (*PatchLogEnt
 				"document %s is at revision %d, not %d", c.DocID, rev, c.ExpectedRevision)
 		}
 		at := now()
-		if _, err := t.ExecContext(ctx, `UPDATE documents SET content = ?, revision = revision + 1, updated_at = ? WHERE doc_id = ?`, c.Content, at, c.DocID); err != nil {
+		if _, err := t.ExecContext(ctx, `UPDATE documents SET content_id = ?, revision = revision + 1, updated_at = ? WHERE doc_id = ?`, txID, at, c.DocID); err != nil {
+			return err
+		}
+		if _, err := t.ExecContext(ctx, `DELETE FROM doc_contents WHERE content_id = ?`, old); err != nil {
 			return err
 		}
 		res, err := t.ExecContext(ctx, `INSERT INTO patch_log (doc_id, revision, tx_id, patch_id, patch_hash, envelope, result, applied_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,

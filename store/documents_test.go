@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -140,5 +141,89 @@ func TestLastDecisionAck(t *testing.T) {
 	defer db2.Close()
 	if last, _ := db2.Documents().LastDecision(ctx, "r"); last != nil {
 		t.Fatalf("acknowledged, yet read after a reopen: %s", last)
+	}
+}
+
+// TestContentWrittenOnce: a staged content is the one the document points
+// at once committed (no copy), the content it replaced is dropped, and an
+// aborted staging leaves no content behind: one content row per document.
+func TestContentWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	db, _ := open(t)
+	docs := db.Documents()
+	if _, err := docs.CreateDocument(ctx, "d", "json", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range []string{"tx1", "tx2"} {
+		if err := docs.StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(`{"by":"` + tx + `"}`), PatchID: tx, PatchHash: "h", Envelope: []byte(`{}`), Result: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := docs.CommitStaged(ctx, "tx1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := docs.AbortStaged(ctx, "tx2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := docs.AbortStaged(ctx, "tx1"); err != nil { // after its commit: changes nothing
+		t.Fatal(err)
+	}
+	var ids []string
+	rows, err := db.db.QueryContext(ctx, `SELECT content_id FROM doc_contents ORDER BY content_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if len(ids) != 1 || ids[0] != "tx1" {
+		t.Fatalf("content rows %v, want [tx1]", ids)
+	}
+	if d, err := docs.Document(ctx, "d"); err != nil || string(d.Content) != `{"by":"tx1"}` || d.Revision != 1 {
+		t.Fatalf("document %+v %v", d, err)
+	}
+}
+
+// TestMigrateDocumentContents: a kernel.db of schema 4, whose documents and
+// staged commits hold their content inline, opens with every content
+// readable and its staged commit still committable.
+func TestMigrateDocumentContents(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:4] {
+		if _, err := raw.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`PRAGMA user_version = 4`,
+		`INSERT INTO documents (doc_id, doc_type, content, revision, created_at, updated_at) VALUES ('d', 'json', '{"n":1}', 0, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')`,
+		`INSERT INTO doc_staged (tx_id, doc_id, expected_revision, content, patch_id, patch_hash, envelope, result, created_at) VALUES ('tx1', 'd', 0, '{"n":2}', 'p1', 'h1', '{}', '{}', '2026-01-01T00:00:00Z')`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if d, err := db.Documents().Document(ctx, "d"); err != nil || string(d.Content) != `{"n":1}` {
+		t.Fatalf("migrated document %+v %v", d, err)
+	}
+	if _, err := db.Documents().CommitStaged(ctx, "tx1"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := db.Documents().Document(ctx, "d"); err != nil || string(d.Content) != `{"n":2}` || d.Revision != 1 {
+		t.Fatalf("after the migrated staging's commit %+v %v", d, err)
 	}
 }

@@ -270,6 +270,21 @@ var migrations = []string{
 		created_at      TEXT NOT NULL,
 		PRIMARY KEY (tenant_id, organization_id, repository_id, claim_key)
 	);`,
+	// 5: a document's content is written once (documents.go): a staged
+	// commit's content goes into doc_contents under its transaction id,
+	// and the commit points the document at it instead of copying it.
+	// Content from doc/create (and every content of an older kernel.db)
+	// is keyed "create:<docId>".
+	`CREATE TABLE doc_contents (
+		content_id TEXT PRIMARY KEY,
+		content    BLOB NOT NULL
+	);
+	INSERT INTO doc_contents (content_id, content) SELECT 'create:' || doc_id, content FROM documents;
+	INSERT INTO doc_contents (content_id, content) SELECT tx_id, content FROM doc_staged;
+	ALTER TABLE documents ADD COLUMN content_id TEXT NOT NULL DEFAULT '';
+	UPDATE documents SET content_id = 'create:' || doc_id;
+	ALTER TABLE documents DROP COLUMN content;
+	ALTER TABLE doc_staged DROP COLUMN content;`,
 }
 
 // migrate applies the steps above user_version, each in its own SQL
