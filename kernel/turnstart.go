@@ -32,14 +32,14 @@ func (s *Server) turnStart(ctx context.Context, p *protocol.TurnStartParams, raw
 	if err != nil {
 		return nil, err
 	}
-	var wire struct {
-		Proposal json.RawMessage `json:"proposal"`
-	}
-	if err := json.Unmarshal(*raw, &wire); err != nil {
+	// The proposal as the host sent it, cut out of the params that p
+	// decoded from (rawMember scans them without decoding them again).
+	proposal, ok := rawMember(*raw, "proposal")
+	if !ok {
 		// p decoded from the same bytes, so this does not happen.
-		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "invalid params: %v", err)
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "proposal"}, "invalid params: no proposal")
 	}
-	res, err := s.cfg.Engine.Propose(ctx, &tx.Input{Kind: p.Proposal.Kind, Body: wire.Proposal, Plan: redactPlan(s.scanner, plan)})
+	res, err := s.cfg.Engine.Propose(ctx, &tx.Input{Kind: p.Proposal.Kind, Body: proposal, Plan: redactPlan(s.scanner, plan)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,127 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// rawMember returns the raw value of the member name of obj, a JSON object
+// already known to be valid (decodeParams decoded it), or false when obj
+// has no such member. Like encoding/json, the last of duplicate members
+// wins, and a name is compared after unescaping. It scans obj once, without
+// decoding: turn/start's proposal is the params minus a few bytes, often a
+// diff of megabytes, and a second json.Unmarshal just to cut it out cost as
+// much as decoding it. FuzzRawMember checks it against json.Unmarshal into
+// map[string]json.RawMessage.
+func rawMember(obj []byte, name string) (json.RawMessage, bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	var found json.RawMessage
+	ok := false
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		keyEnd := skipString(obj, i)
+		key := obj[i:keyEnd]
+		i = skipSpace(obj, keyEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(obj, i+1)
+		valEnd := skipValue(obj, i)
+		if valEnd < 0 {
+			return nil, false
+		}
+		if keyIs(key, name) {
+			found, ok = obj[i:valEnd], true
+		}
+		i = skipSpace(obj, valEnd)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return found, ok
+}
+
+// keyIs reports whether the quoted key (with its quotes) names name. A key
+// with an escape, or with bytes that are not UTF-8 (which encoding/json
+// reads as U+FFFD), is compared decoded.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
+		return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+	}
+	var k string
+	return json.Unmarshal(key, &k) == nil && k == name
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i]
+// ('"'), or len(b) when it does not end.
+func skipString(b []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		i += j
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
+}
+
+// skipValue returns the index just past the value starting at b[i], or -1
+// when b ends first.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		if end := skipString(b, i); end <= len(b) && b[end-1] == '"' && end > i+1 {
+			return end
+		}
+		return -1
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	// A number, true, false or null: up to the next delimiter.
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
