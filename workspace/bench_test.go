@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,5 +119,48 @@ func BenchmarkProposeSweep(b *testing.B) {
 		if _, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &diff})); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkApply is apply/execute in process (policy never) of the largest
+// fzf commit, proposed untimed on a fresh copy of its base each iteration:
+// the stale check, staging and its fsyncs, the commit record, the renames
+// and the closing events of a small transaction.
+func BenchmarkApply(b *testing.B) {
+	dir := fzfDir(b, "025-ae3180f91994")
+	diff, err := os.ReadFile(filepath.Join(dir, "patch.diff"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := string(diff)
+	root, data := b.TempDir(), b.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		ws := filepath.Join(root, strconv.Itoa(i))
+		if err := os.CopyFS(ws, os.DirFS(filepath.Join(dir, "base"))); err != nil {
+			b.Fatal(err)
+		}
+		w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: filepath.Join(data, strconv.Itoa(i)),
+			Policy: approvals.Never, Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &d}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := e.Apply(context.Background(), res.TransactionID); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		e.Close()
+		w.Close()
+		b.StartTimer()
 	}
 }

@@ -82,12 +82,11 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	defer st.Close()
 	content := func(ch record.PlannedChange) ([]byte, error) { return c.Blob(ch.NewSHA256) }
 	if pl.p.DiffSHA256 != "" {
-		// Its own directories for reading the bases: reading one that is
-		// missing would keep st from creating it (sandbox.Dirs decides on
-		// first use).
-		rd := w.ws.OpenDirs()
-		defer rd.Close()
-		derivations, err := pl.derivations(c, rd)
+		// The bases are read through st too: only existing files are read
+		// (CheckBase has just found them), so no directory is opened
+		// without create before staging needs it created (sandbox.Dirs
+		// decides on first use), and none is walked twice.
+		derivations, err := pl.derivations(c, st)
 		if err != nil {
 			return nil, w.classify(err)
 		}
