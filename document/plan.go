@@ -41,7 +41,9 @@ type dryRunResult struct {
 // dryRun decodes input (an envelope or a PatchSet, by kind), runs it on a
 // copy of doc's content and validates the result against doc's type. The
 // content is decoded once per kernel while it stays in d.decoded, and the
-// result is kept there too: it is the next patch's base once applied.
+// result is kept there too: it is the next patch's base once applied. When
+// this kernel, or the store's rules digest, says the base is valid, only
+// what the patch changed is validated (jsondoc.ValidateChange).
 func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRunResult, error) {
 	baseSHA := sha256Hex(doc.Content)
 	base, ok := d.decoded.get(baseSHA)
@@ -52,6 +54,12 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 		}
 		base = decodedEntry{value: v, size: len(doc.Content)}
 		d.decoded.put(baseSHA, base)
+	}
+	if base.validFor == "" && doc.RulesDigest != "" && doc.RulesDigest == jsondoc.RulesDigest(doc.Type) {
+		// The store says the content was validated under the rules this
+		// kernel checks: after a restart too, the patch's result needs
+		// validating only where it changed.
+		base.validFor = doc.Type
 	}
 	before := base.value
 	res := &dryRunResult{before: before, baseSHA256: baseSHA}

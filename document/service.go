@@ -80,7 +80,7 @@ func (s *Service) Create(ctx context.Context, p *protocol.DocCreateParams) (*pro
 	if err != nil {
 		return nil, err
 	}
-	doc, err := db.CreateDocument(ctx, p.DocID, p.DocType, content)
+	doc, err := db.CreateDocument(ctx, p.DocID, p.DocType, content, jsondoc.RulesDigest(p.DocType))
 	if err != nil {
 		return nil, err
 	}

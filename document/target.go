@@ -332,6 +332,8 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	result, _ := json.Marshal(appliedResult{PatchHash: r.PatchHash})
 	if err := db.StageCommit(ctx, store.StagedCommit{
 		TxID: c.TxID, DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, Content: content,
+		// content is the dry run's, validated against this kernel's rules.
+		RulesDigest: jsondoc.RulesDigest(r.DocType),
 		PatchID: logPatchID(r), PatchHash: r.PatchHash, Envelope: input, Result: result,
 	}); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -72,4 +73,45 @@ func (bb *bench) content(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestRulesDigestTrusted: after a restart (the decoded values forgotten),
+// a content the store records as validated under this kernel's rules is
+// validated only where a patch changes it, and a content without that
+// record is validated whole. The untouched issue made invalid behind the
+// kernel's back shows which happened.
+func TestRulesDigestTrusted(t *testing.T) {
+	for _, tc := range []struct {
+		digest string // what the store says after the tampering: "keep" or ""
+		valid  bool   // whether the patch of the other issue then passes
+	}{{"keep", true}, {"", false}} {
+		bb := newBench(t)
+		ctx := context.Background()
+		doc := `{"issues_by_id":{"a":{"status":"OPEN"},"b":{"status":"OPEN"}},"entries_by_id":{}}`
+		if _, err := bb.svc.Create(ctx, &protocol.DocCreateParams{DocID: "d", DocType: "closing_checklist", Content: []byte(doc)}); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite3", bb.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := `content = '{"entries_by_id":{},"issues_by_id":{"a":{"status":"OPEN"},"b":{"status":7}}}'`
+		if tc.digest == "" {
+			set += `, rules_digest = ''`
+		}
+		if _, err := db.Exec(`UPDATE doc_contents SET ` + set); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		document.ForgetDecoded(bb.target)
+		env, _ := json.Marshal(map[string]any{"patch_id": "p", "expected_revision": 0,
+			"operations": []any{map[string]any{"op": "replace", "path": "/issues_by_id/a/status", "value": "CLOSED"}}})
+		_, err = bb.svc.Validate(ctx, &protocol.PatchValidateParams{DocID: "d", Patch: env})
+		if tc.valid && err != nil {
+			t.Fatalf("digest kept: the untouched issue was validated again: %v", err)
+		}
+		if !tc.valid && !errs.KindIs(err, errs.Validation) {
+			t.Fatalf("no digest: want the whole document validated (a validation error), got %v", err)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package jsondoc
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -83,6 +85,28 @@ func schemas() (map[string]*jsonschema.Schema, error) {
 		}
 	})
 	return compiled, compileErr
+}
+
+// rulesVersion names the kernel's own rules beyond the schemas (a recipe's
+// unique ids): change it whenever ValidateDoc checks something new, so
+// that RulesDigest changes with it.
+const rulesVersion = "txkernel-doc-rules-1"
+
+// RulesDigest identifies what ValidateDoc checks for docType: the hex
+// sha256 of the kernel's rules version, the type's name and its schema's
+// bytes. A content ValidateDoc accepted is valid for as long as the digest
+// is the same, so a store that records the digest a content was validated
+// under lets a later kernel (after a restart, or an upgrade that changed
+// no rule) skip validating it again. "" for an unknown type.
+func RulesDigest(docType string) string {
+	t, err := LookupType(docType)
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte(rulesVersion + "\x00" + t.Name + "\x00"))
+	h.Write(t.Schema)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Types lists the document types, each with its schema.

@@ -22,12 +22,15 @@ func parseTime(s string) time.Time {
 
 // Document is one JSON document: its compact JSON content at Revision.
 type Document struct {
-	ID        string
-	Type      string
-	Content   []byte
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID       string
+	Type     string
+	Content  []byte
+	Revision int64
+	// RulesDigest is the jsondoc.RulesDigest the content was validated
+	// under when it was written, "" when that is not known.
+	RulesDigest string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // DocIDData is the data of an error about one document.
@@ -35,9 +38,10 @@ type DocIDData struct {
 	DocID string `json:"docId"`
 }
 
-// CreateDocument stores a new document at revision 0. errs.Exists if the
-// id is taken.
-func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, content []byte) (*Document, error) {
+// CreateDocument stores a new document at revision 0, its content
+// validated under rulesDigest (jsondoc.RulesDigest; "" when not
+// validated). errs.Exists if the id is taken.
+func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, content []byte, rulesDigest string) (*Document, error) {
 	at := now()
 	err := s.d.tx(ctx, func(t *sql.Tx) error {
 		id := "create:" + docID
@@ -45,7 +49,7 @@ func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, c
 			docID, docType, id, at, at); err != nil {
 			return err
 		}
-		_, err := t.ExecContext(ctx, `INSERT INTO doc_contents (content_id, content) VALUES (?, ?)`, id, content)
+		_, err := t.ExecContext(ctx, `INSERT INTO doc_contents (content_id, content, rules_digest) VALUES (?, ?, ?)`, id, content, rulesDigest)
 		return err
 	})
 	if isUnique(err) {
@@ -54,16 +58,16 @@ func (s *Documents) CreateDocument(ctx context.Context, docID, docType string, c
 	if err != nil {
 		return nil, internal(err, "create document")
 	}
-	return &Document{ID: docID, Type: docType, Content: content, CreatedAt: parseTime(at), UpdatedAt: parseTime(at)}, nil
+	return &Document{ID: docID, Type: docType, Content: content, RulesDigest: rulesDigest, CreatedAt: parseTime(at), UpdatedAt: parseTime(at)}, nil
 }
 
 // Document returns a document. errs.NotFound if there is none.
 func (s *Documents) Document(ctx context.Context, docID string) (*Document, error) {
 	var d Document
 	var created, updated string
-	err := s.d.db.QueryRowContext(ctx, `SELECT d.doc_id, d.doc_type, c.content, d.revision, d.created_at, d.updated_at
+	err := s.d.db.QueryRowContext(ctx, `SELECT d.doc_id, d.doc_type, c.content, c.rules_digest, d.revision, d.created_at, d.updated_at
 		FROM documents d JOIN doc_contents c ON c.content_id = d.content_id WHERE d.doc_id = ?`, docID).
-		Scan(&d.ID, &d.Type, &d.Content, &d.Revision, &created, &updated)
+		Scan(&d.ID, &d.Type, &d.Content, &d.RulesDigest, &d.Revision, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, DocIDData{DocID: docID}, "no document %s", docID)
 	}
@@ -83,10 +87,13 @@ type StagedCommit struct {
 	DocID            string
 	ExpectedRevision int64
 	Content          []byte
-	PatchID          string
-	PatchHash        string
-	Envelope         []byte
-	Result           []byte
+	// RulesDigest is the jsondoc.RulesDigest Content was validated under
+	// ("" when not known).
+	RulesDigest string
+	PatchID     string
+	PatchHash   string
+	Envelope    []byte
+	Result      []byte
 }
 
 // StageCommit stores c, replacing an earlier staging of the same
@@ -95,7 +102,7 @@ type StagedCommit struct {
 // document at it rather than copying it.
 func (s *Documents) StageCommit(ctx context.Context, c StagedCommit) error {
 	err := s.d.tx(ctx, func(t *sql.Tx) error {
-		if _, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_contents (content_id, content) VALUES (?, ?)`, c.TxID, c.Content); err != nil {
+		if _, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_contents (content_id, content, rules_digest) VALUES (?, ?, ?)`, c.TxID, c.Content, c.RulesDigest); err != nil {
 			return err
 		}
 		_, err := t.ExecContext(ctx, `INSERT OR REPLACE INTO doc_staged (tx_id, doc_id, expected_revision, patch_id, patch_hash, envelope, result, created_at)

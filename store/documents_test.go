@@ -28,10 +28,10 @@ func open(t testing.TB) (*DB, string) {
 func TestCommitStagedOnce(t *testing.T) {
 	ctx := context.Background()
 	db, path := open(t)
-	if _, err := db.Documents().CreateDocument(ctx, "d", "json", []byte(`{"n":1}`)); err != nil {
+	if _, err := db.Documents().CreateDocument(ctx, "d", "json", []byte(`{"n":1}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Documents().CreateDocument(ctx, "d", "json", []byte(`{}`)); !errs.KindIs(err, errs.Exists) {
+	if _, err := db.Documents().CreateDocument(ctx, "d", "json", []byte(`{}`), ""); !errs.KindIs(err, errs.Exists) {
 		t.Fatalf("second create: %v", err)
 	}
 	stage := func(tx, patch, hash, content string) {
@@ -71,7 +71,7 @@ func TestCommitStagedOnce(t *testing.T) {
 func TestConcurrentCommits(t *testing.T) {
 	ctx := context.Background()
 	db, _ := open(t)
-	db.Documents().CreateDocument(ctx, "d", "json", []byte(`{}`))
+	db.Documents().CreateDocument(ctx, "d", "json", []byte(`{}`), "")
 	for _, tx := range []string{"a", "b"} {
 		db.Documents().StageCommit(ctx, StagedCommit{TxID: tx, DocID: "d", Content: []byte(`{"by":"` + tx + `"}`), PatchID: tx, PatchHash: tx, Envelope: []byte(`{}`), Result: []byte(`{}`)})
 	}
@@ -100,7 +100,7 @@ func TestConcurrentCommits(t *testing.T) {
 func TestLastDecisionAck(t *testing.T) {
 	ctx := context.Background()
 	db, path := open(t)
-	db.Documents().CreateDocument(ctx, "r", "recipe", []byte(`{}`))
+	db.Documents().CreateDocument(ctx, "r", "recipe", []byte(`{}`), "")
 	if err := db.Documents().PutPatchSet(ctx, PatchSetRow{PatchSetID: "ps1", DocID: "r", TxID: "t1", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestContentWrittenOnce(t *testing.T) {
 	ctx := context.Background()
 	db, _ := open(t)
 	docs := db.Documents()
-	if _, err := docs.CreateDocument(ctx, "d", "json", []byte(`{"n":1}`)); err != nil {
+	if _, err := docs.CreateDocument(ctx, "d", "json", []byte(`{"n":1}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, tx := range []string{"tx1", "tx2"} {

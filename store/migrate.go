@@ -285,6 +285,10 @@ var migrations = []string{
 	UPDATE documents SET content_id = 'create:' || doc_id;
 	ALTER TABLE documents DROP COLUMN content;
 	ALTER TABLE doc_staged DROP COLUMN content;`,
+	// 6: the rules a content was validated under (jsondoc.RulesDigest):
+	// a content whose digest is the running kernel's needs no second full
+	// validation after a restart. '' for contents of an older kernel.db.
+	`ALTER TABLE doc_contents ADD COLUMN rules_digest TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate applies the steps above user_version, each in its own SQL
