@@ -334,7 +334,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 		TxID: c.TxID, DocID: r.DocID, ExpectedRevision: r.ExpectedRevision, Content: content,
 		// content is the dry run's, validated against this kernel's rules.
 		RulesDigest: jsondoc.RulesDigest(r.DocType),
-		PatchID: logPatchID(r), PatchHash: r.PatchHash, Envelope: input, Result: result,
+		PatchID:     logPatchID(r), PatchHash: r.PatchHash, Envelope: input, Result: result,
 	}); err != nil {
 		return nil, err
 	}
