@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -90,7 +91,30 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 		if err != nil {
 			return nil, w.classify(err)
 		}
-		content = func(ch record.PlannedChange) ([]byte, error) { return pl.derive(derivations, ch) }
+		// Every content is derived before the first write, on every core,
+		// so that the staging goroutines only write and fsync: their
+		// fsyncs then start together and share rounds (a derivation
+		// inside each goroutine spread a small apply's writes out).
+		byPath := make(map[string][]byte, len(changes))
+		var mu sync.Mutex
+		var dv errgroup.Group
+		dv.SetLimit(runtime.GOMAXPROCS(0))
+		for _, ch := range changes {
+			if ch.Kind == protocol.ChangeDelete {
+				continue
+			}
+			dv.Go(func() error {
+				data, err := pl.derive(derivations, ch)
+				mu.Lock()
+				byPath[ch.Path] = data
+				mu.Unlock()
+				return err
+			})
+		}
+		if err := dv.Wait(); err != nil {
+			return nil, w.classify(err)
+		}
+		content = func(ch record.PlannedChange) ([]byte, error) { return byPath[ch.Path], nil }
 	}
 	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
@@ -140,9 +164,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 
 // derivations parses the diff a proposal kept (record.Proposal.DiffSHA256)
 // and returns, by path, how to derive each written file's new content: its
-// patch applied again to its base, read through d. The derivations run in
-// the staging goroutines, so that applying hundreds of files' hunks
-// overlaps with the other files' writes and fsyncs. CheckBase has just
+// patch applied again to its base, read through d. CheckBase has just
 // found every base unchanged, so each gives the proposed content; derive
 // still checks its hash.
 func (pl *planned) derivations(c *tx.Change, d *sandbox.Dirs) (map[string]func() ([]byte, error), error) {
