@@ -1,7 +1,6 @@
 package jsondoc
 
 import (
-	"reflect"
 	"slices"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -95,7 +94,7 @@ func changeValid(s *jsonschema.Schema, before, after any) bool {
 			var old any
 			if i < len(b) && len(a) == len(b) {
 				old = b[i]
-			} else if id, ok := containerID(v); ok {
+			} else if id, ok := identity(v); ok {
 				if shared == nil {
 					shared = containerIDs(b)
 				}
@@ -113,14 +112,14 @@ func changeValid(s *jsonschema.Schema, before, after any) bool {
 }
 
 // same reports whether after is before itself: the same map, or the same
-// backing array and length (Patch never writes a container it shares, so
-// these hold the same values).
+// backing array and length (identity; Patch never writes a container it
+// shares, so these hold the same values).
 func same(before, after any) bool {
-	a, ok := containerID(after)
+	a, ok := identity(after)
 	if !ok {
 		return false
 	}
-	b, ok := containerID(before)
+	b, ok := identity(before)
 	if !ok || a != b {
 		return false
 	}
@@ -131,26 +130,11 @@ func same(before, after any) bool {
 	return true
 }
 
-// containerID is a non-empty container's identity (its map or its backing
-// array); scalars and empty arrays have none.
-func containerID(v any) (uintptr, bool) {
-	switch c := v.(type) {
-	case map[string]any:
-		return reflect.ValueOf(c).Pointer(), true
-	case []any:
-		if len(c) == 0 {
-			return 0, false
-		}
-		return reflect.ValueOf(c).Pointer(), true
-	}
-	return 0, false
-}
-
 // containerIDs are the identities of the containers among vs.
 func containerIDs(vs []any) map[uintptr]bool {
 	m := make(map[uintptr]bool, len(vs))
 	for _, v := range vs {
-		if id, ok := containerID(v); ok {
+		if id, ok := identity(v); ok {
 			m[id] = true
 		}
 	}

@@ -31,6 +31,23 @@ func fzfDir(tb testing.TB, name string) string {
 	return dir
 }
 
+// benchEngine opens an engine with the workspace target on ws, data in
+// dataDir, under policy; close closes both.
+func benchEngine(tb testing.TB, ws, dataDir string, policy approvals.Policy) (e *tx.Engine, close func()) {
+	tb.Helper()
+	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	e, err = tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: dataDir, Policy: policy, Logger: log})
+	if err != nil {
+		w.Close()
+		tb.Fatal(err)
+	}
+	return e, func() { e.Close(); w.Close() }
+}
+
 // BenchmarkPropose measures turn/start's work in process (plan, canonical
 // diff, secret scan, durable write of the proposal) on the largest fzf
 // commit.
@@ -44,18 +61,8 @@ func BenchmarkPropose(b *testing.B) {
 	if err := os.CopyFS(ws, os.DirFS(filepath.Join(dir, "base"))); err != nil {
 		b.Fatal(err)
 	}
-	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	log := slog.New(slog.DiscardHandler)
-	e, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: b.TempDir(),
-		Policy: approvals.Untrusted, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e, close := benchEngine(b, ws, b.TempDir(), approvals.Untrusted)
+	defer close()
 	d := string(diff)
 	for b.Loop() {
 		if _, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &d})); err != nil {
@@ -102,18 +109,8 @@ func sweepInput(tb testing.TB) (ws, diff string) {
 // that the fzf commits are too small to show.
 func BenchmarkProposeSweep(b *testing.B) {
 	dir, diff := sweepInput(b)
-	w, err := sandbox.Open(dir, sandbox.WorkspaceWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	log := slog.New(slog.DiscardHandler)
-	e, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: b.TempDir(),
-		Policy: approvals.Untrusted, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e, close := benchEngine(b, dir, b.TempDir(), approvals.Untrusted)
+	defer close()
 	b.SetBytes(int64(len(diff)))
 	for b.Loop() {
 		if _, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &diff})); err != nil {
@@ -134,22 +131,13 @@ func BenchmarkApply(b *testing.B) {
 	}
 	d := string(diff)
 	root, data := b.TempDir(), b.TempDir()
-	log := slog.New(slog.DiscardHandler)
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
 		ws := filepath.Join(root, strconv.Itoa(i))
 		if err := os.CopyFS(ws, os.DirFS(filepath.Join(dir, "base"))); err != nil {
 			b.Fatal(err)
 		}
-		w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
-		if err != nil {
-			b.Fatal(err)
-		}
-		e, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{workspace.New(w, nil, log)}, DataDir: filepath.Join(data, strconv.Itoa(i)),
-			Policy: approvals.Never, Logger: log})
-		if err != nil {
-			b.Fatal(err)
-		}
+		e, close := benchEngine(b, ws, filepath.Join(data, strconv.Itoa(i)), approvals.Never)
 		res, err := e.Propose(context.Background(), workspace.Proposal(protocol.KindUnifiedDiff, workspace.Input{Diff: &d}))
 		if err != nil {
 			b.Fatal(err)
@@ -159,8 +147,7 @@ func BenchmarkApply(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		e.Close()
-		w.Close()
+		close()
 		b.StartTimer()
 	}
 }
