@@ -12,14 +12,19 @@ import (
 )
 
 // BenchmarkRoundTrip measures one request and its response over real
-// stdin/stdout pipes, the latency a host sees, in one run for three
+// stdin/stdout pipes, the latency a host sees, in one run for four
 // servers: impl=txkernel is tx/status on the real binary (a transaction
 // proposed first); impl=jsonrpc2 is a bare sourcegraph/jsonrpc2 handler
 // echoing the same params (internal/jsonrpcecho), the library's and the
-// pipes' own cost; impl=cat round-trips one response line through cat, the
-// pipes alone. Read with benchstat -col /impl -filter .name:RoundTrip;
-// median-µs is each one's median latency.
+// pipes' own cost; impl=jsonrpc2-sized is that echo sent a tx/status
+// result as params, so that its answer is as long as the kernel's (about
+// 1 KB against 60 bytes: encoding it and decoding it in the host is part
+// of every round trip), and its request too, which makes it an upper
+// bound; impl=cat round-trips one response line through
+// cat, the pipes alone. Read with benchstat -col /impl -filter
+// .name:RoundTrip; median-µs is each one's median latency.
 func BenchmarkRoundTrip(b *testing.B) {
+	var status map[string]any // a tx/status result, for impl=jsonrpc2-sized
 	b.Run("impl=txkernel", func(b *testing.B) {
 		ws, dd := b.TempDir(), b.TempDir()
 		if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
@@ -28,13 +33,21 @@ func BenchmarkRoundTrip(b *testing.B) {
 		p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
 		p.Initialize()
 		res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
-		roundTrips(b, func() { p.MustResult("tx/status", map[string]any{"transactionId": res["transactionId"]}) })
+		roundTrips(b, func() { status = p.MustResult("tx/status", map[string]any{"transactionId": res["transactionId"]}) })
 		p.Stop()
 	})
 	b.Run("impl=jsonrpc2", func(b *testing.B) {
 		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
 		params := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
 		roundTrips(b, func() { p.MustResult("tx/status", params) })
+		p.Stdin.Close()
+	})
+	b.Run("impl=jsonrpc2-sized", func(b *testing.B) {
+		if status == nil {
+			b.Skip("no tx/status result: run impl=txkernel in the same run")
+		}
+		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
+		roundTrips(b, func() { p.MustResult("tx/status", status) })
 		p.Stdin.Close()
 	})
 	b.Run("impl=cat", func(b *testing.B) {
