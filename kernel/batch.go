@@ -43,10 +43,8 @@ func parseMember(raw []byte) (m member, ok bool) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return member{kind: kindInvalid, reason: ReasonNotObject}, len(raw) > 0 && json.Valid(raw)
 	}
-	// One decode both validates the frame and splits it into members: a
-	// separate json.Valid would scan every byte of a large diff once more.
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &f); err != nil {
+	f, ok := objectMembers(raw)
+	if !ok {
 		return member{kind: kindInvalid, reason: ReasonNotObject}, false
 	}
 	return classify(f), true

@@ -48,3 +48,34 @@ func FuzzRawMember(f *testing.F) {
 		checkRawMember(t, obj)
 	})
 }
+
+// FuzzObjectMembers checks objectMembers against json.Unmarshal into
+// map[string]json.RawMessage on any input that starts an object: the same
+// verdict, the same members, the same bytes.
+func FuzzObjectMembers(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tx/status","params":{"transactionId":"tx-1"}}`))
+	f.Add([]byte(` {"a\u0000b":[1,{"c":"]"}],"a\u0000b":null} `))
+	f.Add([]byte(`{"x":1,}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(bytes.TrimLeft(raw, " \t\r\n")) == 0 || bytes.TrimLeft(raw, " \t\r\n")[0] != '{' {
+			return
+		}
+		got, ok := objectMembers(raw)
+		var want map[string]json.RawMessage
+		werr := json.Unmarshal(raw, &want)
+		if ok != (werr == nil) {
+			t.Fatalf("objectMembers(%q): ok %v, json.Unmarshal: %v", raw, ok, werr)
+		}
+		if !ok {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("objectMembers(%q) = %q, json.Unmarshal %q", raw, got, want)
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("objectMembers(%q)[%q] = %q, json.Unmarshal %q", raw, k, got[k], v)
+			}
+		}
+	})
+}
