@@ -60,6 +60,15 @@ func depthErr(max, actual int) error {
 // cannot exhaust the stack; raw is compacted only when it is longer than
 // lim.MaxBytes, to measure it.
 func Decode(raw []byte, lim Limits) (any, error) {
+	if json.Valid(raw) {
+		// The common case, decoded in one walk (parseValid), its depth
+		// checked first so that the walk's recursion is bounded by the
+		// limit; the size as below.
+		if d := depthOf(raw); d > lim.MaxDepth {
+			return nil, depthErr(lim.MaxDepth, d)
+		}
+		return checkSize(raw, parseValid(raw), lim)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -81,9 +90,21 @@ func Decode(raw []byte, lim Limits) (any, error) {
 		}
 		return nil, errs.New(errs.Invalid, MalformedData{Field: "content", Reason: "malformed-json", Offset: off}, "malformed JSON: %v", err)
 	}
+	return checkLimits(raw, v, lim)
+}
+
+// checkLimits returns v, decoded from raw, if raw nests at most
+// lim.MaxDepth and its compact form fits lim.MaxBytes (errs.TooLarge).
+func checkLimits(raw []byte, v any, lim Limits) (any, error) {
 	if d := depthOf(raw); d > lim.MaxDepth {
 		return nil, depthErr(lim.MaxDepth, d)
 	}
+	return checkSize(raw, v, lim)
+}
+
+// checkSize returns v, decoded from raw, if raw's compact form fits
+// lim.MaxBytes (errs.TooLarge).
+func checkSize(raw []byte, v any, lim Limits) (any, error) {
 	if int64(len(raw)) > lim.MaxBytes {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
