@@ -72,16 +72,11 @@ func loadLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
 	return l, nil
 }
 
-// createLedger creates an empty ledger at path (the file must not exist).
-func createLedger(path, txID string, fp *failpoint.Set) (*ledger, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	return &ledger{path: path, txID: txID, fp: fp}, nil
+// newLedger returns the ledger of a new transaction at path, with no
+// events. The caller creates the file (writeProposalDir, with O_EXCL) and
+// writes the first events through write.
+func newLedger(path, txID string, fp *failpoint.Set) *ledger {
+	return &ledger{path: path, txID: txID, fp: fp}
 }
 
 // lastSeq is the seq of the newest event, 0 when empty.
@@ -91,8 +86,35 @@ func (l *ledger) lastSeq() int64 { return int64(len(l.events)) }
 // and only then adds them to the in-memory view. The fsync is the point at
 // which the events are durable; the caller notifies the host after it.
 func (l *ledger) append(evs ...record.Event) ([]record.Event, error) {
+	p, err := l.prepare(evs...)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", l.path, err)
+	}
+	defer f.Close()
+	if err := l.write(f, p); err != nil {
+		return nil, err
+	}
+	return p.events, nil
+}
+
+// pendingEvents are events numbered and encoded by prepare, not yet
+// written: buf holds their lines.
+type pendingEvents struct {
+	buf    []byte
+	events []record.Event
+}
+
+// prepare numbers and encodes evs as append does, without touching the
+// file or the in-memory view, so that a caller can encode before a round
+// of concurrent fsyncs and keep CPU out of it (writeProposalDir). Only one
+// prepare may be outstanding: the next one numbers from the same seq.
+func (l *ledger) prepare(evs ...record.Event) (pendingEvents, error) {
 	if l.broken != nil {
-		return nil, fmt.Errorf("ledger %s is unusable after an earlier failure: %w", l.path, l.broken)
+		return pendingEvents{}, fmt.Errorf("ledger %s is unusable after an earlier failure: %w", l.path, l.broken)
 	}
 	ts := now()
 	if len(evs) > 0 && evs[0].TS != "" {
@@ -106,40 +128,43 @@ func (l *ledger) append(evs ...record.Event) ([]record.Event, error) {
 		ev.TransactionID = l.txID
 		line, err := ev.Encode()
 		if err != nil {
-			return nil, err
+			return pendingEvents{}, err
 		}
 		buf = append(buf, line...)
 		out[i] = ev
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", l.path, err)
-	}
-	defer f.Close()
+	return pendingEvents{buf: buf, events: out}, nil
+}
+
+// write appends p's lines to f, the ledger's file opened for appending,
+// with one write and one fsync, and then adds p's events to the
+// in-memory view. A failed write or fsync breaks the ledger.
+func (l *ledger) write(f *os.File, p pendingEvents) error {
+	buf := p.buf
 	if l.fp.Arm(fpLedgerMidAppend) {
 		// A crash mid-append: half of the bytes reach the file, then the
 		// process dies. Recovery must set the torn tail aside.
 		half := len(buf) / 2
 		if _, err := f.Write(buf[:half]); err != nil {
-			return nil, err
+			return err
 		}
 		if err := l.fp.Fire(context.Background(), fpLedgerMidAppend); err != nil {
-			return nil, err
+			return err
 		}
 		buf = buf[half:]
 	}
 	if _, err := f.Write(buf); err != nil {
 		l.broken = err
-		return nil, fmt.Errorf("append to %s: %w", l.path, err)
+		return fmt.Errorf("append to %s: %w", l.path, err)
 	}
 	if err := f.Sync(); err != nil {
 		// After a failed fsync the page cache may have dropped the data; the
 		// only honest thing is to stop using this ledger (ALICE, fsyncgate).
 		l.broken = err
-		return nil, fmt.Errorf("fsync %s: %w", l.path, err)
+		return fmt.Errorf("fsync %s: %w", l.path, err)
 	}
-	l.events = append(l.events, out...)
-	return out, nil
+	l.events = append(l.events, p.events...)
+	return nil
 }
 
 // now returns the ledger's timestamp format: RFC 3339, UTC, fixed-width

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,30 +129,37 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
 		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
 	)
-	var evs []record.Event
-	// The ledger, transaction.json, proposal.patch, the blobs, their
-	// directory and the active/ marker are independent: write and fsync
-	// them together (see maxInFlight). The marker is durable before the
-	// rename, so a transaction that exists is never missing from the index.
-	err = e.writeProposalDir(tmp, plan, func() (err error) {
-		t.led, err = createLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
-		return err
-	}, func() (err error) {
-		evs, err = t.led.append(turn...)
-		if err != nil {
-			return err
-		}
-		t.meta = record.Transaction{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
-			State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: record.Pointers{Proposal: &ptr}}
-		// No fsync: transaction.json is rebuilt from the ledger whenever
-		// it is unreadable (see replaceMeta); its name is made durable
-		// with the directory's.
-		data, err := t.meta.Encode()
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(tmp, MetaFile), data, 0o600)
-	}, func() error {
+	// Everything the directory holds is encoded before any of it is
+	// written, so that the round of fsyncs below starts at once rather than
+	// one file at a time between encodings (RELIABILITY.md §10, rounds).
+	t.led = newLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
+	pending, err := t.led.prepare(turn...)
+	if err != nil {
+		return nil, err
+	}
+	evs := pending.events
+	t.meta = record.Transaction{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
+		State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: record.Pointers{Proposal: &ptr}}
+	meta, err := t.meta.Encode()
+	if err != nil {
+		return nil, err
+	}
+	files := []dirFile{
+		{name: LedgerFile, flag: os.O_APPEND, write: func(f *os.File) error { return t.led.write(f, pending) }},
+		// No fsync: transaction.json is rebuilt from the ledger whenever it
+		// is unreadable (see replaceMeta); its name is made durable with
+		// the directory's.
+		{name: MetaFile, data: meta},
+		{name: PatchFile, data: plan.Redacted, sync: true},
+	}
+	if len(plan.Blobs) > 0 {
+		files = append(files, dirFile{name: BlobFile, data: encodeBlobs(plan.Blobs), sync: true})
+	}
+	// The active/ marker is independent of the directory's files: it is
+	// created and its directory fsynced in the same round. It is durable
+	// before the rename, so a transaction that exists is never missing
+	// from the index.
+	err = writeProposalDir(tmp, files, func() error {
 		if err := touch(filepath.Join(e.activeDir, txID)); err != nil {
 			return err
 		}
@@ -207,37 +215,61 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	}, nil
 }
 
-// writeProposalDir creates dir, has create make the files the jobs write
-// to, and then runs the jobs, proposal.patch's and the blob file's writes
-// (each fsynced) and the fsync of dir, all concurrently. Every file exists
-// before dir's fsync is issued, so that one fsync, run alongside the
-// files' own, makes all their names durable before dir is renamed: one
-// round of fsyncs, not two.
-func (e *Engine) writeProposalDir(dir string, plan *Plan, create func() error, more ...func() error) error {
+// dirFile is one file of a new transaction's directory: it is created
+// with flag added to O_WRONLY|O_CREATE|O_EXCL, then either write runs on
+// it or data is written to it, and fsynced when sync is set.
+type dirFile struct {
+	name  string
+	flag  int
+	data  []byte
+	sync  bool
+	write func(*os.File) error
+}
+
+// writeProposalDir creates dir and every file in it, and then runs in one
+// concurrent round (see maxInFlight) each file's write (and fsync), the
+// fsync of dir, and the jobs in more. Every name exists before dir's fsync
+// is issued, so that one fsync, run alongside the files' own, makes all
+// of them durable before dir is renamed: one round of fsyncs, not two.
+// Each file is opened once, by its creation.
+func writeProposalDir(dir string, files []dirFile, more ...func() error) (err error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	if err := create(); err != nil {
-		return err
-	}
-	names := []string{PatchFile, MetaFile}
-	if len(plan.Blobs) > 0 {
-		names = append(names, BlobFile)
-	}
-	for _, n := range names {
-		if err := touch(filepath.Join(dir, n)); err != nil {
+	open := make([]*os.File, 0, len(files))
+	defer func() {
+		for _, f := range open {
+			if cerr := f.Close(); err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
+				err = cerr
+			}
+		}
+	}()
+	for _, df := range files {
+		f, err := os.OpenFile(filepath.Join(dir, df.name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|df.flag, 0o600)
+		if err != nil {
 			return err
 		}
-	}
-	jobs := append(more,
-		func() error { return writeFileSync(filepath.Join(dir, PatchFile), plan.Redacted, 0o600) },
-		func() error { return syncDir(dir) })
-	if len(plan.Blobs) > 0 {
-		jobs = append(jobs, func() error { return writeFileSync(filepath.Join(dir, BlobFile), encodeBlobs(plan.Blobs), 0o600) })
+		open = append(open, f)
 	}
 	var g errgroup.Group
 	g.SetLimit(maxInFlight)
-	for _, job := range jobs {
+	for i, df := range files {
+		f := open[i]
+		g.Go(func() error {
+			if df.write != nil {
+				return df.write(f)
+			}
+			if _, err := f.Write(df.data); err != nil {
+				return err
+			}
+			if df.sync {
+				return f.Sync()
+			}
+			return nil
+		})
+	}
+	g.Go(func() error { return syncDir(dir) })
+	for _, job := range more {
 		g.Go(job)
 	}
 	return g.Wait()
