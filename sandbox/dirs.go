@@ -27,9 +27,10 @@ import (
 // releases the directories. Each method has the checks and errors of the
 // Workspace method of the same name, which is a one-file Dirs.
 type Dirs struct {
-	w    *Workspace
-	mu   sync.Mutex
-	dirs map[string]*dirEntry
+	w       *Workspace
+	mu      sync.Mutex
+	dirs    map[string]*dirEntry
+	created map[string]bool // directories this Dirs created (clean, slash-separated)
 }
 
 // dirEntry is one directory of a Dirs, opened on first use.
@@ -41,7 +42,7 @@ type dirEntry struct {
 
 // OpenDirs returns an empty Dirs of w.
 func (w *Workspace) OpenDirs() *Dirs {
-	return &Dirs{w: w, dirs: map[string]*dirEntry{}}
+	return &Dirs{w: w, dirs: map[string]*dirEntry{}, created: map[string]bool{}}
 }
 
 // Close closes the directories the Dirs opened.
@@ -100,9 +101,15 @@ func (s *Dirs) open(dir string, create bool) (*os.Root, error) {
 		return nil, errMissingDir
 	}
 	if missing || !leaf.IsDir() {
+		made := w.missingDirs(dir)
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {
 			return nil, w.mapErr(dir, err)
 		}
+		s.mu.Lock()
+		for _, d := range made {
+			s.created[d] = true
+		}
+		s.mu.Unlock()
 		// MkdirAll follows in-root links; check that it did not have to.
 		if leaf, missing, err = w.walk(dir); err != nil {
 			return nil, err
@@ -126,6 +133,24 @@ func (s *Dirs) open(dir string, create bool) (*os.Root, error) {
 		return nil, pathErr(dir, "symlink", ErrSymlink)
 	}
 	return r, nil
+}
+
+// CreatedChild reports whether this Dirs created a directory whose parent
+// is dir ("." for the workspace root): whether staging added an entry to
+// dir other than its staged files. A caller that makes staging durable
+// fsyncs dir then, and not otherwise, when no staged file is in dir
+// either: an ancestor whose entries did not change needs no fsync
+// (RELIABILITY.md §10). It is meaningful once the stagings beneath dir
+// have returned.
+func (s *Dirs) CreatedChild(dir string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for d := range s.created {
+		if path.Dir(d) == dir {
+			return true
+		}
+	}
+	return false
 }
 
 // StageFile is Workspace.StageFile through the open directories, with

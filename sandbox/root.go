@@ -194,6 +194,28 @@ func (w *Workspace) walk(clean string) (leaf fs.FileInfo, missing bool, err erro
 	return leaf, false, nil
 }
 
+// missingDirs returns the directories that MkdirAll(clean) would create:
+// clean's prefixes from the first one that does not exist, parents
+// first. It is nil when every component exists. A component that exists
+// but is not a directory ends the list: MkdirAll fails there.
+func (w *Workspace) missingDirs(clean string) []string {
+	comps := strings.Split(clean, "/")
+	var out []string
+	for i := range comps {
+		p := strings.Join(comps[:i+1], "/")
+		if len(out) == 0 {
+			if fi, err := w.root.Lstat(p); err == nil {
+				if !fi.IsDir() {
+					return nil
+				}
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func isNotExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }

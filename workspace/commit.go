@@ -70,7 +70,8 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 
 // Prepare implements tx.Planned: it writes every new content to its staged
 // sibling (sandbox.StagedName) and fsyncs it, fsyncs the staged files'
-// directories and their ancestors, and returns the commit record's ops in
+// directories and the parents of the directories staging created, and
+// returns the commit record's ops in
 // plan order. The files are staged concurrently, and each directory's
 // fsync starts as soon as every staged name beneath it exists, while the
 // files' own fsyncs still run (see stagedDirs): the commit record waits
@@ -142,6 +143,13 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 			// created directories, whose names live in their parents.
 			created := func() {
 				for _, d := range dirs.created(ch.Path) {
+					// Every staged name beneath d exists, so every
+					// directory staging made beneath it too: an ancestor
+					// that gained neither a staged file nor a directory
+					// has nothing to make durable.
+					if !dirs.holdsStaged(d) && !st.CreatedChild(d) {
+						continue
+					}
 					dg.Go(func() error { return w.syncDir(d) })
 				}
 			}
@@ -233,19 +241,23 @@ func (pl *planned) derive(derivations map[string]func() ([]byte, error), ch reco
 // the workspace root, the staged files beneath it whose names do not exist
 // yet. A directory's entries change only when a file beneath it is staged
 // (its own file, or a directory created on the way to one), so once its
-// count reaches zero its fsync covers every name the apply put in it.
+// count reaches zero its fsync covers every name the apply put in it. Of
+// these, only a directory that holds a staged file or one that staging
+// created is fsynced (Prepare): the others' entries did not change.
 type stagedDirs struct {
 	mu      sync.Mutex
 	pending map[string]int
+	parents map[string]bool // the directories that hold a staged file
 }
 
 // newStagedDirs counts the written files of changes.
 func newStagedDirs(changes []record.PlannedChange) *stagedDirs {
-	s := &stagedDirs{pending: map[string]int{}}
+	s := &stagedDirs{pending: map[string]int{}, parents: map[string]bool{}}
 	for _, ch := range changes {
 		if ch.Kind == protocol.ChangeDelete {
 			continue
 		}
+		s.parents[path.Dir(ch.Path)] = true
 		for d := path.Dir(ch.Path); ; d = path.Dir(d) {
 			s.pending[d]++
 			if d == "." {
@@ -272,6 +284,9 @@ func (s *stagedDirs) created(p string) []string {
 	}
 	return ready
 }
+
+// holdsStaged reports whether d holds a staged file.
+func (s *stagedDirs) holdsStaged(d string) bool { return s.parents[d] }
 
 // syncDir fsyncs the directory d, naming it in the error.
 func (w *Target) syncDir(d string) error {
