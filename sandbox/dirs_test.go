@@ -30,3 +30,30 @@ func TestDirsExistsAsWorkspace(t *testing.T) {
 		t.Errorf("Exists created nodir: %v", err)
 	}
 }
+
+// TestDirsCreatedChild: after staging, CreatedChild is true exactly for
+// the directories that gained a directory staging created (the parent of
+// each), and false for ancestors whose entries did not change, which
+// need no fsync.
+func TestDirsCreatedChild(t *testing.T) {
+	w, _ := newWS(t, WorkspaceWrite)
+	write(t, w, "a/b/f.txt", "x")
+	st := w.OpenDirs()
+	defer st.Close()
+	for _, rel := range []string{"a/b/g.txt", "a/b/c/d/h.txt", "top.txt"} {
+		if err := st.StageFile(rel, StagedName(rel, "tx-1"), []byte("y"), 0o644, nil); err != nil {
+			t.Fatalf("StageFile(%s): %v", rel, err)
+		}
+	}
+	for dir, want := range map[string]bool{
+		".":       false, // only a staged file (top.txt) is new in it
+		"a":       false, // unchanged
+		"a/b":     true,  // c was created
+		"a/b/c":   true,  // d was created
+		"a/b/c/d": false, // holds only a staged file
+	} {
+		if got := st.CreatedChild(dir); got != want {
+			t.Errorf("CreatedChild(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}

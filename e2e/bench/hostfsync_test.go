@@ -200,7 +200,8 @@ func minRounds(c hostCommit) [nPhases]int {
 // the transaction and phase whose request was in flight when it entered
 // (the host sends a request, the kernel fsyncs, then answers), and named by
 // what it synced. It also counts the fsyncs of `git -c core.fsync=all apply`
-// of the same patches. It fails if a phase does fewer fsyncs than the
+// of the same patches. It fails if the apply fsyncs a workspace directory
+// whose entries it did not change, if a phase does fewer fsyncs than the
 // minimum the durability promise needs (minFsyncs), or fewer rounds of
 // fsyncs (groups of calls that overlap in time) than the order that
 // promise needs (minRounds): fewer would mean two fsyncs that must follow
@@ -304,6 +305,11 @@ func TestHostSessionFsyncs(t *testing.T) {
 		}
 		count[key{phase, label}]++
 		spent[key{phase, label}] += call.dur
+		// Above the minimum, but not needed by any promise: an ancestor
+		// whose entries the apply did not change (RELIABILITY.md §10).
+		if label == "ws: dir, other ancestor" || label == "ws: "+rootInLabels {
+			t.Errorf("%s %s: fsync of %s, a directory whose entries the apply did not change", commits[i].Name, phase, call.path)
+		}
 		if !strings.Contains(label, rootInLabels) {
 			perTx[i][k]++
 		}
