@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,13 @@ import (
 // result as params, so that its answer is as long as the kernel's (about
 // 1 KB against 60 bytes: encoding it and decoding it in the host is part
 // of every round trip), and its request too, which makes it an upper
-// bound; impl=cat round-trips one response line through
+// bound; impl=jsonrpc2-canned is the echo answering the kernel's short
+// request with that tx/status result (TXKERNEL_ECHO_RESULT): the same
+// bytes on the wire both ways as impl=txkernel, so the difference is the
+// kernel's own work; impl=cat round-trips one response line through
 // cat, the pipes alone. Read with benchstat -col /impl -filter
-// .name:RoundTrip; median-µs is each one's median latency.
+// .name:RoundTrip; median-µs is each one's median latency, and
+// server-cpu-µs/op the server process's CPU per request.
 func BenchmarkRoundTrip(b *testing.B) {
 	var status map[string]any // a tx/status result, for impl=jsonrpc2-sized
 	b.Run("impl=txkernel", func(b *testing.B) {
@@ -35,12 +40,15 @@ func BenchmarkRoundTrip(b *testing.B) {
 		res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "b\n"}}}})
 		roundTrips(b, func() { status = p.MustResult("tx/status", map[string]any{"transactionId": res["transactionId"]}) })
 		p.Stop()
+		serverCPU(b, p)
 	})
 	b.Run("impl=jsonrpc2", func(b *testing.B) {
 		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
 		params := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
 		roundTrips(b, func() { p.MustResult("tx/status", params) })
 		p.Stdin.Close()
+		<-p.Done
+		serverCPU(b, p)
 	})
 	b.Run("impl=jsonrpc2-sized", func(b *testing.B) {
 		if status == nil {
@@ -49,6 +57,23 @@ func BenchmarkRoundTrip(b *testing.B) {
 		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
 		roundTrips(b, func() { p.MustResult("tx/status", status) })
 		p.Stdin.Close()
+		<-p.Done
+		serverCPU(b, p)
+	})
+	b.Run("impl=jsonrpc2-canned", func(b *testing.B) {
+		if status == nil {
+			b.Skip("no tx/status result: run impl=txkernel in the same run")
+		}
+		canned, err := json.Marshal(status)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), []string{"TXKERNEL_ECHO_RESULT=" + string(canned)})
+		params := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
+		roundTrips(b, func() { p.MustResult("tx/status", params) })
+		p.Stdin.Close()
+		<-p.Done
+		serverCPU(b, p)
 	})
 	b.Run("impl=cat", func(b *testing.B) {
 		cat, err := exec.LookPath("cat")
@@ -63,6 +88,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 		p.Stdin.Close()
 	})
+}
+
+// serverCPU reports the server process's CPU time (user + system, start-up
+// included) per iteration as server-cpu-µs/op, once it has exited: what
+// the server itself spends on a request, apart from the pipes and the
+// host's own decoding, which median-µs includes.
+func serverCPU(b *testing.B, p *harness.Proc) {
+	if st := p.Cmd.ProcessState; st != nil && b.N > 0 {
+		b.ReportMetric(float64((st.UserTime()+st.SystemTime()).Microseconds())/float64(b.N), "server-cpu-µs/op")
+	}
 }
 
 // roundTrips times one call per iteration and reports the median latency

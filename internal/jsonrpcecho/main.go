@@ -5,6 +5,11 @@
 // floor the kernel's round trip is compared with in the same benchmark run
 // (e2e/bench BenchmarkRoundTrip), so that the figure is the kernel's own
 // cost over the library's and the pipes'.
+//
+// With TXKERNEL_ECHO_RESULT set to a JSON value, it answers every request
+// with that value instead: a result as long as the kernel's, for a request
+// as short as the kernel's, which separates the cost of a long answer
+// (encoding it here, decoding it in the host) from the kernel's own.
 package main
 
 import (
@@ -34,6 +39,15 @@ func echo(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, erro
 }
 
 func main() {
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(stdio{}), jsonrpc2.HandlerWithError(echo))
+	handle := echo
+	if canned := os.Getenv("TXKERNEL_ECHO_RESULT"); canned != "" {
+		if !json.Valid([]byte(canned)) {
+			os.Stderr.WriteString("jsonrpcecho: TXKERNEL_ECHO_RESULT is not JSON\n")
+			os.Exit(2)
+		}
+		result := json.RawMessage(canned)
+		handle = func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return result, nil }
+	}
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(stdio{}), jsonrpc2.HandlerWithError(handle))
 	<-conn.DisconnectNotify()
 }
