@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/txkernel/txkernel/jsondoc"
 )
 
 // decodedBudget bounds the content bytes whose decoded values decoded
@@ -35,6 +37,11 @@ type decodedEntry struct {
 	// may then validate only what its patch changed
 	// (jsondoc.ValidateChange).
 	validFor string
+	// enc is the content with its containers' spans, when this kernel
+	// encoded value itself (a dry run's result): the next patch of value
+	// copies what it did not change from it (jsondoc.PatchReusing). nil
+	// for a value decoded from stored bytes.
+	enc *jsondoc.Encoded
 }
 
 // get returns the decoded value of the content whose sha256 is key.

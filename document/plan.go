@@ -102,7 +102,7 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 		return nil, errs.InvalidField("proposal.kind", "the document target does not plan %q", kind)
 	}
 	// One pass gives the result, its bytes and the resolved targets.
-	patched, err := jsondoc.Patch(before, res.ops, d.lim)
+	patched, err := jsondoc.PatchReusing(before, base.enc, res.ops, d.lim)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,9 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 	}
 	res.contentSHA256 = sha256Hex(res.content)
 	if opsDecoded(res.ops) {
-		d.decoded.put(res.contentSHA256, decodedEntry{value: res.after, size: len(res.content), validFor: doc.Type})
+		// The entry holds the content and its index too (enc): count
+		// its bytes twice.
+		d.decoded.put(res.contentSHA256, decodedEntry{value: res.after, size: 2 * len(res.content), validFor: doc.Type, enc: patched.Encoded})
 	}
 	res.preview = jsondoc.Preview(before, res.after, res.targets, res.ops)
 	return res, nil

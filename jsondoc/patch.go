@@ -62,6 +62,9 @@ type Patched struct {
 	Content []byte
 	// Targets are the operations' resolved targets, in order.
 	Targets []ResolvedTarget
+	// Encoded is Content with its containers' spans: pass it as base to
+	// the next PatchReusing of After.
+	Encoded *Encoded
 }
 
 // Patch applies ops in order (RFC 6902 §4) to doc in one pass and returns
@@ -73,6 +76,14 @@ type Patched struct {
 // and copy's from, and test: nothing is guessed. The result must stay
 // within lim (errs.TooLarge). Errors carry OpError.
 func Patch(doc any, ops []Operation, lim Limits) (*Patched, error) {
+	return PatchReusing(doc, nil, ops, lim)
+}
+
+// PatchReusing is Patch, with base the Encoded of doc (nil when there is
+// none, as after a decode): the containers the patch did not change are
+// copied from base.Content into the result's Content rather than encoded
+// again (EncodeReusing). The result is the same.
+func PatchReusing(doc any, base *Encoded, ops []Operation, lim Limits) (*Patched, error) {
 	pt := &patcher{root: doc, owned: map[uintptr]bool{}}
 	targets := make([]ResolvedTarget, len(ops))
 	for i, op := range ops {
@@ -85,17 +96,18 @@ func Patch(doc any, ops []Operation, lim Limits) (*Patched, error) {
 		}
 		targets[i] = rt
 	}
-	content, err := Encode(pt.root)
+	enc, err := EncodeReusing(pt.root, base)
 	if err != nil {
 		return nil, err
 	}
+	content := enc.Content
 	if d := depthOf(content); d > lim.MaxDepth {
 		return nil, depthErr(lim.MaxDepth, d)
 	}
 	if int64(len(content)) > lim.MaxBytes {
 		return nil, sizeErr(lim.MaxBytes, int64(len(content)))
 	}
-	return &Patched{After: pt.root, Content: content, Targets: targets}, nil
+	return &Patched{After: pt.root, Content: content, Targets: targets, Encoded: enc}, nil
 }
 
 // Apply is Patch's result alone: ops applied to doc, which is never
