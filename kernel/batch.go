@@ -43,39 +43,34 @@ func parseMember(raw []byte) (m member, ok bool) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return member{kind: kindInvalid, reason: ReasonNotObject}, len(raw) > 0 && json.Valid(raw)
 	}
-	f, ok := objectMembers(raw)
+	e, ok := envelopeMembers(raw)
 	if !ok {
 		return member{kind: kindInvalid, reason: ReasonNotObject}, false
 	}
-	return classify(f), true
+	return classify(e), true
 }
 
-// classify is parseMember for a decoded object.
-func classify(f map[string]json.RawMessage) member {
-	method, hasMethod := f["method"]
-	if !hasMethod {
-		_, hasResult := f["result"]
-		_, hasError := f["error"]
-		if hasResult || hasError {
-			return member{kind: kindResponse}
-		}
+// classify is parseMember for a split object.
+func classify(f envelope) member {
+	method, hasMethod := f.method, f.method != nil
+	if !hasMethod && (f.result != nil || f.error != nil) {
+		return member{kind: kindResponse}
 	}
 	m := member{kind: kindInvalid}
-	id, hasID := f["id"]
+	id, hasID := f.id, f.id != nil
 	idOK := !hasID || validID(id)
 	if hasID && idOK {
 		m.id = id
 	}
-	var version string
-	switch v := f["jsonrpc"]; {
-	case len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &version) != nil || version != "2.0":
+	switch v := f.jsonrpc; {
+	case !isVersion2(v):
 		m.reason = ReasonBadVersion
 	case !hasMethod || method[0] != '"':
 		m.reason = ReasonMethodNotText
 	case !idOK:
 		m.reason = ReasonBadID
 	default:
-		params, hasParams := f["params"]
+		params, hasParams := f.params, f.params != nil
 		if hasParams && string(params) == "null" {
 			// JSON-RPC 2.0 §4.2 wants a structured value, but LSP clients send
 			// null for shutdown; treat it as absent rather than refuse.
@@ -92,6 +87,17 @@ func classify(f map[string]json.RawMessage) member {
 		}
 	}
 	return m
+}
+
+// isVersion2 reports whether v, a member's raw JSON value (nil when
+// absent), is the string "2.0", escapes decoded. The plain spelling every
+// client sends is compared without decoding.
+func isVersion2(v json.RawMessage) bool {
+	if string(v) == `"2.0"` {
+		return true
+	}
+	var version string
+	return len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &version) == nil && version == "2.0"
 }
 
 // dispatch classifies one frame, queues what jsonrpc2 must see and answers
@@ -119,13 +125,13 @@ func (s *Stream) dispatch(data []byte) error {
 		case kindResponse:
 			s.log.Debug("jsonrpc: dropping response from client")
 		case kindNotification:
-			s.queue = append(s.queue, queued{msg: requestMessage("", m)})
+			s.queue = append(s.queue, queued{msg: requestMessage("", m.method, m.params)})
 		case kindRequest:
 			s.mu.Lock()
 			internal := s.registerLocked(m.id, m.params, nil, 0)
 			s.mu.Unlock()
-			m.params = nil // the handler reads them from the stream (Stream.Params)
-			s.queue = append(s.queue, queued{msg: requestMessage(internal, m)})
+			// The handler reads the params from the stream (Stream.Params).
+			s.queue = append(s.queue, queued{internal: internal, method: m.method})
 		}
 		return nil
 	}
@@ -162,13 +168,14 @@ func (s *Stream) dispatch(data []byte) error {
 	}
 	s.mu.Lock()
 	for i, m := range members {
-		internal := ""
-		if slots[i] >= 0 {
-			internal = s.registerLocked(m.id, m.params, b, slots[i])
-			b.pending++
-			m.params = nil // the handler reads them from the stream (Stream.Params)
+		if slots[i] < 0 {
+			s.queue = append(s.queue, queued{msg: requestMessage("", m.method, m.params)})
+			continue
 		}
-		s.queue = append(s.queue, queued{msg: requestMessage(internal, m), internal: internal})
+		internal := s.registerLocked(m.id, m.params, b, slots[i])
+		b.pending++
+		// The handler reads the params from the stream (Stream.Params).
+		s.queue = append(s.queue, queued{internal: internal, method: m.method})
 	}
 	pending := b.pending
 	s.mu.Unlock()

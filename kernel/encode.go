@@ -7,6 +7,7 @@ package kernel
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // wireError is a reply the stream makes itself, for an id it could not hand on.
@@ -18,21 +19,35 @@ type wireError struct {
 
 // requestMessage builds what jsonrpc2 reads: its anyMessage decoder needs
 // "method" to see a request, and a string id to keep it out of the
-// uint64-only number path.
-func requestMessage(internal string, m member) []byte {
-	buf := []byte(`{"jsonrpc":"2.0"`)
+// uint64-only number path. internal is "" for a notification; params nil
+// when absent.
+func requestMessage(internal string, method, params json.RawMessage) []byte {
+	buf := make([]byte, 0, len(`{"jsonrpc":"2.0","id":"\u0000","method":,"params":}`)+len(internal)+len(method)+len(params))
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
 	if internal != "" {
-		id, _ := json.Marshal(internal)
 		buf = append(buf, `,"id":`...)
-		buf = append(buf, id...)
+		buf = appendInternalID(buf, internal)
 	}
 	buf = append(buf, `,"method":`...)
-	buf = append(buf, m.method...)
-	if m.params != nil {
+	buf = append(buf, method...)
+	if params != nil {
 		buf = append(buf, `,"params":`...)
-		buf = append(buf, m.params...)
+		buf = append(buf, params...)
 	}
 	return append(buf, '}')
+}
+
+// appendInternalID appends internal as json.Marshal writes it. An id made
+// by internalID (the NUL, then plain ASCII) is written without the
+// encoder: "\u0000" and the rest as is.
+func appendInternalID(buf []byte, internal string) []byte {
+	if rest, ok := strings.CutPrefix(internal, "\x00"); ok && plainText(rest) {
+		buf = append(buf, `"\u0000`...)
+		buf = append(buf, rest...)
+		return append(buf, '"')
+	}
+	id, _ := json.Marshal(internal)
+	return append(buf, id...)
 }
 
 // errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a nil

@@ -51,6 +51,9 @@ func canonicalID(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	if raw[0] == '"' {
+		if plainString(raw) {
+			return string(raw), true // what the round trip below gives back
+		}
 		var str string
 		if err := json.Unmarshal(raw, &str); err != nil {
 			return "", false
@@ -61,12 +64,40 @@ func canonicalID(raw json.RawMessage) (string, bool) {
 	return string(raw), true
 }
 
+// plainString reports whether raw, a quoted JSON string, holds only
+// printable ASCII that json.Marshal writes as itself (plainText). Such a
+// string is its own canonical form, with no decoding (the ids of nearly
+// every client).
+func plainString(raw []byte) bool {
+	return len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainText(raw[1:len(raw)-1])
+}
+
+// plainText reports whether s holds only printable ASCII that needs no
+// escape in a JSON string and that json.Marshal writes as itself: no
+// control byte, no quote or backslash, none of <, > and & (which it
+// escapes).
+func plainText[T ~string | ~[]byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// internalID is the internal id with sequence number n: internalIDPrefix
+// and n in decimal.
+func internalID(n uint64) string {
+	var buf [len(internalIDPrefix) + 20]byte
+	return string(strconv.AppendUint(append(buf[:0], internalIDPrefix...), n, 10))
+}
+
 // registerLocked assigns an internal id to a request and keeps its
 // params (copied: they point into the read buffer) for Params. s.mu must
 // be held.
 func (s *Stream) registerLocked(orig, params json.RawMessage, b *batch, slot int) string {
 	s.seq++
-	internal := internalIDPrefix + strconv.FormatUint(s.seq, 10)
+	internal := internalID(s.seq)
 	key, _ := canonicalID(orig)
 	f := &inflight{orig: append(json.RawMessage(nil), orig...), key: key, batch: b, slot: slot}
 	if params != nil {

@@ -45,40 +45,77 @@ func rawMember(obj []byte, name string) (json.RawMessage, bool) {
 	return found, ok
 }
 
-// objectMembers splits raw, a JSON object, into its members, as
-// json.Unmarshal into map[string]json.RawMessage does: false when raw is
-// not valid JSON or not an object, the last of duplicate members wins,
-// names are unescaped. The values are raw's own bytes, not copies (the
-// stream's frames are never reused). One json.Valid and one scan cost a
-// third of the decoder's pass for a request of a hundred bytes, on the
-// path of every message (BenchmarkRoundTrip). FuzzObjectMembers checks it
-// against json.Unmarshal.
-func objectMembers(raw []byte) (map[string]json.RawMessage, bool) {
+// envelope is what classify reads of a message object: the raw values of
+// the members JSON-RPC 2.0 gives a meaning (§4, §5), nil when absent. Every
+// other member is skipped: a request carries no others that matter, and a
+// map of all of them cost an allocation per member on every message.
+type envelope struct {
+	jsonrpc, id, method, params, result, error json.RawMessage
+}
+
+// envelopeMembers splits raw, a JSON object, into the members of an
+// envelope as json.Unmarshal into map[string]json.RawMessage would find
+// them: false when raw is not valid JSON or not an object, the last of
+// duplicate members wins, names are compared unescaped. The values are
+// raw's own bytes, not copies (the stream's frames are never reused). One
+// json.Valid and one scan cost a third of the decoder's pass for a request
+// of a hundred bytes, on the path of every message (BenchmarkRoundTrip).
+// FuzzEnvelopeMembers checks it against json.Unmarshal.
+func envelopeMembers(raw []byte) (envelope, bool) {
+	var e envelope
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' || !json.Valid(raw) {
-		return nil, false
+		return e, false
 	}
-	out := make(map[string]json.RawMessage, 4)
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
 		keyEnd := skipString(raw, i)
-		name, ok := keyName(raw[i:keyEnd])
-		if !ok {
-			return nil, false
-		}
+		key := raw[i:keyEnd]
 		i = skipSpace(raw, keyEnd)
 		i = skipSpace(raw, i+1) // past ':', which json.Valid saw
 		valEnd := skipValue(raw, i)
 		if valEnd < 0 {
-			return nil, false
+			return envelope{}, false
 		}
-		out[name] = raw[i:valEnd:valEnd]
+		if slot := e.slot(key); slot != nil {
+			*slot = raw[i:valEnd:valEnd]
+		}
 		i = skipSpace(raw, valEnd)
 		if i < len(raw) && raw[i] == ',' {
 			i = skipSpace(raw, i+1)
 		}
 	}
-	return out, true
+	return e, true
+}
+
+// slot is the field of e for the quoted key (with its quotes), or nil for
+// a member classify does not read. A plain key is compared in place; one
+// with an escape or bytes that are not UTF-8 is decoded first, as
+// encoding/json compares it.
+func (e *envelope) slot(key []byte) *json.RawMessage {
+	name := key[1 : len(key)-1]
+	if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+		k, ok := keyName(key)
+		if !ok {
+			return nil
+		}
+		name = []byte(k)
+	}
+	switch string(name) {
+	case "jsonrpc":
+		return &e.jsonrpc
+	case "id":
+		return &e.id
+	case "method":
+		return &e.method
+	case "params":
+		return &e.params
+	case "result":
+		return &e.result
+	case "error":
+		return &e.error
+	}
+	return nil
 }
 
 // keyName is the name a quoted key (with its quotes) stands for.

@@ -23,7 +23,9 @@
 //     internal ids the library can carry;
 //   - encode.go: the replies built by hand so those ids go back unchanged;
 //   - reasons.go: every data.reason the stream sends itself, in one table;
-//   - stream.go: the ObjectStream itself, ordering and draining answers.
+//   - stream.go: the ObjectStream itself, ordering and draining answers;
+//   - handoff.go: requests given to jsonrpc2 as the Request its decoder
+//     would make, without encoding and decoding JSON.
 //
 // params.go decodes params for the method table, with type errors in
 // JSON's words.

@@ -104,10 +104,13 @@ type Stream struct {
 	eof       chan struct{}
 }
 
-// queued is a message rewritten for jsonrpc2, waiting for ReadObject.
+// queued is a message for jsonrpc2, waiting for ReadObject: a request as
+// its internal id and method (handed over as is, or rewritten by
+// requestMessage), a notification as its rewritten message.
 type queued struct {
-	msg      []byte
-	internal string // "" for notifications
+	msg      []byte          // a notification's rewritten message
+	internal string          // a request's internal id; "" for notifications
+	method   json.RawMessage // a request's method, raw
 }
 
 // NewStream returns a Stream reading frames from r and writing frames to w.
@@ -145,8 +148,11 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *
 // ReadObject implements jsonrpc2.ObjectStream. It stores into v (jsonrpc2's
 // *anyMessage, or anything json.Unmarshal accepts) the next valid request or
 // notification, in arrival order and with batches unrolled, as
-// {"jsonrpc":"2.0","id":"\u0000txk:<n>","method":M,"params":P}; notifications
-// carry no id and absent params stay absent. Everything else is answered or
+// {"jsonrpc":"2.0","id":"\u0000txk:<n>","method":M} for a request (its
+// params are kept for Params) and {"jsonrpc":"2.0","method":M,"params":P}
+// for a notification (absent params stay absent). A request given to
+// jsonrpc2's own *anyMessage is stored directly as the jsonrpc2.Request that
+// decoding that message would give (handoff.go). Everything else is answered or
 // dropped here. It returns io.EOF once the input has ended and every request
 // it returned has been answered (or the stream was closed), and a non-nil
 // error when reading or writing the underlying stream fails.
@@ -159,7 +165,14 @@ func (s *Stream) ReadObject(v any) error {
 			q := s.queue[0]
 			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
-			if err := json.Unmarshal(q.msg, v); err != nil {
+			if q.internal != "" && handOff(v, q.internal, q.method) {
+				return nil
+			}
+			msg := q.msg
+			if q.internal != "" {
+				msg = requestMessage(q.internal, q.method, nil)
+			}
+			if err := unmarshalMessage(msg, v); err != nil {
 				// Cannot happen with jsonrpc2's anyMessage, which accepts
 				// every shape built here; answer rather than break the
 				// connection, which is what returning the error would do.
@@ -204,6 +217,18 @@ func (s *Stream) ReadObject(v any) error {
 			}
 		}
 	}
+}
+
+// unmarshalMessage decodes msg, a message built by requestMessage, into
+// v. jsonrpc2's *anyMessage is a json.Unmarshaler, called directly: msg is
+// valid JSON by construction, so json.Unmarshal's validating scan before
+// the call would only repeat work. Anything else goes through
+// json.Unmarshal.
+func unmarshalMessage(msg []byte, v any) error {
+	if u, ok := v.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(msg)
+	}
+	return json.Unmarshal(msg, v)
 }
 
 // InputClosed returns a channel that is closed when ReadObject reaches the

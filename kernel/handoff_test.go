@@ -1,0 +1,168 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// readRequests serves input on a Stream under a real jsonrpc2.Conn and
+// returns every request and notification the handler was given, in order.
+func readRequests(t *testing.T, input string) []jsonrpc2.Request {
+	t.Helper()
+	inR, inW := io.Pipe()
+	st := NewStream(inR, io.Discard, closerFunc(inR.Close), StreamOptions{Framing: FramingNDJSON})
+	var (
+		mu  sync.Mutex
+		got []jsonrpc2.Request
+	)
+	done := make(chan struct{})
+	h := jsonrpc2.HandlerWithError(func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		mu.Lock()
+		got = append(got, *req)
+		mu.Unlock()
+		return nil, nil
+	})
+	conn := jsonrpc2.NewConn(context.Background(), st, h, quiet)
+	go func() {
+		<-conn.DisconnectNotify()
+		close(done)
+	}()
+	inW.Write([]byte(input))
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stream did not finish")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return got
+}
+
+// TestHandOff checks that a request handed to jsonrpc2 directly is the
+// one its own decoder makes of the rewritten message, for plain, escaped
+// and non-ASCII methods, alone and in batches, and that handOff takes
+// jsonrpc2's message type.
+func TestHandOff(t *testing.T) {
+	input := lines(
+		req("1", "tx/status", `{"transactionId":"t"}`),
+		`{"jsonrpc":"2.0","id":"a","method":"tx\/st\u0061tus"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"m\u00e9thode \u2028","params":[1]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ünï","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":""}`,
+		notif("note", `{"b":1,"a":"<x>"}`),
+		`[`+req("4", "b1", `{}`)+`,`+notif("b2", `[2]`)+`,`+req(`"5"`, `b\"3`, "")+`]`,
+	)
+	want := func() []jsonrpc2.Request {
+		handOffRequests = false
+		defer func() { handOffRequests = true }()
+		return readRequests(t, input)
+	}()
+	got := readRequests(t, input)
+	if len(want) != 9 {
+		t.Fatalf("jsonrpc2's decoder saw %d messages, want 9", len(want))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("handed off:\n%+v\njsonrpc2's decoder:\n%+v", got, want)
+	}
+	var typ reflect.Type
+	handOffTypes.Range(func(k, v any) bool {
+		if v.(bool) {
+			typ = k.(reflect.Type)
+		}
+		return true
+	})
+	if typ == nil || !strings.HasSuffix(typ.String(), "jsonrpc2.anyMessage") {
+		t.Fatalf("handOff never took jsonrpc2's message type (got %v): sourcegraph/jsonrpc2 changed?", typ)
+	}
+}
+
+// TestHandOffOtherTypes checks that handOff refuses anything but
+// jsonrpc2's message type, so ReadObject decodes JSON into it instead.
+func TestHandOffOtherTypes(t *testing.T) {
+	// A look-alike of jsonrpc2's type, in another package.
+	type anyMessage struct {
+		request  *jsonrpc2.Request
+		response *jsonrpc2.Response
+	}
+	look := anyMessage{}
+	_, _ = look.request, look.response
+	for _, v := range []any{nil, &look, &map[string]any{}, look, &jsonrpc2.Request{}} {
+		if handOff(v, internalID(1), json.RawMessage(`"m"`)) {
+			t.Fatalf("handOff(%T) = true", v)
+		}
+	}
+	var m map[string]any
+	if err := unmarshalMessage(requestMessage(internalID(7), json.RawMessage(`"m"`), nil), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["id"] != "\x00txk:7" || m["method"] != "m" || m["jsonrpc"] != "2.0" || len(m) != 3 {
+		t.Fatalf("requestMessage decodes to %v", m)
+	}
+}
+
+// TestAppendInternalID checks the hand-written id against json.Marshal.
+func TestAppendInternalID(t *testing.T) {
+	for _, id := range []string{internalID(1), internalID(18446744073709551615), "\x00<&>", "x", "\x00\x00", "\x00é"} {
+		want, _ := json.Marshal(id)
+		if got := appendInternalID(nil, id); string(got) != string(want) {
+			t.Fatalf("appendInternalID(%q) = %s, json.Marshal %s", id, got, want)
+		}
+	}
+}
+
+// FuzzMethodName checks methodName against json.Unmarshal into a string.
+func FuzzMethodName(f *testing.F) {
+	for _, s := range []string{`"tx/status"`, `"a\"b"`, `"\u00e9"`, `"é"`, "\"\xff\"", "\"\x01\"", `null`, `""`, `"a"b"`, `1`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := methodName(raw)
+		var want string
+		err := json.Unmarshal(raw, &want)
+		if ok != (err == nil) || (ok && got != want) {
+			t.Fatalf("methodName(%q) = %q %v, json.Unmarshal %q %v", raw, got, ok, want, err)
+		}
+	})
+}
+
+// canonicalIDSlow is canonicalID without its fast path: decode and
+// re-encode every string.
+func canonicalIDSlow(raw json.RawMessage) (string, bool) {
+	raw = trimWS(raw)
+	if !validID(raw) || !json.Valid(raw) {
+		return "", false
+	}
+	if raw[0] == '"' {
+		var str string
+		if err := json.Unmarshal(raw, &str); err != nil {
+			return "", false
+		}
+		b, _ := json.Marshal(str)
+		return string(b), true
+	}
+	return string(raw), true
+}
+
+// FuzzCanonicalID checks canonicalID's fast path for plain strings against
+// the round trip through encoding/json it skips.
+func FuzzCanonicalID(f *testing.F) {
+	for _, s := range []string{`"1"`, `"a<b"`, `"\u0061"`, `"é"`, `1.0`, `null`, `"a\"b"`, "\"\x7f\"", ` "x" `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := canonicalID(raw)
+		want, wok := canonicalIDSlow(raw)
+		if ok != wok || got != want {
+			t.Fatalf("canonicalID(%q) = %q %v, encoding/json %q %v", raw, got, ok, want, wok)
+		}
+	})
+}
