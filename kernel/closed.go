@@ -26,7 +26,7 @@ var reachesClosed sync.Map // reflect.Type → bool
 // not have. path is the wire path of raw ("" for params itself).
 func checkClosed(raw json.RawMessage, t reflect.Type, path string) error {
 	t = deref(t)
-	if !canReachClosed(t, map[reflect.Type]bool{}) {
+	if !canReachClosed(t, nil) {
 		return nil
 	}
 	switch t.Kind() {
@@ -130,6 +130,10 @@ func canReachClosed(t reflect.Type, seen map[reflect.Type]bool) bool {
 	}
 	if seen[t] {
 		return false
+	}
+	if seen == nil {
+		// Made on a cache miss only: a known type costs no allocation.
+		seen = map[reflect.Type]bool{}
 	}
 	seen[t] = true
 	found := t.Implements(closedType) || reflect.PointerTo(t).Implements(closedType)

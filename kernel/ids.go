@@ -93,16 +93,16 @@ func internalID(n uint64) string {
 }
 
 // registerLocked assigns an internal id to a request and keeps its
-// params (copied: they point into the read buffer) for Params. s.mu must
-// be held.
+// params for Params. orig and params are kept, not copied: they point into
+// the request's frame, a buffer of its own that the stream never reuses
+// (readLine and readContentLength allocate every frame), and a copy of
+// params cost as much as the frame again for a turn/start carrying a
+// large diff. s.mu must be held.
 func (s *Stream) registerLocked(orig, params json.RawMessage, b *batch, slot int) string {
 	s.seq++
 	internal := internalID(s.seq)
 	key, _ := canonicalID(orig)
-	f := &inflight{orig: append(json.RawMessage(nil), orig...), key: key, batch: b, slot: slot}
-	if params != nil {
-		f.params = append(json.RawMessage(nil), params...)
-	}
+	f := &inflight{orig: orig, params: params, key: key, batch: b, slot: slot}
 	s.inflight[internal] = f
 	s.byOrig[key] = append(s.byOrig[key], internal)
 	return internal

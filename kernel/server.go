@@ -519,11 +519,13 @@ func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, start time.Ti
 	if err != nil {
 		rpcErr = s.toWire(err)
 		sendErr = s.stream.WriteResponse(req.ID, nil, rpcErr)
-	} else if raw, mErr := json.Marshal(res); mErr != nil {
+	} else if buf, mErr := encodeResult(res); mErr != nil {
 		rpcErr = s.toWire(mErr)
 		sendErr = s.stream.WriteResponse(req.ID, nil, rpcErr)
 	} else {
-		sendErr = s.stream.WriteResponse(req.ID, raw, nil)
+		// WriteResponse copies the result out: the buffer can go back.
+		sendErr = s.stream.WriteResponse(req.ID, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil)
+		putResultBuffer(buf)
 	}
 	if sendErr != nil {
 		s.log.Debug("reply not sent", "method", req.Method, "err", sendErr)
@@ -534,6 +536,37 @@ func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, start time.Ti
 			code = rpcErr.Code
 		}
 		s.log.Debug("request", "method", req.Method, "id", id, "duration", time.Since(start).Round(time.Microsecond), "code", code)
+	}
+}
+
+// resultBuffers holds the buffers results are encoded into, so that an
+// answer costs no allocation of its size (a tx/status is about 1 KB, on
+// every call).
+var resultBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResult bounds the buffers kept in resultBuffers: a rare huge
+// answer (a document read) must not stay in memory.
+const maxPooledResult = 64 << 10
+
+// encodeResult encodes res as json.Marshal does (the same bytes, HTML
+// escaped), followed by the newline json.Encoder adds, into a pooled
+// buffer; give it back with putResultBuffer. On error the buffer is
+// already back and the error is json.Marshal's.
+func encodeResult(res any) (*bytes.Buffer, error) {
+	buf := resultBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(res); err != nil {
+		putResultBuffer(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// putResultBuffer returns a buffer from encodeResult to the pool, unless
+// it grew too large to keep.
+func putResultBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledResult {
+		resultBuffers.Put(buf)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,7 +251,7 @@ func (s *Stream) drain() {
 
 // failRequest answers a handed-out request with e itself.
 func (s *Stream) failRequest(internal string, e *wireError) {
-	if err := s.respond(internal, nil, e); err != nil {
+	if err := s.respond(internal, "", nil, e); err != nil {
 		s.log.Error("jsonrpc: cannot write response", "err", err)
 	}
 }
@@ -300,20 +301,21 @@ func (s *Stream) WriteObject(obj any) error {
 		return s.writeFrame(responseMessage(f["id"], member, value))
 	}
 	s.mu.Lock()
-	fl, ok := s.inflight[internal]
+	_, ok := s.inflight[internal]
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("kernel: response for unknown request %q", strings.TrimPrefix(internal, "\x00"))
 	}
-	return s.respond(internal, responseMessage(fl.orig, member, value), nil)
+	return s.respond(internal, member, value, nil)
 }
 
 // WriteResponse writes the response to the request jsonrpc2 handed out as
 // id, with the client's original id restored (and, for a batch member, into
 // its batch). Exactly one of result (already-encoded JSON; nil means null)
-// and rpcErr is used: rpcErr when it is non-nil. It is WriteObject's fast
-// path: the server encodes a result once, where going through
-// jsonrpc2.Conn.Reply would encode it twice and parse it again.
+// and rpcErr is used: rpcErr when it is non-nil. result is not kept after
+// WriteResponse returns, so the caller may reuse its buffer. It is
+// WriteObject's fast path: the server encodes a result once, where going
+// through jsonrpc2.Conn.Reply would encode it twice and parse it again.
 func (s *Stream) WriteResponse(id jsonrpc2.ID, result json.RawMessage, rpcErr *jsonrpc2.Error) error {
 	member, value := "result", []byte(result)
 	if rpcErr != nil {
@@ -325,13 +327,10 @@ func (s *Stream) WriteResponse(id jsonrpc2.ID, result json.RawMessage, rpcErr *j
 	} else if len(value) == 0 {
 		value = []byte("null")
 	}
-	s.mu.Lock()
-	fl, ok := s.inflight[id.Str]
-	s.mu.Unlock()
-	if !id.IsString || !ok {
+	if !id.IsString {
 		return fmt.Errorf("kernel: response for unknown request %s", id)
 	}
-	return s.respond(id.Str, responseMessage(fl.orig, member, value), nil)
+	return s.respond(id.Str, member, value, nil)
 }
 
 // WriteNotification writes a server notification {"jsonrpc":"2.0",
@@ -351,12 +350,14 @@ func (s *Stream) WriteNotification(method string, params any) error {
 	return s.writeFrame(msg)
 }
 
-// respond delivers the response msg to an in-flight request (when msg is
-// empty, e is rendered with the original id instead), writing it alone or,
-// for the last answer of a batch, the whole batch. The entry is removed
-// only after the write, so drain cannot let EOF through (and the output be
-// closed) while an answer is still on its way out.
-func (s *Stream) respond(internal string, msg []byte, e *wireError) error {
+// respond delivers the response to an in-flight request: its member
+// ("result" or "error") with value, or when e is non-nil e itself, with
+// the client's original id. A request that did not come in a batch is
+// written alone, straight into the output buffer (writeResponse); the last
+// answer of a batch writes the whole batch. The entry is removed only after
+// the write, so drain cannot let EOF through (and the output be closed)
+// while an answer is still on its way out. value is not kept.
+func (s *Stream) respond(internal, member string, value []byte, e *wireError) error {
 	s.mu.Lock()
 	f, ok := s.inflight[internal]
 	if !ok || f.answered {
@@ -364,22 +365,31 @@ func (s *Stream) respond(internal string, msg []byte, e *wireError) error {
 		return fmt.Errorf("kernel: response for unknown or already answered request %q", strings.TrimPrefix(internal, "\x00"))
 	}
 	f.answered = true
-	if len(msg) == 0 {
-		msg = errorMessage(f.orig, e)
-	}
+	orig := f.orig
 	var out []byte
-	if f.batch == nil {
-		out = msg
-	} else {
+	switch {
+	case f.batch == nil && e == nil:
+		// Written below, from the parts.
+	case f.batch == nil:
+		out = errorMessage(orig, e)
+	default:
+		msg := responseMessage(orig, member, value)
+		if e != nil {
+			msg = errorMessage(orig, e)
+		}
 		f.batch.slots[f.slot] = msg
 		f.batch.pending--
 		if f.batch.pending == 0 {
 			out = joinArray(f.batch.slots)
 		}
 	}
+	single := f.batch == nil && e == nil
 	s.mu.Unlock()
 	var err error
-	if out != nil {
+	switch {
+	case single:
+		err = s.writeResponse(orig, member, value)
+	case out != nil:
 		err = s.writeFrame(out)
 	}
 	s.mu.Lock()
@@ -396,11 +406,60 @@ func (s *Stream) writeFrame(msg []byte) error {
 	if s.closed.Load() {
 		return jsonrpc2.ErrClosed
 	}
+	return s.writeFrameLocked(msg)
+}
+
+// writeFrameLocked is writeFrame with s.wmu held and the stream open.
+func (s *Stream) writeFrameLocked(msg []byte) error {
+	s.writeHeader(len(msg))
+	s.bw.Write(msg)
+	return s.endFrame()
+}
+
+// writeResponse is writeFrame(responseMessage(id, member, value)) without
+// building the message: the parts are copied into the output buffer
+// directly, saving an allocation and a copy of the result on every answer.
+// A message the buffer cannot hold whole is built and written as before,
+// so each frame still leaves in one write when it fits.
+func (s *Stream) writeResponse(id json.RawMessage, member string, value []byte) error {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	const head, sep, colon = `{"jsonrpc":"2.0","id":`, `,"`, `":`
+	n := len(head) + len(id) + len(sep) + len(member) + len(colon) + len(value) + 1
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed.Load() {
+		return jsonrpc2.ErrClosed
+	}
+	if n+len("Content-Length: 18446744073709551615\r\n\r\n\n") > s.bw.Available() {
+		return s.writeFrameLocked(responseMessage(id, member, value))
+	}
+	s.writeHeader(n)
+	s.bw.WriteString(head)
+	s.bw.Write(id)
+	s.bw.WriteString(sep)
+	s.bw.WriteString(member)
+	s.bw.WriteString(colon)
+	s.bw.Write(value)
+	s.bw.WriteByte('}')
+	return s.endFrame()
+}
+
+// writeHeader starts a frame of n bytes: the Content-Length header, in
+// that framing. s.wmu must be held.
+func (s *Stream) writeHeader(n int) {
 	if s.framing == FramingContentLength {
-		fmt.Fprintf(s.bw, "Content-Length: %d\r\n\r\n", len(msg))
-		s.bw.Write(msg)
-	} else {
-		s.bw.Write(msg)
+		s.bw.WriteString("Content-Length: ")
+		s.bw.Write(strconv.AppendInt(s.bw.AvailableBuffer(), int64(n), 10))
+		s.bw.WriteString("\r\n\r\n")
+	}
+}
+
+// endFrame ends a frame (a newline in ndjson framing) and flushes it.
+// s.wmu must be held.
+func (s *Stream) endFrame() error {
+	if s.framing != FramingContentLength {
 		s.bw.WriteByte('\n')
 	}
 	return s.bw.Flush()
