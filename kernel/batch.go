@@ -41,7 +41,7 @@ type member struct {
 func parseMember(raw []byte) (m member, ok bool) {
 	raw = trimWS(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return member{kind: kindInvalid, reason: ReasonNotObject}, len(raw) > 0 && validJSON(raw)
+		return member{kind: kindInvalid, reason: ReasonNotObject}, len(raw) > 0 && json.Valid(raw)
 	}
 	e, ok := envelopeMembers(raw)
 	if !ok {

@@ -10,7 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
-	"sync/atomic"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -21,9 +21,9 @@ import (
 // with jsonrpc2's decoder.
 var handOffRequests = true
 
-// anyMessageType is the reflect.Type of jsonrpc2's *anyMessage once
-// isAnyMessage has accepted it, so that later calls compare one pointer.
-var anyMessageType atomic.Value
+// handOffTypes caches, per type ReadObject was given, whether it is
+// jsonrpc2's *anyMessage as handOff knows it (a reflect.Type -> bool).
+var handOffTypes sync.Map
 
 // isAnyMessage reports whether t is a pointer to jsonrpc2's unexported
 // message type with exactly the layout of sourcegraph/jsonrpc2 v0.2.3:
@@ -51,11 +51,13 @@ func handOff(v any, internal string, method json.RawMessage) bool {
 		return false
 	}
 	t := reflect.TypeOf(v)
-	if known, _ := anyMessageType.Load().(reflect.Type); known != t {
-		if !isAnyMessage(t) {
-			return false
-		}
-		anyMessageType.Store(t)
+	known, ok := handOffTypes.Load(t)
+	if !ok {
+		known = isAnyMessage(t)
+		handOffTypes.Store(t, known)
+	}
+	if !known.(bool) {
+		return false
 	}
 	name, ok := methodName(method)
 	if !ok {
