@@ -24,8 +24,7 @@
 //   - encode.go: the replies built by hand so those ids go back unchanged;
 //   - reasons.go: every data.reason the stream sends itself, in one table;
 //   - stream.go: the ObjectStream itself, ordering and draining answers;
-//   - handoff.go: requests given to jsonrpc2 as the Request its decoder
-//     would make, without encoding and decoding JSON.
+//   - valid.go: the one-pass check that a message is JSON.
 //
 // params.go decodes params for the method table, with type errors in
 // JSON's words.
