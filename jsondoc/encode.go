@@ -46,38 +46,49 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		}
 		return append(dst, x...), nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, strings.Compare)
-		dst = append(dst, '{')
-		var err error
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, k)
-			dst = append(dst, ':')
-			if dst, err = appendValue(dst, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendObject(dst, x, appendValue)
 	case []any:
-		dst = append(dst, '[')
-		var err error
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendValue(dst, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, x, appendValue)
 	}
 	return appendStdlib(dst, v)
+}
+
+// appendObject appends x with its members sorted by name, each value
+// appended by elem (appendValue, or EncodeReusing's walk).
+func appendObject(dst []byte, x map[string]any, elem func([]byte, any) ([]byte, error)) ([]byte, error) {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, strings.Compare)
+	dst = append(dst, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		if dst, err = elem(dst, x[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendArray appends x, each element appended by elem.
+func appendArray(dst []byte, x []any, elem func([]byte, any) ([]byte, error)) ([]byte, error) {
+	dst = append(dst, '[')
+	var err error
+	for i, e := range x {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = elem(dst, e); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 // appendStdlib appends what json.Encoder (SetEscapeHTML(false)) writes for

@@ -1,10 +1,6 @@
 package jsondoc
 
-import (
-	"reflect"
-	"slices"
-	"strings"
-)
+import "reflect"
 
 // Encoded is a value's compact JSON (Encode's bytes) together with where
 // the encoding of each of its larger containers lies in those bytes. A
@@ -100,34 +96,12 @@ func (e *reuser) append(dst []byte, v any) ([]byte, error) {
 	var err error
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, strings.Compare)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, k)
-			dst = append(dst, ':')
-			if dst, err = e.append(dst, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		dst = append(dst, '}')
+		dst, err = appendObject(dst, x, e.append)
 	case []any:
-		dst = append(dst, '[')
-		for i, el := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = e.append(dst, el); err != nil {
-				return nil, err
-			}
-		}
-		dst = append(dst, ']')
+		dst, err = appendArray(dst, x, e.append)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(dst)-start >= reuseMin {
 		e.spans[k] = span{start, len(dst)}
