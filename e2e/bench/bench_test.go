@@ -42,23 +42,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 		p.Stop()
 		serverCPU(b, p)
 	})
-	b.Run("impl=jsonrpc2", func(b *testing.B) {
-		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
-		params := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
-		roundTrips(b, func() { p.MustResult("tx/status", params) })
-		p.Stdin.Close()
-		<-p.Done
-		serverCPU(b, p)
-	})
+	small := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
+	b.Run("impl=jsonrpc2", func(b *testing.B) { echoRoundTrips(b, nil, small) })
 	b.Run("impl=jsonrpc2-sized", func(b *testing.B) {
 		if status == nil {
 			b.Skip("no tx/status result: run impl=txkernel in the same run")
 		}
-		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), nil)
-		roundTrips(b, func() { p.MustResult("tx/status", status) })
-		p.Stdin.Close()
-		<-p.Done
-		serverCPU(b, p)
+		echoRoundTrips(b, nil, status)
 	})
 	b.Run("impl=jsonrpc2-canned", func(b *testing.B) {
 		if status == nil {
@@ -68,12 +58,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), []string{"TXKERNEL_ECHO_RESULT=" + string(canned)})
-		params := map[string]any{"transactionId": "tx_0000000000000000000000000a"}
-		roundTrips(b, func() { p.MustResult("tx/status", params) })
-		p.Stdin.Close()
-		<-p.Done
-		serverCPU(b, p)
+		echoRoundTrips(b, []string{"TXKERNEL_ECHO_RESULT=" + string(canned)}, small)
 	})
 	b.Run("impl=cat", func(b *testing.B) {
 		cat, err := exec.LookPath("cat")
@@ -88,6 +73,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 		p.Stdin.Close()
 	})
+}
+
+// echoRoundTrips times tx/status calls with params on the echo server
+// (internal/jsonrpcecho, started with env), then reports its CPU per call.
+func echoRoundTrips(b *testing.B, env []string, params any) {
+	p := harness.StartCmd(b, exec.Command(harness.EchoBin(b)), env)
+	roundTrips(b, func() { p.MustResult("tx/status", params) })
+	p.Stdin.Close()
+	<-p.Done
+	serverCPU(b, p)
 }
 
 // serverCPU reports the server process's CPU time (user + system, start-up
