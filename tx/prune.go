@@ -31,6 +31,32 @@ type PruneResult struct {
 // Denied fingerprints stay in denied/: a deny still sticks after its
 // transaction is pruned.
 func Prune(ctx context.Context, dataDir string, cutoff time.Time) (*PruneResult, error) {
+	return prune(ctx, dataDir, cutoff, false)
+}
+
+// PruneDryRun is Prune without the removal (`txkernel prune --dry-run`):
+// it takes the same lock and reads the same ledgers, and its Removed lists
+// the transactions Prune would remove now. Nothing on disk changes.
+func PruneDryRun(ctx context.Context, dataDir string, cutoff time.Time) (*PruneResult, error) {
+	return prune(ctx, dataDir, cutoff, true)
+}
+
+// LockDataDir takes the data dir's lock as a kernel does, for a command
+// that writes into a data dir without an Engine (`txkernel eval
+// --data-dir`), so it refuses a data dir a kernel is serving
+// (ErrDataDirLocked, wrapped) instead of writing beside it. The data dir
+// must exist. release drops the lock.
+func LockDataDir(dataDir string) (release func() error, err error) {
+	l, err := lockDataDir(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return l.release, nil
+}
+
+// prune is Prune and PruneDryRun: one walk, so the dry run can never list
+// other transactions than the removal would remove.
+func prune(ctx context.Context, dataDir string, cutoff time.Time, dryRun bool) (*PruneResult, error) {
 	lock, err := lockDataDir(dataDir)
 	if err != nil {
 		return nil, err
@@ -69,6 +95,10 @@ func Prune(ctx context.Context, dataDir string, cutoff time.Time) (*PruneResult,
 			res.KeptYoung++
 			continue
 		}
+		if dryRun {
+			res.Removed = append(res.Removed, id)
+			continue
+		}
 		gone := filepath.Join(e.txRoot, ".tmp-pruned-"+id)
 		if err := os.Rename(dir, gone); err != nil {
 			return res, fmt.Errorf("prune %s: %w", id, err)
@@ -78,7 +108,7 @@ func Prune(ctx context.Context, dataDir string, cutoff time.Time) (*PruneResult,
 		}
 		res.Removed = append(res.Removed, id)
 	}
-	if len(res.Removed) > 0 {
+	if len(res.Removed) > 0 && !dryRun {
 		if err := syncDir(e.txRoot); err != nil {
 			return res, err
 		}

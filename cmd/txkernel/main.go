@@ -12,7 +12,7 @@
 //	txkernel mcp --workspace DIR [serve's flags] [--principal-id ID --principal-roles R,...]
 //	             [--http ADDR --token-file FILE]
 //	txkernel schema --out DIR
-//	txkernel prune --data-dir DIR [--older-than AGE]
+//	txkernel prune --data-dir DIR [--older-than AGE] [--dry-run]
 //	txkernel version (or --version, -v)
 //
 // stdout carries protocol messages only; logs go to stderr.
@@ -44,7 +44,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] [--dry-run] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
 		return 2
 	}
 	switch args[0] {
@@ -62,7 +62,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "eval":
 		return evalCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] [--dry-run] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
 		return 0
 	}
 	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])

@@ -50,15 +50,26 @@ func TestAgeFlag(t *testing.T) {
 		{"30d", "30d", true},
 		{"0d", "0s", true},
 		{"720h", "30d", true},
-		{"90m", "1h30m0s", true},
-		{"36h", "36h0m0s", true},
+		{"90min", "90min", true},
+		{"120min", "2h", true},
+		{"2w", "2w", true},
+		{"14d", "2w", true},
+		{"36h", "36h", true},
+		{"45s", "45s", true},
+		{"1m", "", false},
+		{"90m", "", false},
+		{"1M", "", false},
+		{"3mo", "", false},
+		{"1y", "", false},
+		{"1h30m", "", false},
 		{"1.5d", "", false},
 		{"-1d", "", false},
 		{"-3h", "", false},
 		{"d", "", false},
+		{"min", "", false},
 		{"", "", false},
 		{"99999d", "99999d", true},
-		{"2562024h", "106751d", true},
+		{"2562047h", "2562047h", true},
 		{"106752d", "", false},
 	}
 	for _, c := range cases {
@@ -70,6 +81,18 @@ func TestAgeFlag(t *testing.T) {
 		}
 		if c.ok && a.String() != c.want {
 			t.Errorf("Set(%q).String() = %q, want %q", c.in, a.String(), c.want)
+		}
+	}
+}
+
+// TestAgeFlagAmbiguous: "m" and its look-alikes are refused with a message
+// that names the units to use instead, so nobody prunes a month as a minute.
+func TestAgeFlagAmbiguous(t *testing.T) {
+	for _, in := range []string{"1m", "6M", "2mo"} {
+		var a age
+		err := a.Set(in)
+		if err == nil || !strings.Contains(err.Error(), "ambiguous") || !strings.Contains(err.Error(), "90min") || !strings.Contains(err.Error(), "30d") {
+			t.Errorf("Set(%q) = %v, want an ambiguity error naming the choices", in, err)
 		}
 	}
 }

@@ -18,27 +18,33 @@ import (
 // terminal history is kept.
 const defaultPruneAge = 30 * 24 * time.Hour
 
-// prune is `txkernel prune --data-dir D [--older-than AGE]`: it removes
-// terminal transactions whose last state change is older than AGE (days
-// such as 30d, or a Go duration such as 720h; 30d by default), printing
-// each id it removed. Exit status: 0 on success, 1 when a kernel holds the
-// data dir or an I/O error stops it, 2 on a usage error.
+// prune is `txkernel prune --data-dir D [--older-than AGE] [--dry-run]`:
+// it removes terminal transactions whose last state change is older than
+// AGE (30d by default; units in ageUnits), printing each id it removed,
+// or with --dry-run each id it would remove, removing nothing. Exit
+// status: 0 on success, 1 when a kernel holds the data dir or an I/O
+// error stops it, 2 on a usage error.
 func prune(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "", "the kernel's data directory (required)")
 	olderThan := age(defaultPruneAge)
-	fs.Var(&olderThan, "older-than", "remove terminal transactions whose last state change is older than `AGE`: days (30d) or a Go duration (720h, 90m)")
+	fs.Var(&olderThan, "older-than", "remove terminal transactions whose last state change is older than `AGE`: a whole number and a unit, "+ageChoices)
+	dryRun := fs.Bool("dry-run", false, "print what would be removed and remove nothing")
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
 	}
 	if *dataDir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: txkernel prune --data-dir DIR [--older-than AGE]   (AGE: 30d, 720h, 90m; default 30d)")
+		fmt.Fprintln(stderr, "usage: txkernel prune --data-dir DIR [--older-than AGE] [--dry-run]   (AGE: "+ageChoices+"; default 30d)")
 		return 2
 	}
-	res, err := tx.Prune(context.Background(), *dataDir, time.Now().Add(-time.Duration(olderThan)))
+	pruneFn, verb := tx.Prune, "removed"
+	if *dryRun {
+		pruneFn, verb = tx.PruneDryRun, "would remove"
+	}
+	res, err := pruneFn(context.Background(), *dataDir, time.Now().Add(-time.Duration(olderThan)))
 	if res != nil {
 		for _, id := range res.Removed {
-			fmt.Fprintln(stdout, "removed", id)
+			fmt.Fprintln(stdout, verb, id)
 		}
 	}
 	if err != nil {
@@ -49,40 +55,67 @@ func prune(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
+	if *dryRun {
+		fmt.Fprintf(stdout, "dry run: would prune %d terminal transaction(s) older than %s; kept %d not terminal and %d newer; nothing was removed\n",
+			len(res.Removed), &olderThan, res.KeptLive, res.KeptYoung)
+		return 0
+	}
 	fmt.Fprintf(stdout, "pruned %d terminal transaction(s); kept %d not terminal and %d newer than %s\n",
 		len(res.Removed), res.KeptLive, res.KeptYoung, &olderThan)
 	return 0
 }
 
-// age is a flag.Value for an age: a whole number of days ("30d") or a Go
-// duration ("720h", "90m"), never negative. It prints in days when it is a
-// whole number of them, so help shows "30d", not "720h0m0s".
+// ageUnits are the units --older-than accepts, each unambiguous. "m" is
+// refused on purpose: read as minutes by Go and as months by people, a
+// wrong guess deletes audit history (`prune --older-than 1m`).
+var ageUnits = []struct {
+	suffix string
+	unit   time.Duration
+}{
+	{"w", 7 * 24 * time.Hour},
+	{"d", 24 * time.Hour},
+	{"h", time.Hour},
+	{"min", time.Minute},
+	{"s", time.Second},
+}
+
+// ageChoices names ageUnits for help and errors.
+const ageChoices = "w (weeks), d (days), h (hours), min (minutes) or s (seconds), e.g. 2w, 30d, 12h, 90min"
+
+// age is a flag.Value for an age: a whole, non-negative number followed by
+// one unit of ageUnits ("30d", "12h", "90min", "2w"). It prints in the
+// largest unit that divides it, so help shows "30d", not "720h0m0s".
 type age time.Duration
 
 // String implements flag.Value.
 func (a *age) String() string {
 	d := time.Duration(*a)
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	for _, u := range ageUnits {
+		if d > 0 && d%u.unit == 0 {
+			return strconv.FormatInt(int64(d/u.unit), 10) + u.suffix
+		}
 	}
-	return d.String()
+	return "0s"
 }
 
-// Set implements flag.Value. Errors: a number of days that is not a
-// non-negative integer, an unparsable duration, or a negative one.
+// Set implements flag.Value. Errors name the accepted units: a number that
+// is not a non-negative integer, an ambiguous or unknown unit ("m", "M",
+// "mo", "y"), or an age past the largest duration.
 func (a *age) Set(s string) error {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseUint(n, 10, 64)
-		if err != nil || days > uint64(math.MaxInt64/int64(24*time.Hour)) {
-			return fmt.Errorf("want a whole number of days such as 30d, or a duration such as 720h")
+	for _, u := range ageUnits {
+		n, ok := strings.CutSuffix(s, u.suffix)
+		if !ok || n == "" || strings.TrimLeft(n, "0123456789") != "" {
+			continue
 		}
-		*a = age(time.Duration(days) * 24 * time.Hour)
+		v, err := strconv.ParseUint(n, 10, 64)
+		if err != nil || v > uint64(math.MaxInt64/int64(u.unit)) {
+			return fmt.Errorf("%q is too large", s)
+		}
+		*a = age(time.Duration(v) * u.unit)
 		return nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return fmt.Errorf("want a whole number of days such as 30d, or a duration such as 720h")
+	if strings.HasSuffix(s, "m") || strings.HasSuffix(s, "M") || strings.HasSuffix(s, "mo") {
+		return fmt.Errorf("%q is ambiguous (minutes or months?): use %s", s, ageChoices)
 	}
-	*a = age(d)
-	return nil
+	return fmt.Errorf("%q is not an age: use a whole number and %s", s, ageChoices)
 }

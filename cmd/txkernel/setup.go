@@ -153,6 +153,11 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	if inside(dd) {
 		return fail("data dir %s lies inside the workspace %s; choose a data dir outside it", dd, ws.Dir())
 	}
+	// The opposite nesting is as bad: a workspace inside the data dir makes
+	// transaction.json, ledgers and kernel.db targets of an approved diff.
+	if ws.Dir() == dd || strings.HasPrefix(ws.Dir(), dd+string(filepath.Separator)) {
+		return fail("workspace %s lies inside the data dir %s; choose a workspace outside it", ws.Dir(), dd)
+	}
 	k.dataDir = dd
 
 	if path := os.Getenv("TXKERNEL_CPUPROFILE"); path != "" {

@@ -56,7 +56,8 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("serve --no-such-flag: exit %d, stderr %q", code, errText)
 	}
 
-	// prune takes days, Go durations, and defaults to 30 days.
+	// prune takes a whole number and an unambiguous unit, and defaults to
+	// 30 days; "m" (minutes or months?) is refused with the choices.
 	data := filepath.Join(t.TempDir(), "data")
 	p := harness.Start(t, nil, "serve", "--workspace", t.TempDir(), "--data-dir", data, "--log-level", "error")
 	p.Initialize()
@@ -68,9 +69,13 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{[]string{"--older-than", "30d"}, 0, "newer than 30d"},
 		{[]string{"--older-than", "720h"}, 0, "newer than 30d"},
-		{[]string{"--older-than", "90m"}, 0, "newer than 1h30m0s"},
+		{[]string{"--older-than", "90min"}, 0, "newer than 90min"},
+		{[]string{"--older-than", "2w"}, 0, "newer than 2w"},
+		{[]string{"--older-than", "1m"}, 2, "ambiguous"},
+		{[]string{"--older-than", "90m"}, 2, "90min"},
+		{[]string{"--older-than", "0s", "--dry-run"}, 0, "nothing was removed"},
 		{nil, 0, "newer than 30d"},
-		{[]string{"--older-than", "1.5d"}, 2, "whole number of days"},
+		{[]string{"--older-than", "1.5d"}, 2, "whole number"},
 		{[]string{"--older-than", "-3h"}, 2, "30d"},
 	}
 	for _, c := range cases {

@@ -91,6 +91,24 @@ func TestPruneAndListPaging(t *testing.T) {
 	}
 	k.Stop()
 
+	// --dry-run lists exactly what the real run removes below, and removes
+	// nothing; "1m" (a minute or a month?) is refused with the choices.
+	out, code = runPrune(t, data, "0s", "--dry-run")
+	if code != 0 || !strings.Contains(out, "nothing was removed") {
+		t.Fatalf("prune --dry-run: exit %d: %s", code, out)
+	}
+	for _, id := range []string{completed, closed, denied} {
+		if !strings.Contains(out, "would remove "+id) {
+			t.Fatalf("prune --dry-run does not list %s: %s", id, out)
+		}
+		if _, err := os.Stat(filepath.Join(data, "transactions", id)); err != nil {
+			t.Fatalf("prune --dry-run removed %s: %v", id, err)
+		}
+	}
+	if out, code = runPrune(t, data, "1m"); code != 2 || !strings.Contains(out, "ambiguous") {
+		t.Fatalf("prune --older-than 1m: exit %d: %s", code, out)
+	}
+
 	out, code = runPrune(t, data, "0s")
 	if code != 0 {
 		t.Fatalf("prune: exit %d: %s", code, out)
@@ -133,10 +151,10 @@ func errCode(resp map[string]any) float64 {
 
 // runPrune runs `txkernel prune` and returns its combined output and exit
 // status.
-func runPrune(t *testing.T, data, olderThan string) (string, int) {
+func runPrune(t *testing.T, data, olderThan string, extra ...string) (string, int) {
 	t.Helper()
 	var buf bytes.Buffer
-	cmd := harness.Command(t, "prune", "--data-dir", data, "--older-than", olderThan)
+	cmd := harness.Command(t, append([]string{"prune", "--data-dir", data, "--older-than", olderThan}, extra...)...)
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
