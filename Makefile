@@ -56,8 +56,16 @@ check-release: build
 ## test: vet and check-release, then every test with the race detector
 ## (the end-to-end tests, under e2e/, build and drive the real binary,
 ## also with -race; go test runs their packages in parallel)
+## It says when a cold race build is about to compile SQLite (minutes of
+## silence otherwise), and closes with internal/testreport's summary: the
+## packages that ran, every skip grouped by its reason (a missing
+## PostgreSQL, chromium, node, git or strace, or shared test data), and
+## "N passed, N failed, N skipped".
 test: vet check-release
-	$(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m ./...
+	@if [ "$$($(GO) list -race -tags "$(TEST_TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
+	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
+	@$(GO) build -o bin/testreport ./internal/testreport
+	bin/testreport $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json ./...
 
 ## test-short: vet and check-release, then the tests with -short, no -race
 ## (the heavy end-to-end tests skip: crash harness, power loss, corpora)
