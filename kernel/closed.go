@@ -1,7 +1,7 @@
 package kernel
 
-// This file refuses unknown members of protocol.Closed objects (filters,
-// selectors) wherever they sit in a method's params.
+// This file refuses unknown and mis-cased members wherever they sit in a
+// method's params (PROTOCOL.md §2.3).
 
 import (
 	"encoding/json"
@@ -15,18 +15,26 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-var closedType = reflect.TypeFor[protocol.Closed]()
+var (
+	openType        = reflect.TypeFor[protocol.Open]()
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+)
 
-// reachesClosed caches, per type, whether a value of it can hold a
-// protocol.Closed object, so params without one are not walked at all.
-var reachesClosed sync.Map // reflect.Type → bool
+// walkable caches, per type, whether a value of it holds a struct whose
+// members are checked, so params of none are not walked at all.
+var walkable sync.Map // reflect.Type → bool
 
 // checkClosed walks raw (params that already decoded into a value of type
-// t) and refuses the first member of a protocol.Closed object that t does
-// not have. path is the wire path of raw ("" for params itself).
+// t) and refuses the first member that t does not have: a member spelt in
+// another case than the wire name (encoding/json would have taken it:
+// "transactionID" for "transactionId"), reason "wrong-case"; or, outside
+// protocol.Open objects, a member t has no field for, reason
+// "unknown-member". Both name the known members. A type that decodes
+// itself (a json.Unmarshaler: selectors) is checked by its own decoder.
+// path is the wire path of raw ("" for params itself).
 func checkClosed(raw json.RawMessage, t reflect.Type, path string) error {
 	t = deref(t)
-	if !canReachClosed(t, nil) {
+	if !canWalk(t, nil) {
 		return nil
 	}
 	switch t.Kind() {
@@ -46,26 +54,30 @@ func checkClosed(raw json.RawMessage, t reflect.Type, path string) error {
 			return nil
 		}
 		fields := jsonFields(t)
-		closed := t.Implements(closedType) || reflect.PointerTo(t).Implements(closedType)
+		open := t.Implements(openType) || reflect.PointerTo(t).Implements(openType)
 		keys := make([]string, 0, len(members))
 		for k := range members {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys) // the first unknown member in a stable order
 		for _, k := range keys {
-			f, ok := lookupField(fields, k)
-			if !ok {
-				if closed {
-					known := make([]string, 0, len(fields))
-					for _, f := range fields {
-						known = append(known, f.name)
-					}
-					slices.Sort(known)
-					field := join(path, k)
-					return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unknown-member", Known: known},
-						"%s: %s has no member %q (it takes %s)", field, orParams(path), k, strings.Join(known, ", "))
-				}
+			f, exact, ok := lookupField(fields, k)
+			if !ok && open {
 				continue
+			}
+			if !ok || !exact {
+				known := make([]string, 0, len(fields))
+				for _, f := range fields {
+					known = append(known, f.name)
+				}
+				slices.Sort(known)
+				field := join(path, k)
+				if ok {
+					return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "wrong-case", Known: known},
+						"%s: %s has no member %q; member names are case-sensitive: did you mean %q?", field, orParams(path), k, f.name)
+				}
+				return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unknown-member", Known: known},
+					"%s: %s has no member %q (it takes %s)", field, orParams(path), k, strings.Join(known, ", "))
 			}
 			if err := checkClosed(members[k], f.typ, join(path, f.name)); err != nil {
 				return err
@@ -108,24 +120,25 @@ func jsonFields(t reflect.Type) []wireField {
 
 // lookupField finds member k as encoding/json does: an exact name first,
 // then a case-insensitive one.
-func lookupField(fields []wireField, k string) (wireField, bool) {
+func lookupField(fields []wireField, k string) (f wireField, exact, ok bool) {
 	for _, f := range fields {
 		if f.name == k {
-			return f, true
+			return f, true, true
 		}
 	}
 	for _, f := range fields {
 		if strings.EqualFold(f.name, k) {
-			return f, true
+			return f, false, true
 		}
 	}
-	return wireField{}, false
+	return wireField{}, false, false
 }
 
-// canReachClosed reports whether t, or a type inside it, is Closed.
-func canReachClosed(t reflect.Type, seen map[reflect.Type]bool) bool {
+// canWalk reports whether t, or a type inside it, is a struct whose
+// members checkClosed checks (not a json.Unmarshaler).
+func canWalk(t reflect.Type, seen map[reflect.Type]bool) bool {
 	t = deref(t)
-	if v, ok := reachesClosed.Load(t); ok {
+	if v, ok := walkable.Load(t); ok {
 		return v.(bool)
 	}
 	if seen[t] {
@@ -136,16 +149,16 @@ func canReachClosed(t reflect.Type, seen map[reflect.Type]bool) bool {
 		seen = map[reflect.Type]bool{}
 	}
 	seen[t] = true
-	found := t.Implements(closedType) || reflect.PointerTo(t).Implements(closedType)
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array, reflect.Map:
-		found = found || canReachClosed(t.Elem(), seen)
-	case reflect.Struct:
-		for _, f := range jsonFields(t) {
-			found = found || canReachClosed(f.typ, seen)
+	found := false
+	if !t.Implements(unmarshalerType) && !reflect.PointerTo(t).Implements(unmarshalerType) {
+		switch t.Kind() {
+		case reflect.Slice, reflect.Array:
+			found = canWalk(t.Elem(), seen)
+		case reflect.Struct:
+			found = true
 		}
 	}
-	reachesClosed.Store(t, found)
+	walkable.Store(t, found)
 	return found
 }
 
@@ -188,7 +201,7 @@ func wirePath(root reflect.Type, goPath string) string {
 		if f, ok := t.FieldByName(c); ok && f.Anonymous && f.Tag.Get("json") == "" {
 			continue // an embedded struct: its members are promoted
 		}
-		if f, ok := lookupField(jsonFields(t), c); ok {
+		if f, _, ok := lookupField(jsonFields(t), c); ok {
 			out = append(out, f.name)
 			t = deref(f.typ)
 			continue

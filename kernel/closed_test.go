@@ -12,9 +12,9 @@ import (
 
 // TestDecodeParamsWireNames checks that decode errors name wire members
 // only: no embedded Go struct name (ReadContextParams embeds
-// MemoryRequest) and no Go type, and that unknown members of Closed
-// objects are refused with the known ones listed while unknown members
-// elsewhere are still ignored.
+// MemoryRequest) and no Go type, and that unknown and mis-cased members
+// are refused with the known ones listed, except unknown members of
+// initialize's Open params.
 func TestDecodeParamsWireNames(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -29,8 +29,15 @@ func TestDecodeParamsWireNames(t *testing.T) {
 		{"misspelt filter", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"author":["a"]}}`, "filters.author", "unknown-member",
 			[]string{"authors", "date_range", "exec_tags", "is_external_caller", "retro_dark_fields", "status_tags"}},
 		{"misspelt date range end", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"date_range":{"until":"2020-01-01"}}}`, "filters.date_range.until", "unknown-member", []string{"from", "to"}},
-		{"filters case-insensitive as encoding/json", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"Authors":["a"]}}`, "", "", nil},
-		{"unknown top-level member ignored", func() any { return new(protocol.CorpusSearchParams) }, `{"corpusId":"c","newThing":1}`, "", "", nil},
+		{"filters in another case", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"Authors":["a"]}}`, "filters.Authors", "wrong-case",
+			[]string{"authors", "date_range", "exec_tags", "is_external_caller", "retro_dark_fields", "status_tags"}},
+		{"unknown top-level member", func() any { return new(protocol.CorpusSearchParams) }, `{"corpusId":"c","newThing":1}`, "newThing", "unknown-member",
+			[]string{"corpusId", "filters", "k", "minScore", "mode", "query"}},
+		{"transactionID for transactionId", func() any { return new(protocol.TxParams) }, `{"transactionID":"tx-1"}`, "transactionID", "wrong-case", []string{"transactionId"}},
+		{"initialize keeps a host's own members", func() any { return new(protocol.InitializeParams) }, `{"processId":1,"capabilities":{"x":{}},"clientInfo":{"name":"h"}}`, "", "", nil},
+		{"initialize in another case", func() any { return new(protocol.InitializeParams) }, `{"ClientInfo":{"name":"h"}}`, "ClientInfo", "wrong-case", []string{"caller", "clientInfo", "protocolVersion"}},
+		{"a member inside an object of initialize", func() any { return new(protocol.InitializeParams) }, `{"clientInfo":{"name":"h","title":"T"}}`, "", "", nil},
+		{"a selector decodes itself", func() any { return new(protocol.ReadContextParams) }, `{"selector":"published"}`, "", "", nil},
 		{"type mismatch in filters", func() any { return new(protocol.CorpusSearchParams) }, `{"filters":{"authors":"a"}}`, "filters.authors", "", nil},
 	} {
 		err := decodeParams([]byte(tc.params), tc.into())

@@ -12,13 +12,12 @@ import (
 	"github.com/txkernel/txkernel/errs"
 )
 
-// decodeParams decodes by-name params into v. Unknown fields are ignored,
-// as LSP and MCP servers do, so newer hosts can talk to older kernels,
-// except in protocol.Closed objects (filters, selectors), where a member
-// changes the answer and an unknown one is refused (checkClosed). A
-// type mismatch is errs.Invalid with data {field, expected, got} in JSON's
-// words (object, array, string, integer, number, boolean, null), never a
-// Go type name: a host's developer reads these.
+// decodeParams decodes by-name params into v. An unknown member, or one
+// spelt in another case than its wire name, is refused with the known
+// names (checkClosed), except unknown members of protocol.Open objects
+// (initialize's). A type mismatch is errs.Invalid with data {field,
+// expected, got} in JSON's words (object, array, string, integer, number,
+// boolean, null), never a Go type name: a host's developer reads these.
 func decodeParams(raw []byte, v any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) > 0 && trimmed[0] != '{' {

@@ -384,19 +384,22 @@ type Pointers struct {
 	Proposal *ProposalPointer `json:"proposal"`
 }
 
-// Closed is implemented by the params objects whose members change what
-// a method returns: filters and selectors. The kernel refuses a member
-// such an object does not have with -32602, data {field, reason:
-// "unknown-member", known}, where every other object ignores unknown
-// members (as LSP and MCP do, so newer hosts can talk to older kernels):
-// a misspelt filter must not silently return a different answer.
-type Closed interface {
-	// ClosedMembers is a marker; it does nothing.
-	ClosedMembers()
+// Open is implemented by the params objects that keep members the kernel
+// does not know: initialize's and its clientInfo, where a host sends its own capabilities and
+// LSP's members (processId, rootUri, …) that negotiate nothing here. Every
+// other params object refuses an unknown member with -32602, data {field,
+// reason: "unknown-member", known}: a misspelt member (`transactionID`,
+// `filter`) must not be silently dropped or silently taken. A member in
+// another case than its wire name is refused in Open objects too
+// (reason "wrong-case") (PROTOCOL.md §2.3).
+type Open interface {
+	// OpenMembers is a marker; it does nothing.
+	OpenMembers()
 }
 
-// ClosedMembers marks CorpusFilters as Closed.
-func (CorpusFilters) ClosedMembers() {}
+// OpenMembers marks InitializeParams as Open.
+func (InitializeParams) OpenMembers() {}
 
-// ClosedMembers marks DateRange as Closed.
-func (DateRange) ClosedMembers() {}
+// OpenMembers marks Implementation (initialize's clientInfo) as Open:
+// hosts add members of their own (MCP's title, icons, websiteUrl).
+func (Implementation) OpenMembers() {}
