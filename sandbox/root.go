@@ -35,9 +35,12 @@ var (
 	// mode) and a write was attempted. PathError.Reason is "read-only".
 	ErrReadOnly = errors.New("workspace is read-only")
 	// ErrNotRegular: the path names a directory, device, socket or other
-	// non-regular file where a regular file is required (or a non-directory
-	// where a directory is required). PathError.Reason is "not-regular".
+	// non-regular file where a regular file is required. PathError.Reason
+	// is "not-regular".
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrNotDirectory: the workspace given to Open is not a directory.
+	// PathError.Reason is "not-directory".
+	ErrNotDirectory = errors.New("not a directory")
 	// ErrHardlink: the regular file has more than one hard link, so its
 	// content may also be reachable under a name outside the workspace,
 	// which os.Root cannot see. PathError.Reason is "hardlink".
@@ -50,7 +53,7 @@ var (
 // it, for symlinked parents). Reason is a short stable machine word, safe to
 // put on the wire: "escape", "absolute", "nul-byte", "backslash",
 // "too-long", "empty", "not-sibling", "protected", "symlink", "read-only",
-// "not-regular" or "hardlink". Err wraps one of the package's sentinel
+// "not-regular", "not-directory" (Open only) or "hardlink". Err wraps one of the package's sentinel
 // errors.
 type PathError struct {
 	Path   string
@@ -112,7 +115,7 @@ func Open(dir string, mode Mode) (*Workspace, error) {
 		return nil, fmt.Errorf("sandbox: open workspace: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("sandbox: open workspace: %w", pathErr(resolved, "not-regular", ErrNotRegular))
+		return nil, fmt.Errorf("sandbox: open workspace: %w", pathErr(resolved, "not-directory", ErrNotDirectory))
 	}
 	root, err := os.OpenRoot(resolved)
 	if err != nil {

@@ -130,8 +130,8 @@ func TestOpen(t *testing.T) {
 	}
 	f := filepath.Join(base, "file")
 	os.WriteFile(f, nil, 0o644)
-	if _, err := Open(f, WorkspaceWrite); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("Open(file) = %v, want ErrNotRegular", err)
+	if _, err := Open(f, WorkspaceWrite); !errors.Is(err, ErrNotDirectory) {
+		t.Errorf("Open(file) = %v, want ErrNotDirectory", err)
 	}
 	if _, err := Open(base, Mode("bogus")); err == nil {
 		t.Error("Open with bogus mode succeeded")

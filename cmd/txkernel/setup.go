@@ -89,7 +89,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*f.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "txkernel: --log-level: %v\n", err)
+		fmt.Fprintf(stderr, "txkernel: --log-level %q: want one of debug, info, warn, error\n", *f.logLevel)
 		return nil, 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))

@@ -51,6 +51,14 @@ func TestCommandLine(t *testing.T) {
 	if out, _, _ := run(t, "prune", "--help"); !strings.Contains(out, "(default 30d)") {
 		t.Errorf("prune --help shows no real default for --older-than: %q", out)
 	}
+	// A bad log level lists the levels; a workspace that is a file says it
+	// is not a directory.
+	if _, errText, code := run(t, "serve", "--workspace", t.TempDir(), "--log-level", "verbose"); code != 2 || !strings.Contains(errText, "debug, info, warn, error") {
+		t.Errorf("--log-level verbose: exit %d, stderr %q", code, errText)
+	}
+	if _, errText, code := run(t, "serve", "--workspace", harness.Bin(t), "--data-dir", t.TempDir()); code == 0 || !strings.Contains(errText, "not a directory") {
+		t.Errorf("--workspace FILE: exit %d, stderr %q", code, errText)
+	}
 	// A bad flag is still a usage error, on stderr.
 	if _, errText, code := run(t, "serve", "--no-such-flag"); code != 2 || !strings.Contains(errText, "no-such-flag") {
 		t.Errorf("serve --no-such-flag: exit %d, stderr %q", code, errText)
