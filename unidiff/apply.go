@@ -3,6 +3,7 @@ package unidiff
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 )
@@ -384,6 +385,7 @@ func hunkConflict(path string, n int, h *hunk, lines []string, reason string) *C
 		Actual:   strings.Join(lines[start:end], ""),
 		Reason:   reason,
 	}
+	e.baseNotUTF8 = !utf8.ValidString(e.Actual)
 	for i, want := range h.pre {
 		if start+i >= end || lines[start+i] != want {
 			e.firstDiff = start + i + 1

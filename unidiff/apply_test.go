@@ -248,6 +248,27 @@ func TestConflictData(t *testing.T) {
 	}
 }
 
+// TestConflictNotUTF8: a diff written as UTF-8 text against a Latin-1 file
+// fails with data that says the file is not UTF-8 and points at
+// diffBase64, since expected and actual would otherwise print alike.
+func TestConflictNotUTF8(t *testing.T) {
+	ps, err := Parse([]byte("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-caf\u00e9 cr\u00e8me\n+tea\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ps[0].Apply([]byte("caf\xe9 cr\xe8me\n")) // Latin-1
+	_, data := errs.KindOf(err)
+	d, ok := data.(ConflictData)
+	if !ok || !d.BaseNotUTF8 || !strings.Contains(d.Hint, "diffBase64") || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Fatalf("conflict on a Latin-1 file: %v, %#v", err, data)
+	}
+	// A UTF-8 file that differs carries no such hint.
+	_, err = ps[0].Apply([]byte("caf\u00e9 au lait\n"))
+	if _, data := errs.KindOf(err); data.(ConflictData).BaseNotUTF8 {
+		t.Fatalf("a UTF-8 base flagged as not UTF-8: %#v", data)
+	}
+}
+
 func TestConflictDataEdges(t *testing.T) {
 	tests := []struct {
 		name, diff, base string

@@ -123,8 +123,14 @@ type ConflictError struct {
 	// Expected and Actual, or 0 when they are equal (the hunk matches as
 	// written, but not where it may apply) or not tied to a hunk.
 	firstDiff int
-	cause     error
+	// baseNotUTF8: Actual is not UTF-8, so a diff sent as JSON text (which
+	// is UTF-8) cannot match the file's bytes however it is written.
+	baseNotUTF8 bool
+	cause       error
 }
+
+// notUTF8Hint is ConflictData.Hint for a base that is not UTF-8.
+const notUTF8Hint = "the file is not UTF-8, and a diff sent as JSON text is: send the diff's exact bytes as diffBase64"
 
 // ConflictData is the machine-readable data of a ConflictError (its
 // ErrorData). Expected and Actual hold file content unredacted; see
@@ -136,6 +142,11 @@ type ConflictData struct {
 	Expected string `json:"expected"` // the hunk's old side
 	Actual   string `json:"actual"`   // the base at Line, as many lines as expected
 	Reason   string `json:"reason"`   // one of the Reason* constants
+	// BaseNotUTF8 is true when the base at Line is not UTF-8 (a Latin-1
+	// file): Expected and Actual may then print alike (both with U+FFFD)
+	// although their bytes differ. Hint says what to do.
+	BaseNotUTF8 bool   `json:"baseNotUtf8,omitempty"`
+	Hint        string `json:"hint,omitempty"`
 }
 
 // Error formats as "unidiff: conflict in \"path\" hunk H at base line L:
@@ -160,6 +171,9 @@ func (e *ConflictError) Error() string {
 	if e.firstDiff > 0 {
 		text += fmt.Sprintf("; as written, the first differing line is %d", e.firstDiff)
 	}
+	if e.baseNotUTF8 {
+		text += "; " + notUTF8Hint
+	}
 	if text != "" {
 		s += " (" + text + ")"
 	}
@@ -176,7 +190,11 @@ func (e *ConflictError) ErrorKind() errs.Kind { return errs.Conflict }
 
 // ErrorData implements errs.Kinded; it returns a ConflictData.
 func (e *ConflictError) ErrorData() any {
-	return ConflictData{Path: e.Path, Hunk: e.Hunk, Line: e.Line, Expected: e.Expected, Actual: e.Actual, Reason: e.Reason}
+	d := ConflictData{Path: e.Path, Hunk: e.Hunk, Line: e.Line, Expected: e.Expected, Actual: e.Actual, Reason: e.Reason, BaseNotUTF8: e.baseNotUTF8}
+	if e.baseNotUTF8 {
+		d.Hint = notUTF8Hint
+	}
+	return d
 }
 
 // Interface checks.
