@@ -47,7 +47,7 @@ func errorSchema() *jsonschema.Schema {
 		Properties: map[string]*jsonschema.Schema{
 			"code":    {Type: "integer"},
 			"message": {Type: "string"},
-			"data":    {Description: "the error's data, as over JSON-RPC"},
+			"data":    {Type: "object", Description: "the error's machine-readable data, as over JSON-RPC (PROTOCOL.md §9)"},
 		},
 		Required:             []string{"code", "message"},
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
@@ -69,25 +69,36 @@ func forType(t reflect.Type) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// splitNullable rewrites every `"type": ["null", T]` that inference gives
-// a Go slice, map or pointer into `anyOf: [{"type": "null"}, {"type": T,
-// …}]`: the same set of values, in the spelling that every client's
-// schema reader takes (the MCP Inspector's portability check flags the
-// array form).
+// splitNullable rewrites every `"type": [T1, T2, …]` into `anyOf:
+// [{"type": T1, …}, {"type": T2, …}]`: inference's `["null", T]` for a Go
+// slice, map or pointer (null first, bare), a progress token's `["string",
+// "integer"]`, and an any-JSON member's six types. The same set of values,
+// in the spelling that every client's schema reader takes (the MCP
+// Inspector's portability check flags the array form).
 func splitNullable(s *jsonschema.Schema) {
 	if s == nil {
 		return
 	}
-	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
-		other := s.Types[0]
-		if other == "null" {
-			other = s.Types[1]
+	if len(s.Types) >= 2 {
+		// Each type its own branch; "null" first and bare, as the
+		// nullable spelling has always been.
+		types := slices.Clone(s.Types)
+		slices.SortStableFunc(types, func(a, b string) int {
+			return boolInt(b == "null") - boolInt(a == "null")
+		})
+		branches := make([]*jsonschema.Schema, 0, len(types))
+		for _, typ := range types {
+			if typ == "null" {
+				branches = append(branches, &jsonschema.Schema{Type: "null"})
+				continue
+			}
+			inner := *s
+			inner.Types, inner.Type = nil, typ
+			inner.Description, inner.Title = "", ""
+			splitNullable(&inner)
+			branches = append(branches, &inner)
 		}
-		inner := *s
-		inner.Types, inner.Type = nil, other
-		inner.Description, inner.Title = "", ""
-		*s = jsonschema.Schema{Description: s.Description, Title: s.Title, AnyOf: []*jsonschema.Schema{{Type: "null"}, &inner}}
-		splitNullable(&inner)
+		*s = jsonschema.Schema{Description: s.Description, Title: s.Title, AnyOf: branches}
 		return
 	}
 	for _, p := range s.Properties {
@@ -103,4 +114,11 @@ func splitNullable(s *jsonschema.Schema) {
 	for _, d := range s.Defs {
 		splitNullable(d)
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
@@ -49,8 +50,8 @@ func TestInspectorCLI(t *testing.T) {
 	d := newDirs(t)
 	// No --log-level: the Inspector takes that flag as its own.
 	server := []string{harness.PlainBin(t), "mcp", "--workspace", d.ws, "--data-dir", d.data}
-	if out, code := runInspector(t, append(server, "--method", "tools/list", "--strict")...); code != 0 {
-		t.Fatalf("tools/list --strict: exit %d: %s", code, out)
+	if out, code := runInspector(t, append(server, "--method", "tools/list", "--strict")...); code != 0 || strings.Contains(string(out), "Warning:") {
+		t.Fatalf("tools/list --strict: exit %d, %d warnings (want none): %s", code, strings.Count(string(out), "Warning:"), out)
 	}
 	out, code := runInspector(t, append(server, "--method", "tools/call", "--tool-name", "turn_start",
 		"--tool-arg", `proposal={"kind":"files","files":[{"path":"a.txt","content":"A2\n"}]}`)...)

@@ -20,6 +20,7 @@ import (
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/jsondoc"
+	"github.com/txkernel/txkernel/jsondoc/recipe"
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/tx"
@@ -33,13 +34,54 @@ const Draft = "https://json-schema.org/draft/2020-12/schema"
 // IDBase prefixes every schema's $id: IDBase + its file name.
 const IDBase = "https://txkernel.dev/schema/"
 
+// anyJSON is the schema of a member that may hold any JSON value (a
+// document's content, a JSON Patch, a query): every type named, so that
+// the schema says so on purpose rather than by having no keyword (the MCP
+// Inspector's --strict flags a bare {} as constraining nothing).
+func anyJSON() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"object", "array", "string", "number", "boolean", "null"}, Description: "any JSON value"}
+}
+
 // options are the inference rules: json.RawMessage (a patch, a document,
 // a query) and interfaces are any JSON value, never an array of bytes.
 var options = &jsonschema.ForOptions{
 	TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
-		reflect.TypeFor[any]():             {Description: "any JSON value"},
+		reflect.TypeFor[json.RawMessage](): anyJSON(),
+		reflect.TypeFor[any]():             anyJSON(),
 	},
+}
+
+// progressToken is LSP's ProgressToken: an integer or a string.
+func progressToken() *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"string", "integer"}, Description: "a progress token (LSP's ProgressToken): an integer or a string"}
+}
+
+// patchSetSchema is seed 003's PatchSet, as recipe.DecodePatchSet reads it.
+func patchSetSchema() *jsonschema.Schema {
+	s, err := jsonschema.ForType(reflect.TypeFor[recipe.PatchSet](), options)
+	if err != nil {
+		return anyJSON()
+	}
+	s.Description = "a PatchSet (seed 003): {patchSetId, patches: [{op, …}], summary?} (PROTOCOL.md §11)"
+	return s
+}
+
+// memberSchemas type the members that Go holds as raw JSON or an
+// interface but whose wire shape is known, by the member's JSON name: in
+// the struct types listed, or (under nil) wherever the name appears on a
+// member held as raw JSON or an interface.
+var memberSchemas = map[reflect.Type]map[string]func() *jsonschema.Schema{
+	nil: {
+		"workDoneToken": progressToken,
+		"patchSet":      patchSetSchema,
+	},
+	reflect.TypeFor[protocol.ProgressParams](): {"token": progressToken},
+	reflect.TypeFor[protocol.CorpusOpenParams](): {"governanceDir": func() *jsonschema.Schema {
+		return &jsonschema.Schema{Types: []string{"null", "string"}, Description: "a workspace folder for the log's governance files; null keeps them in the data dir only"}
+	}},
+	reflect.TypeFor[protocol.Error](): {"data": func() *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "object", Description: "the error's machine-readable data (PROTOCOL.md §9)"}
+	}},
 }
 
 // errorData are the typed data of domain errors, by the name their file
@@ -227,6 +269,17 @@ func pinEnums(t reflect.Type, s *jsonschema.Schema, seen map[reflect.Type]bool) 
 		p := s.Properties[name]
 		if p == nil {
 			continue
+		}
+		if raw := f.Type == reflect.TypeFor[json.RawMessage]() || f.Type.Kind() == reflect.Interface; raw {
+			mk := memberSchemas[t][name]
+			if mk == nil {
+				mk = memberSchemas[nil][name]
+			}
+			if mk != nil {
+				p = mk()
+				s.Properties[name] = p
+				continue
+			}
 		}
 		if f.Type.Kind() == reflect.Map && p.Type == "object" {
 			// A nil Go map encodes as null (a document proposal has no

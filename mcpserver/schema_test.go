@@ -1,0 +1,93 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/txkernel/txkernel/kernel"
+)
+
+// keywords are the JSON Schema keywords that constrain a value; a schema
+// object with none of them accepts anything, which the MCP Inspector's
+// --strict flags ("carries no validation keyword at all").
+var keywords = []string{"type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "not", "properties", "items", "required", "additionalProperties"}
+
+// TestToolSchemasPortable: every tool's input and output schema, for every
+// method of the table, has a validation keyword on every node and no
+// `type` array (each type is its own anyOf branch), so `inspector --strict`
+// reports no warning (make mcp-inspector runs the real one).
+func TestToolSchemasPortable(t *testing.T) {
+	for _, m := range kernel.Methods() {
+		if m.Notification || m.Params == nil {
+			continue
+		}
+		in, err := inputSchema(m.Params, m.Service == "memory")
+		if err != nil {
+			t.Fatalf("%s: input schema: %v", m.Name, err)
+		}
+		out, err := outputSchema(m.Result)
+		if err != nil {
+			t.Fatalf("%s: output schema: %v", m.Name, err)
+		}
+		for side, s := range map[string]any{"inputSchema": in, "outputSchema": out} {
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Fatal(err)
+			}
+			for _, problem := range portability(v, side) {
+				t.Errorf("%s: %s", m.Name, problem)
+			}
+		}
+	}
+}
+
+// portability lists the nodes of schema s (decoded JSON) under path that
+// have no keyword or a type array.
+func portability(s any, path string) []string {
+	obj, ok := s.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []string
+	has := false
+	for _, k := range keywords {
+		if _, ok := obj[k]; ok {
+			has = true
+		}
+	}
+	if !has {
+		out = append(out, path+": no validation keyword")
+	}
+	if _, ok := obj["type"].([]any); ok {
+		out = append(out, path+": type is an array")
+	}
+	if props, ok := obj["properties"].(map[string]any); ok {
+		for name, p := range props {
+			out = append(out, portability(p, path+".properties."+name)...)
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not"} {
+		out = append(out, portability(obj[k], path+"."+k)...)
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		list, _ := obj[k].([]any)
+		for i, x := range list {
+			out = append(out, portability(x, fmt.Sprintf("%s.%s[%d]", path, k, i))...)
+		}
+	}
+	if strings.Contains(path, "$defs") {
+		return out
+	}
+	if defs, ok := obj["$defs"].(map[string]any); ok {
+		for name, d := range defs {
+			out = append(out, portability(d, path+".$defs."+name)...)
+		}
+	}
+	return out
+}
