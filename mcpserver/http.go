@@ -342,6 +342,7 @@ func (s *HTTPServer) slots(next http.Handler) http.Handler {
 			defer func() { <-sem }()
 			next.ServeHTTP(w, r)
 		default:
+			s.opts.Logger.Debug("request refused: too many in flight", "method", r.Method, "maxInFlight", s.opts.MaxInFlight)
 			http.Error(w, "too many requests in flight", http.StatusServiceUnavailable)
 		}
 	})
@@ -353,7 +354,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 // trackSessions keeps the MCP sessions in least-recently-used order and
 // closes the least recently used beyond MaxSessions. A request naming a
 // session uses it; a response that names a session the request did not
-// is a new one.
+// (the SDK sets the header on the initialize response) is a new one.
 func (s *HTTPServer) trackSessions(srv *mcp.Server, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get(sessionIDHeader); id != "" {
@@ -361,43 +362,26 @@ func (s *HTTPServer) trackSessions(srv *mcp.Server, next http.Handler) http.Hand
 			next.ServeHTTP(w, r)
 			return
 		}
-		sw := &sessionWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		if sw.id == "" {
+		next.ServeHTTP(w, r)
+		id := w.Header().Get(sessionIDHeader)
+		if id == "" {
 			return
 		}
-		live := map[string]bool{}
+		live := map[string]*mcp.ServerSession{}
 		for ss := range srv.Sessions() {
-			live[ss.ID()] = true
+			live[ss.ID()] = ss
 		}
-		for _, id := range s.sessions.add(sw.id, func(id string) bool { return live[id] }) {
-			for ss := range srv.Sessions() {
-				if ss.ID() == id {
-					s.opts.Logger.Info("MCP session closed: least recently used beyond --max-sessions", "maxSessions", s.opts.MaxSessions)
-					_ = ss.Close()
-				}
+		if live[id] == nil {
+			return // the initialize failed and the SDK closed the session
+		}
+		for _, old := range s.sessions.add(id, func(id string) bool { return live[id] != nil }) {
+			if ss := live[old]; ss != nil {
+				s.opts.Logger.Info("MCP session closed: least recently used beyond --max-sessions", "maxSessions", s.opts.MaxSessions)
+				_ = ss.Close()
 			}
 		}
 	})
 }
-
-// sessionWriter notes the session id a response assigns.
-type sessionWriter struct {
-	http.ResponseWriter
-	id string
-}
-
-func (w *sessionWriter) WriteHeader(code int) {
-	if code < 300 {
-		w.id = w.Header().Get(sessionIDHeader)
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *sessionWriter) Write(b []byte) (int, error) { return w.ResponseWriter.Write(b) }
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // isLoopbackHost reports whether host (no port) names the loopback
 // interface: localhost, a name under .localhost (RFC 6761), 127.0.0.0/8
