@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,5 +253,48 @@ func TestConnLimiter(t *testing.T) {
 	_ = s4.Close()
 	if l.open() != 2 {
 		t.Fatalf("a closed connection kept its slot: %d open", l.open())
+	}
+}
+
+// TestWriteDeadline: a peer that stops reading a response is cut off
+// after the write timeout, however much the handler still had to send;
+// each write gets its own deadline.
+func TestWriteDeadline(t *testing.T) {
+	werr := make(chan error, 1)
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: 200 * time.Millisecond}
+		chunk := make([]byte, 1<<20)
+		for range 1024 { // 1 GiB: more than any socket buffer
+			if _, err := dw.Write(chunk); err != nil {
+				werr <- err
+				return
+			}
+			dw.Flush()
+		}
+		werr <- nil
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	select {
+	case err := <-werr:
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("writing to a peer that does not read: %v, want a deadline error", err)
+		}
+		t.Logf("cut off after %v", time.Since(start))
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler still writes to a peer that does not read")
 	}
 }

@@ -2,9 +2,17 @@ package mcp
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -72,6 +80,9 @@ func TestHTTPSelfApproval(t *testing.T) {
 			st, _ := call(t, cs, "tx_status", map[string]any{"transactionId": id})
 			dec, _ := st["decisions"].([]any)
 			b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt"))
+			if !flag && strings.Contains(k.stderr.String(), testToken) {
+				t.Errorf("the token reached the log")
+			}
 			if !flag {
 				pending, _ := ap["pendingApprovals"].([]any)
 				if ap["ok"] != false || len(pending) != 1 || asked.Load() != 0 || len(dec) != 0 || string(b) != "A1\n" {
@@ -117,12 +128,13 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 
 // TestHTTPSlowPeers: a header dripped a byte at a time (slowloris) is cut
 // off at --http-read-timeout; a body that stalls gets 408 and the
-// connection closed; a wrong token gets 401 at once, before a byte of the
+// connection closed; a keep-alive connection left idle is closed at
+// --http-idle-timeout; a wrong token gets 401 at once, before a byte of the
 // body, and the connection closed (not drained, not kept alive).
 func TestHTTPSlowPeers(t *testing.T) {
 	t.Parallel()
 	d := newDirs(t)
-	k := startHTTPKernel(t, d, 0o600, nil, "--http-read-timeout", "1s")
+	k := startHTTPKernel(t, d, 0o600, nil, "--http-read-timeout", "1s", "--http-idle-timeout", "1s")
 	host := strings.TrimSuffix(strings.TrimPrefix(k.url, "http://"), "/mcp")
 
 	t.Run("slowloris", func(t *testing.T) {
@@ -154,6 +166,15 @@ func TestHTTPSlowPeers(t *testing.T) {
 		took, got, closed := closedWithin(c, 10*time.Second)
 		if !closed || took > 5*time.Second || !strings.HasPrefix(got, "HTTP/1.1 408") {
 			t.Fatalf("a stalled body: closed %v after %v, answer %q; want 408 and closed within about 1 s", closed, took, got)
+		}
+	})
+
+	t.Run("idle keep-alive", func(t *testing.T) {
+		c := rawConn(t, k.url)
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", host, testToken, len(initializeBody), initializeBody)
+		took, got, closed := closedWithin(c, 10*time.Second)
+		if !closed || took > 5*time.Second || !strings.HasPrefix(got, "HTTP/1.1 200") {
+			t.Fatalf("an idle keep-alive connection: closed %v after %v, answer %q; want 200, then closed after about 1 s", closed, took, got)
 		}
 	})
 
@@ -404,4 +425,93 @@ func TestHTTPJunkConnections(t *testing.T) {
 	if closedJunk < junk/2 {
 		t.Errorf("only %d of %d junk connections were closed", closedJunk, junk)
 	}
+}
+
+// TestStdioApproveByElicitationOff: --approve-by-elicitation=false on
+// stdio: the client is not asked, and apply_execute answers ok:false with
+// pendingApprovals (on stdio the flag is on by default:
+// TestApprovalAcrossSessions).
+func TestStdioApproveByElicitationOff(t *testing.T) {
+	t.Parallel()
+	d := newDirs(t)
+	var asked atomic.Int32
+	cs := connect(t, d, func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked.Add(1)
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+	}, "--approve-by-elicitation=false")
+	turn, isErr := call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
+	if isErr {
+		t.Fatalf("turn_start: %v", turn)
+	}
+	ap, _ := call(t, cs, "apply_execute", map[string]any{"transactionId": turn["transactionId"]})
+	if pending, _ := ap["pendingApprovals"].([]any); ap["ok"] != false || len(pending) != 1 || asked.Load() != 0 {
+		t.Fatalf("apply_execute with --approve-by-elicitation=false: %v, asked %d", ap, asked.Load())
+	}
+}
+
+// TestHTTPTLS: with --tls-cert and --tls-key the endpoint serves https
+// (here on loopback; the same pair lets a non-loopback bind start), and
+// the SDK's client trusting the certificate lists the tools.
+func TestHTTPTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "txkernel-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := startHTTPKernel(t, newDirs(t), 0o600, nil, "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(k.url, "https://") {
+		t.Fatalf("with TLS the URL is %s", k.url)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	client := sdk.NewClient(&sdk.Implementation{Name: "tls-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: k.url, HTTPClient: &http.Client{Transport: bearerOver{base, testToken}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) < 20 {
+		t.Fatalf("tools/list over https: %v", err)
+	}
+}
+
+// bearerOver adds an Authorization header on top of another transport.
+type bearerOver struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (b bearerOver) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
 }
