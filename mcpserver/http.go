@@ -173,12 +173,6 @@ func connectionCap(want int) int {
 	return want
 }
 
-// Addr is the bound address.
-func (s *HTTPServer) Addr() net.Addr { return s.ln.Addr() }
-
-// MaxConnections is the connection cap in force (after RLIMIT_NOFILE).
-func (s *HTTPServer) MaxConnections() int { return s.ln.max }
-
 // Serve serves srv at /mcp until ctx ends. A request passes, in order:
 // the Host check (403), the Origin check (403), the bearer token (401,
 // no body), all before its body is read; a rejected request's connection
