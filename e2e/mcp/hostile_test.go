@@ -322,7 +322,10 @@ func TestHTTPSessionsAndStreams(t *testing.T) {
 		sessions = append(sessions, cs)
 		if i == 2 {
 			// Use the first session, so that the second and third are
-			// the least recently used.
+			// the least recently used. The SDK's client opens its GET
+			// stream (a use) after Connect returns: let those of the
+			// first three sessions arrive first.
+			time.Sleep(500 * time.Millisecond)
 			if _, isErr := call(t, sessions[0], "tx_list", map[string]any{}); isErr {
 				t.Fatal("tx_list on the first session")
 			}
