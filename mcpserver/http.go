@@ -160,17 +160,26 @@ func setDefaults(o *HTTPOptions) {
 }
 
 // connectionCap is want, lowered so that the connections and the
-// kernel's own descriptors fit RLIMIT_NOFILE: a full descriptor table
-// would make accept fail for a valid client too.
+// kernel's own descriptors fit the soft RLIMIT_NOFILE: a full descriptor
+// table would make accept fail for a valid client too.
 func connectionCap(want int) int {
 	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < uint64(want)+2*fdReserve {
-		if rl.Cur <= 2*fdReserve {
-			return max(8, int(rl.Cur)/2)
-		}
-		return int(rl.Cur) - 2*fdReserve
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return want
 	}
-	return want
+	return capToLimit(want, rl.Cur)
+}
+
+// capToLimit is want within nofile descriptors less 2*fdReserve (the
+// kernel's own and the TLS, log and accept headroom), and at least 8.
+func capToLimit(want int, nofile uint64) int {
+	if nofile >= uint64(want)+2*fdReserve {
+		return want
+	}
+	if nofile <= 2*fdReserve+8 {
+		return 8
+	}
+	return int(nofile) - 2*fdReserve
 }
 
 // Serve serves srv at /mcp until ctx ends. A request passes, in order:

@@ -298,3 +298,26 @@ func TestWriteDeadline(t *testing.T) {
 		t.Fatal("the handler still writes to a peer that does not read")
 	}
 }
+
+// TestCapToLimit: the connection cap fits the descriptor limit with the
+// kernel's reserve, whatever the operator asked for.
+func TestCapToLimit(t *testing.T) {
+	cases := []struct {
+		want   int
+		nofile uint64
+		cap    int
+	}{
+		{256, 20000, 256},
+		{256, 1024, 256},
+		{256, 512, 256},
+		{400, 512, 384},
+		{1000, 1024, 896},
+		{256, 200, 72},
+		{256, 64, 8},
+	}
+	for _, c := range cases {
+		if got := capToLimit(c.want, c.nofile); got != c.cap {
+			t.Errorf("capToLimit(%d, %d) = %d, want %d", c.want, c.nofile, got, c.cap)
+		}
+	}
+}
