@@ -20,7 +20,9 @@ import (
 // recorded as approval/respond with source "elicitation", and the apply
 // runs again. Without elicitation, or when the person dismisses the
 // question, the result is apply/execute's ok:false with pendingApprovals:
-// nothing is written, and the host can ask the person itself.
+// nothing is written, and the host can ask the person itself. Unless
+// Options.ApproveByElicitation, the handler never asks: the client's
+// answer would not be known to be a person's.
 func (f *facade) applyExecute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.Params.Arguments
 	res, perr := f.inv.Invoke(ctx, protocol.MethodApplyExecute, args, f.session(ctx, req, ""))
@@ -28,7 +30,7 @@ func (f *facade) applyExecute(ctx context.Context, req *mcp.CallToolRequest) (*m
 		return toolError(perr), nil
 	}
 	var ar protocol.ApplyResult
-	if err := json.Unmarshal(res, &ar); err != nil || ar.OK || len(ar.PendingApprovals) == 0 || !canElicit(req) {
+	if err := json.Unmarshal(res, &ar); err != nil || ar.OK || len(ar.PendingApprovals) == 0 || !f.opts.ApproveByElicitation || !canElicit(req) {
 		return toolResult(res), nil
 	}
 	answers := req.Params.InputResponses

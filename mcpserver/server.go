@@ -9,9 +9,12 @@
 //     memory/accept|reject|rebase|promote are a person's (kernel.Decides):
 //     a model must not be able to approve its own change.
 //   - apply_execute asks the person through the client's elicitation when
-//     the client offers it, and records the answer with source
-//     "elicitation"; otherwise it returns ok:false with pendingApprovals and
-//     leaves the workspace untouched.
+//     the operator said the client's answers are a person's
+//     (Options.ApproveByElicitation) and the client offers it, and records
+//     the answer with source "elicitation"; otherwise it returns ok:false
+//     with pendingApprovals and leaves the workspace untouched. Over HTTP
+//     the client may be the model's own program, answering its own
+//     question, so there it is off unless the operator turns it on.
 //   - The memory principal is fixed by the host at start-up (Options.Principal),
 //     never taken from tool arguments, so a model cannot claim to be someone
 //     else.
@@ -43,6 +46,13 @@ type Options struct {
 	// a stdio host's own agent, CallerExternal for HTTP callers): it picks
 	// the corpus's default route (seed 004).
 	Caller string
+	// ApproveByElicitation: an answer to apply_execute's elicitation
+	// counts as a person's decision. True for a stdio host (the client is
+	// the person's own editor); false by default over HTTP, where any
+	// program holding the token could answer its own question. When
+	// false, apply_execute never asks and answers ok:false with
+	// pendingApprovals.
+	ApproveByElicitation bool
 	// Version is reported as the server's version.
 	Version string
 	// Logger receives the facade's logs; nil means slog.Default().

@@ -2,32 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/mcpserver"
 	"github.com/txkernel/txkernel/protocol"
-)
-
-// MCP over HTTP limits: concurrent requests in flight (beyond them a
-// request gets 503) and an idle session's lifetime.
-const (
-	mcpMaxInFlight     = 32
-	mcpSessionIdleTime = 30 * time.Minute
 )
 
 // mcpCmd serves the kernel as an MCP server (PROTOCOL.md §14): over stdio
@@ -41,7 +29,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	roles := fs.String("principal-roles", "", "comma-separated roles of --principal-id")
 	purpose := fs.String("principal-purpose", "", "the purpose recorded with the principal's memory decisions")
 	httpAddr := fs.String("http", "", "serve MCP's streamable HTTP transport at ADDR/mcp instead of stdio (\":8080\" binds loopback only; name a host to listen elsewhere)")
-	tokenFile := fs.String("token-file", "", "with --http: file holding the bearer token every request must send (not readable by group or others)")
+	tokenFile := fs.String("token-file", "", "with --http: file holding the bearer token every request must send (a regular file of one line, not readable by group or others)")
+	approveByElicit := fs.Bool("approve-by-elicitation", false, "an answer to apply_execute's elicitation counts as a person's approval (default true on stdio, where the client is the person's editor; false with --http, where a program holding the token could answer its own question)")
+	hf := mcpHTTPFlags(fs)
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
 	}
@@ -49,11 +39,27 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "txkernel: --http and --token-file go together")
 		return 2
 	}
-	var token []byte
-	if *tokenFile != "" {
-		var err error
-		if token, err = readToken(*tokenFile); err != nil {
+	if !flagSet(fs, "approve-by-elicitation") {
+		*approveByElicit = *httpAddr == ""
+	}
+	var hsrv *mcpserver.HTTPServer
+	if *httpAddr != "" {
+		token, err := mcpserver.ReadToken(*tokenFile)
+		if err != nil {
 			fmt.Fprintf(stderr, "txkernel: --token-file: %v\n", err)
+			return 1
+		}
+		hf.opts.Addr, hf.opts.Token = *httpAddr, token
+		hf.opts.AllowOrigins, hf.opts.AllowHosts = splitList(*hf.origins), splitList(*hf.hosts)
+		hf.opts.MaxBodyBytes = *sf.maxMsg
+		var level slog.Level
+		_ = level.UnmarshalText([]byte(*sf.logLevel)) // a bad level is reported by sf.open
+		hf.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		if hsrv, err = mcpserver.ListenHTTP(hf.opts); err != nil {
+			fmt.Fprintf(stderr, "txkernel: %v\n", err)
+			if errors.Is(err, mcpserver.ErrPlaintextBind) {
+				return 2
+			}
 			return 1
 		}
 	}
@@ -64,7 +70,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return status
 	}
 	defer k.close()
-	opts := mcpserver.Options{Caller: protocol.CallerResident, Version: version, Logger: k.log}
+	opts := mcpserver.Options{Caller: protocol.CallerResident, Version: version, Logger: k.log, ApproveByElicitation: *approveByElicit}
 	if *pid != "" {
 		opts.Principal = &protocol.MemoryPrincipal{PrincipalID: *pid, Roles: splitList(*roles), Purpose: *purpose}
 	}
@@ -87,7 +93,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	})
 	defer k.cfg.Engine.SetNotify(nil)
 	if *httpAddr != "" {
-		if err := serveMCPHTTP(ctx, srv, *httpAddr, token, k.cfg.MaxMessageBytes, k.log); err != nil {
+		if err := hsrv.Serve(ctx, srv); err != nil {
 			fmt.Fprintf(stderr, "txkernel: %v\n", err)
 			return 1
 		}
@@ -102,87 +108,35 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// readToken reads a bearer token file, refusing one that group or others
-// may read: the token is a password.
-func readToken(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s is readable by group or others (mode %v): chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	tok := []byte(strings.TrimSpace(string(b)))
-	if len(tok) < 16 {
-		return nil, fmt.Errorf("%s holds a token shorter than 16 bytes", path)
-	}
-	return tok, nil
+// httpFlags are the flags of the streamable HTTP endpoint.
+type httpFlags struct {
+	opts           mcpserver.HTTPOptions
+	origins, hosts *string
 }
 
-// serveMCPHTTP serves srv at addr/mcp until ctx ends. Every request needs
-// "Authorization: Bearer <token>" (compared in constant time; anything
-// else is 401 with no body); at most mcpMaxInFlight requests run at once
-// and a body may be at most maxBytes.
-func serveMCPHTTP(ctx context.Context, srv *mcp.Server, addr string, token []byte, maxBytes int64, log *slog.Logger) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--http %q: %v", addr, err)
-	}
-	if host == "" {
-		host = "127.0.0.1" // loopback unless the operator names another address
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger: log, SessionTimeout: mcpSessionIdleTime, MaxRequestBodyBytes: maxBytes,
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", bearer(token, limit(mcpMaxInFlight, h)))
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+func mcpHTTPFlags(fs *flag.FlagSet) *httpFlags {
+	f := &httpFlags{}
+	o := &f.opts
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "with --http: PEM certificate file; serves https (with --tls-key)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "with --http: PEM private key file of --tls-cert")
+	fs.BoolVar(&o.InsecurePlaintext, "insecure-plaintext", false, "with --http: allow a non-loopback address without TLS (a warning is logged; the token crosses the network in clear text)")
+	f.origins = fs.String("allow-origin", "", "with --http: comma-separated browser origins (scheme://host[:port]) allowed to call; default the server's own origin; a request without Origin passes")
+	f.hosts = fs.String("allow-host", "", "with --http: comma-separated Host names accepted besides loopback names (loopback bind), the bound IP, or any IP literal (wildcard bind)")
+	fs.IntVar(&o.MaxConnections, "max-connections", mcpserver.DefaultMaxConnections, "with --http: open connections at most (lowered to fit RLIMIT_NOFILE); at the cap the oldest unauthenticated one is closed")
+	fs.IntVar(&o.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: MCP sessions at most; beyond, the least recently used is closed")
+	fs.IntVar(&o.MaxInFlight, "max-in-flight", mcpserver.DefaultMaxInFlight, "with --http: POST/DELETE requests running at once (beyond: 503); GET streams take no slot")
+	fs.DurationVar(&o.ReadTimeout, "http-read-timeout", mcpserver.DefaultHTTPReadTimeout, "with --http: time for a request's header, and again for its body")
+	fs.DurationVar(&o.WriteTimeout, "http-write-timeout", mcpserver.DefaultHTTPWriteTimeout, "with --http: time for each write of a response to reach the client")
+	fs.DurationVar(&o.IdleTimeout, "http-idle-timeout", mcpserver.DefaultHTTPIdleTimeout, "with --http: an idle keep-alive connection is closed after this")
+	fs.DurationVar(&o.SessionIdleTime, "session-idle-timeout", mcpserver.DefaultSessionIdleTime, "with --http: an MCP session without requests ends after this")
+	return f
 }
 
-// bearer lets through only requests carrying the token.
-func bearer(token []byte, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="txkernel"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// limit answers 503 beyond n requests in flight.
-func limit(n int, next http.Handler) http.Handler {
-	sem := make(chan struct{}, n)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-			next.ServeHTTP(w, r)
-		default:
-			http.Error(w, "too many requests in flight", http.StatusServiceUnavailable)
-		}
-	})
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

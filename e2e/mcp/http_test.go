@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,11 +25,39 @@ const testToken = "s3cret-token-for-the-http-test"
 // file and returns the endpoint URL and the kernel's stderr so far.
 func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, stderr *syncBuffer) {
 	t.Helper()
+	k := startHTTPKernel(t, d, tokenMode, nil)
+	return k.url, k.stderr
+}
+
+// httpKernel is a kernel serving MCP over HTTP.
+type httpKernel struct {
+	url    string
+	stderr *syncBuffer
+	cmd    *exec.Cmd
+}
+
+// writeToken writes the test token to a file of mode tokenMode.
+func writeToken(t *testing.T, tokenMode os.FileMode) string {
+	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte(testToken+"\n"), tokenMode); err != nil {
 		t.Fatal(err)
 	}
-	cmd := harness.Command(t, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", tok, "--log-level", "debug")
+	return tok
+}
+
+// startHTTPKernel starts `txkernel mcp --http 127.0.0.1:0 [extra...]` on
+// d with a token file and waits for the URL it logs. wrap, when not nil,
+// turns the kernel's argv into the command run (a shell that lowers
+// RLIMIT_NOFILE first, say).
+func startHTTPKernel(t *testing.T, d kernelDirs, tokenMode os.FileMode, wrap func(argv []string) []string, extra ...string) *httpKernel {
+	t.Helper()
+	argv := append([]string{harness.Bin(t), "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
+	if wrap != nil {
+		argv = wrap(argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = harness.Env(nil)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +66,11 @@ func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	stderr = &syncBuffer{}
+	stderr := &syncBuffer{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)
-		re := regexp.MustCompile(`url=(http://\S+/mcp)`)
+		re := regexp.MustCompile(`url=(https?://\S+/mcp)`)
 		for sc.Scan() {
 			stderr.WriteString(sc.Text() + "\n")
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
@@ -55,11 +84,11 @@ func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, s
 		if !ok {
 			t.Fatalf("the kernel ended without serving: %s", stderr)
 		}
-		return url, stderr
+		return &httpKernel{url: url, stderr: stderr, cmd: cmd}
 	case <-time.After(time.Minute):
 		t.Fatalf("no URL logged: %s", stderr)
 	}
-	return "", nil
+	return nil
 }
 
 // syncBuffer collects a kernel's stderr while the test reads it.
