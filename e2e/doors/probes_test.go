@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -366,7 +367,7 @@ func findSecret(t *testing.T, data, stderr, secret string, msgs ...[]byte) []str
 	var where []string
 	for i, m := range msgs {
 		if strings.Contains(string(m), secret) {
-			where = append(where, "message "+string(rune('0'+i)))
+			where = append(where, "message "+strconv.Itoa(i))
 		}
 	}
 	if strings.Contains(stderr, secret) {

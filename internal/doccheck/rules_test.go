@@ -106,7 +106,8 @@ func recvName(e ast.Expr) string {
 // directory, and a subtest that it runs (for TestSessions, a transcript
 // under testdata/sessions; otherwise a string literal of the package's
 // tests, as the rule names of e2e/doors are). A row naming something that
-// was renamed or removed fails here.
+// was renamed or removed fails here; so does a rule e2e/doors probes that
+// no row cites.
 func TestRulesReferences(t *testing.T) {
 	root := repoRoot(t)
 	md, err := os.ReadFile(filepath.Join(root, rulesPath))
@@ -148,6 +149,52 @@ func TestRulesReferences(t *testing.T) {
 	if rows < 40 || refs < 100 {
 		t.Fatalf("read %d rows and %d references from %s: the table's format changed", rows, refs, rulesPath)
 	}
+	// The other way: every rule the door test probes is a row here.
+	for _, rule := range doorRules(t, filepath.Join(root, "e2e", "doors")) {
+		if !strings.Contains(string(md), "`e2e/doors TestDoors/"+rule+"`") {
+			t.Errorf("e2e/doors probes rule %q, which no row of %s cites (`e2e/doors TestDoors/%s`)", rule, rulesPath, rule)
+		}
+	}
+}
+
+// doorRules returns the values of the rule constants (named rule…) of the
+// door-by-rule test in dir.
+func doorRules(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no door test in %s", dir)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if !strings.HasPrefix(n.Name, "rule") || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						out = append(out, v)
+					}
+				}
+			}
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("found %d rule constants in %s: the door test changed shape", len(out), dir)
+	}
+	return out
 }
 
 // checkRuleRef checks one reference; tests says it is in the Tests column
