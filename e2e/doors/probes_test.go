@@ -799,6 +799,25 @@ func probeUniformNotFound(t *testing.T, e *env, door string) {
 	if a, b := try(elem, hiddenVersion), try(elem, "ver-0000000000000000"); a != b {
 		t.Errorf("another tenant's version answers %s, a missing one %s", a, b)
 	}
+	// The read the proposal starts from answers alike too.
+	read := func(element string) string {
+		resp, _ := k.call(t, "memory/read_context", map[string]any{"scope": scope("rfcs"), "principal": agent, "element_id": element})
+		return strings.ReplaceAll(harness.JSONText(resp["error"]), element, "<element>")
+	}
+	if a, b := read("elsewhere/hidden.md"), read("elsewhere/missing.md"); a != b {
+		t.Errorf("read_context: another tenant's element answers %s, a missing one %s", a, b)
+	}
+	// Another tenant's proposal, named by its id.
+	hidden := k.must(t, "memory/propose", map[string]any{"scope": other, "principal": curator, "element_id": "elsewhere/hidden.md", "target_version_id": hiddenVersion,
+		"body": "# Hidden\n\nChanged.\n", "summary": "probe", "provenance": map[string]any{"actor_type": "agent", "actor_id": "cora"}})
+	proposal := func(id string) string {
+		resp, _ := k.call(t, "memory/proposal", map[string]any{"scope": scope("rfcs"), "principal": agent, "proposal_id": id})
+		return strings.ReplaceAll(harness.JSONText(resp["error"]), id, "<id>")
+	}
+	a, b := proposal(harness.Str(hidden["proposal_id"])), proposal("prop_000000000000000000000000")
+	if a != b {
+		t.Errorf("memory/proposal: another tenant's proposal answers %s, a missing one %s", a, b)
+	}
 }
 
 func probeAgentsCannotCurate(t *testing.T, e *env, door string) {
