@@ -9,15 +9,23 @@ import (
 )
 
 // inputSchema is a tool's input schema: the params type's, an object. For
-// a memory tool the principal member is left out: the facade fixes it.
-func inputSchema(t reflect.Type, memoryTool bool) (*jsonschema.Schema, error) {
+// a memory tool the principal member is left out, and the scope member
+// too when fixedScope: the facade fixes them.
+func inputSchema(t reflect.Type, memoryTool, fixedScope bool) (*jsonschema.Schema, error) {
 	s, err := forType(t)
 	if err != nil {
 		return nil, err
 	}
+	var fixed []string
 	if memoryTool {
-		delete(s.Properties, "principal")
-		s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return n == "principal" })
+		fixed = append(fixed, "principal")
+	}
+	if fixedScope {
+		fixed = append(fixed, "scope")
+	}
+	for _, name := range fixed {
+		delete(s.Properties, name)
+		s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return n == name })
 	}
 	// Members may be added by newer kernels and older hosts may send
 	// members a kernel ignores (PROTOCOL.md §2): the schema does not

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestToolSchemasPortable(t *testing.T) {
 		if m.Notification || m.Params == nil {
 			continue
 		}
-		in, err := inputSchema(m.Params, m.Service == "memory")
+		in, err := inputSchema(m.Params, m.Service == "memory", false)
 		if err != nil {
 			t.Fatalf("%s: input schema: %v", m.Name, err)
 		}
@@ -90,4 +91,38 @@ func portability(s any, path string) []string {
 		}
 	}
 	return out
+}
+
+// TestFixedScopeSchema: with a fixed scope, no memory tool's input schema
+// has a scope or principal member; without one, the tools that take a
+// scope still list it.
+func TestFixedScopeSchema(t *testing.T) {
+	scoped := 0
+	for _, m := range kernel.Methods() {
+		if m.Service != "memory" || m.Notification {
+			continue
+		}
+		open, err := inputSchema(m.Params, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed, err := inputSchema(m.Params, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := open.Properties["scope"]; ok {
+			scoped++
+		}
+		for _, name := range []string{"scope", "principal"} {
+			if _, ok := fixed.Properties[name]; ok {
+				t.Errorf("%s: fixed-scope schema lists %s", m.Name, name)
+			}
+			if slices.Contains(fixed.Required, name) {
+				t.Errorf("%s: fixed-scope schema requires %s", m.Name, name)
+			}
+		}
+	}
+	if scoped == 0 {
+		t.Fatal("no memory tool takes a scope: the test checks nothing")
+	}
 }

@@ -42,6 +42,11 @@ type Options struct {
 	// memory tool is offered (a memory call needs a principal, and the
 	// model may not name one).
 	Principal *protocol.MemoryPrincipal
+	// Scope, when set, is the memory scope every memory tool acts in,
+	// fixed by the host like Principal (`--scope tenant/org/repo`): the
+	// tools' input schemas then have no scope member, and whatever scope
+	// a call sends is replaced, so a model never has to guess one.
+	Scope *protocol.MemoryScope
 	// Caller is the caller kind of every call (protocol.CallerResident for
 	// a stdio host's own agent, CallerExternal for HTTP callers): it picks
 	// the corpus's default route (seed 004).
@@ -118,7 +123,7 @@ func (f *facade) tool(m kernel.Method) (*mcp.Tool, bool, error) {
 	if memoryTool && f.opts.Principal == nil {
 		return nil, false, nil
 	}
-	in, err := inputSchema(m.Params, memoryTool)
+	in, err := inputSchema(m.Params, memoryTool, memoryTool && f.opts.Scope != nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("mcpserver: %s params: %w", m.Name, err)
 	}
@@ -166,7 +171,8 @@ func (f *facade) call(m kernel.Method) mcp.ToolHandler {
 // workDoneToken (LSP's client-initiated progress) when it takes one.
 func (f *facade) arguments(m kernel.Method, args json.RawMessage, progressToken any) (json.RawMessage, *protocol.Error) {
 	memory := m.Service == "memory"
-	wantsProgress := progressToken != nil && takesWorkDoneToken(m.Params)
+	wantsProgress := progressToken != nil && hasMember(m.Params, "workDoneToken")
+	fixScope := memory && f.opts.Scope != nil && hasMember(m.Params, "scope")
 	if !memory && !wantsProgress {
 		return args, nil
 	}
@@ -182,6 +188,13 @@ func (f *facade) arguments(m kernel.Method, args json.RawMessage, progressToken 
 			return nil, protocol.NewError(protocol.CodeInternalError, nil, "principal: %v", err)
 		}
 		obj["principal"] = pr
+	}
+	if fixScope {
+		sc, err := json.Marshal(f.opts.Scope)
+		if err != nil {
+			return nil, protocol.NewError(protocol.CodeInternalError, nil, "scope: %v", err)
+		}
+		obj["scope"] = sc
 	}
 	if wantsProgress {
 		tok, err := json.Marshal(progressToken)
@@ -261,9 +274,11 @@ func toolError(e *protocol.Error) *mcp.CallToolResult {
 	}
 }
 
-// takesWorkDoneToken reports whether a params type has a workDoneToken
-// member (the long methods: corpus/open, corpus/rebuild, memory/ingest).
-func takesWorkDoneToken(t reflect.Type) bool {
+// hasMember reports whether a params type has the JSON member, its own or
+// an embedded struct's: workDoneToken (the long methods: corpus/open,
+// corpus/rebuild, memory/ingest) or scope (the memory methods that take
+// one).
+func hasMember(t reflect.Type, member string) bool {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -271,7 +286,11 @@ func takesWorkDoneToken(t reflect.Type) bool {
 		return false
 	}
 	for f := range t.Fields() {
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "workDoneToken" {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == member {
+			return true
+		}
+		if f.Anonymous && name == "" && hasMember(f.Type, member) {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -28,12 +29,22 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pid := fs.String("principal-id", "", "the memory principal every memory tool acts as (fixed by the host, never taken from tool arguments); without it no memory tool is offered")
 	roles := fs.String("principal-roles", "", "comma-separated roles of --principal-id")
 	purpose := fs.String("principal-purpose", "", "the purpose recorded with the principal's memory decisions")
+	scope := fs.String("scope", "", "with --principal-id: the memory scope every memory tool acts in, `TENANT/ORG/REPO` (the tools' schemas then have no scope member)")
 	httpAddr := fs.String("http", "", "serve MCP's streamable HTTP transport at ADDR/mcp instead of stdio (\":8080\" binds loopback only; name a host to listen elsewhere)")
 	tokenFile := fs.String("token-file", "", "with --http: file holding the bearer token every request must send (a regular file of one line, not readable by group or others)")
 	approveByElicit := fs.Bool("approve-by-elicitation", false, "an answer to apply_execute's elicitation counts as a person's approval (default true on stdio, where the client is the person's editor; false with --http, where a program holding the token could answer its own question)")
 	hf := mcpHTTPFlags(fs)
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
+	}
+	fixedScope, err := parseScope(*scope)
+	if err != nil {
+		fmt.Fprintf(stderr, "txkernel: --scope: %v\n", err)
+		return 2
+	}
+	if fixedScope != nil && *pid == "" {
+		fmt.Fprintln(stderr, "txkernel: --scope needs --principal-id: without a principal no memory tool is offered")
+		return 2
 	}
 	if (*httpAddr == "") != (*tokenFile == "") {
 		fmt.Fprintln(stderr, "txkernel: --http and --token-file go together")
@@ -73,6 +84,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts := mcpserver.Options{Caller: protocol.CallerResident, Version: version, Logger: k.log, ApproveByElicitation: *approveByElicit}
 	if *pid != "" {
 		opts.Principal = &protocol.MemoryPrincipal{PrincipalID: *pid, Roles: splitList(*roles), Purpose: *purpose}
+		opts.Scope = fixedScope
 	}
 	if *httpAddr != "" {
 		// Seed 004: an HTTP caller is external, so the corpus's default
@@ -155,3 +167,16 @@ func splitList(s string) []string {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// parseScope reads --scope, "TENANT/ORG/REPO": three non-empty ids
+// without a slash; "" is no fixed scope (nil).
+func parseScope(s string) (*protocol.MemoryScope, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 || slices.Contains(parts, "") {
+		return nil, fmt.Errorf("%q: want TENANT/ORG/REPO, three non-empty ids", s)
+	}
+	return &protocol.MemoryScope{TenantID: parts[0], OrganizationID: parts[1], RepositoryID: parts[2]}, nil
+}
