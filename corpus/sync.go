@@ -99,12 +99,14 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	var gov governance
 	var count *sectionCount
 	if c.Kind == "log" {
-		gov = s.governanceFor(c)
+		gov = s.governanceFor(ctx, db, c)
 		var err error
-		if count, err = gov.lockSectionCount(); err != nil {
+		if count, err = gov.lockSectionCount(false); err != nil {
 			return nil, err
 		}
-		defer count.unlock()
+		if count != nil {
+			defer count.unlock()
+		}
 	}
 	refs, err := db.ChunkRefs(ctx, c.ID)
 	if err != nil {
@@ -114,6 +116,16 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	switch c.Kind {
 	case "log":
 		p, err = s.planLog(c, refs[c.Path], rebuild)
+		if err == nil && count == nil && !p.unchanged && p.sections > 0 {
+			// The first sync that finds a section: .section_count is
+			// created and locked, and the log read again under the lock,
+			// so a writer that appended meanwhile is counted.
+			if count, err = gov.lockSectionCount(true); err != nil {
+				return nil, err
+			}
+			defer count.unlock()
+			p, err = s.planLog(c, refs[c.Path], rebuild)
+		}
 	case "beir":
 		return nil, errs.New(errs.Invalid, map[string]any{"corpusId": c.ID, "reason": "no-source"}, "corpus %s was indexed from documents, not markdown; it has nothing to sync", c.ID)
 	default:
@@ -121,6 +133,16 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	}
 	if err != nil {
 		return nil, err
+	}
+	if c.Kind == "log" && !p.unchanged && p.sections == 0 {
+		// No section heading at all: not a log, or not one yet. It is
+		// indexed (empty); a log that never had a section gets no
+		// governance file.
+		msg := "no line of " + c.Path + " is a section heading (## <Roman numeral>. Title): indexed as an empty log"
+		if count == nil {
+			msg += ", and no governance file was written"
+		}
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "no_sections", Path: c.Path, Message: msg})
 	}
 	res := &protocol.CorpusSyncResult{CorpusID: c.ID, Unchanged: p.unchanged, NewCollisions: []protocol.CollisionEntry{}, Warnings: p.warnings}
 	if res.Warnings == nil {
@@ -166,7 +188,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		}
 		rep, _ := json.Marshal(report2(res.Warnings))
 		upd.Report = rep
-		if c.Kind == "log" {
+		if count != nil {
 			fresh, err := gov.appendCollisions(p.collisions)
 			if err != nil {
 				return nil, err
@@ -177,12 +199,12 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
 			return nil, err
 		}
-		if c.Kind == "log" && count.before != p.sections {
+		if count != nil && count.before != p.sections {
 			if err := count.write(p.sections); err != nil {
 				return nil, err
 			}
 		}
-		if c.Kind == "log" && gov.inWorkspace() {
+		if count != nil && gov.inWorkspace() {
 			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.sections, rebuild, time.Since(start))...)
 		}
 		res.Added, res.Updated, res.Removed = p.added, p.updated, len(p.delete)
@@ -202,7 +224,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		return nil, err
 	}
 	res.Stale = counts.Stale
-	if c.Kind == "log" && gov.inWorkspace() {
+	if count != nil && gov.inWorkspace() {
 		if after, err := db.Get(ctx, c.ID); err == nil && after.EmbeddingModelVersion != c.EmbeddingModelVersion && after.EmbeddingModelVersion != "" {
 			if err := gov.logModelChange(c.EmbeddingModelVersion, after.EmbeddingModelVersion, after.EmbeddingVersion); err != nil {
 				res.Warnings = append(res.Warnings, governanceWarning(gov, governanceLogName, err))
