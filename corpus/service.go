@@ -7,7 +7,8 @@
 //
 // Files: service.go (registration, status), sync.go (log and folder sync,
 // rebuild), embedding.go (which embedder, stale rows), governance.go
-// (collision.log, .section_count), search.go (keyword, semantic, hybrid by
+// (collision.log, .section_count), govpath.go (where governance files may
+// go, and the writer's refusal of a log or an indexed file), search.go (keyword, semantic, hybrid by
 // reciprocal rank fusion, citations), watch.go (fsnotify), beir.go (the
 // evaluator).
 package corpus
@@ -38,8 +39,9 @@ type Config struct {
 	DB func(ctx context.Context) (*store.DB, error)
 	// Workspace confines every source path (the sandbox rules apply).
 	Workspace *sandbox.Workspace
-	// DataDir holds, per corpus, collision.log and .section_count
-	// (<DataDir>/corpus/<corpusId>/): the workspace is never written.
+	// DataDir holds, per corpus, the governance setting and, for a log
+	// whose governanceDir is null (or whose default folder may not be
+	// used), collision.log and .section_count (<DataDir>/corpus/<corpusId>/).
 	DataDir string
 	// Embedder is used for every corpus when set (the HTTP client); nil
 	// means the built-in embedder, trained on each corpus at its first sync
