@@ -76,9 +76,22 @@ func (g governance) open(name string, flag int, perm os.FileMode) (*os.File, err
 		}
 	}
 	if g.inWorkspace() {
-		f, err := g.s.cfg.Workspace.OpenFile(path.Join(g.dir, name), flag, perm)
+		// O_TRUNC waits until the file is known to be no hard link of
+		// another file (a log linked in under a governance name would
+		// otherwise be truncated by the open itself).
+		f, err := g.s.cfg.Workspace.OpenFile(path.Join(g.dir, name), flag&^os.O_TRUNC, perm)
 		if err != nil {
 			return nil, g.s.sandboxError(err)
+		}
+		if err := soleLink(f, path.Join(g.dir, name)); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if flag&os.O_TRUNC != 0 {
+			if err := f.Truncate(0); err != nil {
+				f.Close()
+				return nil, errs.Wrap(errs.Internal, err, nil, "%s", name)
+			}
 		}
 		return f, nil
 	}
@@ -91,6 +104,22 @@ func (g governance) open(name string, flag int, perm os.FileMode) (*os.File, err
 		return nil, errs.Wrap(errs.Internal, err, nil, "%s", name)
 	}
 	return f, nil
+}
+
+// soleLink refuses a workspace governance file with more than one hard
+// link (errs.Sandbox, reason "hardlink", as the sandbox refuses one in a
+// transaction): its other name may be a log, which the writer must never
+// write whatever it is called.
+func soleLink(f *os.File, rel string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return errs.Wrap(errs.Internal, err, nil, "%s", rel)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return errs.New(errs.Sandbox, map[string]any{"field": "path", "path": rel, "reason": "hardlink"},
+			"%s has %d hard links; a governance file is never written through one", rel, st.Nlink)
+	}
+	return nil
 }
 
 // read returns the governance file name's bytes; a missing file is nil.

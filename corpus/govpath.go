@@ -47,10 +47,10 @@ const (
 type indexedSet struct {
 	logs    map[string]string // log path → corpusId
 	folders map[string]string // folder path → corpusId
-	// owners maps a workspace governance folder to the corpusId of the log
-	// that owns it: the earliest registered log whose setting names it
-	// (a data dir written before per-log folders may name one folder for
-	// two logs; the first keeps it).
+	// owners maps a workspace governance folder (lower-cased) to the
+	// corpusId of the log that owns it: the earliest registered log whose
+	// setting names it (a data dir written before per-log folders may name
+	// one folder for two logs; the first keeps it).
 	owners map[string]string
 }
 
@@ -72,7 +72,7 @@ func (s *Service) loadIndexed(ctx context.Context, db *store.Corpus) (*indexedSe
 		switch c.Kind {
 		case "log":
 			x.logs[c.Path] = c.ID
-			if d := s.settingDir(c.ID); d != "" && x.owners[d] == "" {
+			if d := strings.ToLower(s.settingDir(c.ID)); d != "" && x.owners[d] == "" {
 				x.owners[d] = c.ID
 			}
 		case "folder":
@@ -84,15 +84,18 @@ func (s *Service) loadIndexed(ctx context.Context, db *store.Corpus) (*indexedSe
 
 // within reports whether p is dir or lies inside it (slash-separated,
 // workspace-relative, cleaned).
+// Case is folded: on a case-insensitive file system (macOS, Windows)
+// "notes/onboarding_prompt.md" is the file ONBOARDING_PROMPT.md would be,
+// and refusing it elsewhere costs nothing.
 func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return strings.EqualFold(p, dir) || len(p) > len(dir) && p[len(dir)] == '/' && strings.EqualFold(p[:len(dir)], dir)
 }
 
 // indexedBy reports whether a folder corpus over folder indexes the file
 // p: p lies inside folder, no component below folder is hidden, and it is
 // a .md or .markdown file (listMarkdown's rule).
 func indexedBy(folder, p string) bool {
-	if !strings.HasPrefix(p, folder+"/") {
+	if p == folder || !within(p, folder) {
 		return false
 	}
 	for _, c := range strings.Split(p[len(folder)+1:], "/") {
@@ -149,7 +152,7 @@ func (x *indexedSet) dirConflict(d, self string) (reason, other, at string) {
 			return r, id, p
 		}
 	}
-	if o := x.owners[d]; o != "" && o != self {
+	if o := x.owners[strings.ToLower(d)]; o != "" && o != self {
 		return reasonInUse, o, d
 	}
 	return "", "", ""
@@ -196,7 +199,7 @@ func (g governance) writable(name string) error {
 	if r, other := x.fileConflict(p, g.corpusID); r != "" {
 		return refusal(r, other, p, g.corpusID)
 	}
-	if o := x.owners[g.dir]; o != "" && o != g.corpusID {
+	if o := x.owners[strings.ToLower(g.dir)]; o != "" && o != g.corpusID {
 		return refusal(reasonInUse, o, g.dir, g.corpusID)
 	}
 	return nil

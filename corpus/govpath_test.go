@@ -157,6 +157,8 @@ func TestGovernanceConflicts(t *testing.T) {
 		{"docs/.gov/GOVERNANCE_LOG.md", ""}, // hidden: the folder does not index it
 		{"docs2/GOVERNANCE_LOG.md", ""},     // a sibling, not inside
 		{"notes/governance/ONBOARDING_PROMPT.md", ""},
+		{"NOTES/Log.md", reasonIsTheLog},                 // one file on a case-insensitive file system
+		{"Docs/sub/onboarding_prompt.MD", reasonIndexed}, // likewise
 	}
 	for _, f := range files {
 		if r, _ := x.fileConflict(f.p, "c_self"); r != f.reason {
@@ -170,6 +172,7 @@ func TestGovernanceConflicts(t *testing.T) {
 		{"docs", reasonIndexed},
 		{"docs/.hidden", reasonIndexed},
 		{"shared", reasonInUse},
+		{"Shared", reasonInUse},
 		{"elsewhere", ""},
 	}
 	for _, d := range dirs {
@@ -300,5 +303,52 @@ func TestGovernanceNoSections(t *testing.T) {
 				t.Fatalf("governanceDir %v: %s written in the data dir", gov, name)
 			}
 		}
+	}
+}
+
+// TestGovernanceHardLink: a governance file that is a hard link of another
+// file (a log, say, linked in under a governance name) is never written
+// through: not appended to, and not truncated by the prompt's temporary
+// file.
+func TestGovernanceHardLink(t *testing.T) {
+	ws := t.TempDir()
+	s, _ := newService(t, ws)
+	write(t, ws, "notes/log.md", twoSections)
+	info, err := openCorpus(s, "notes/log.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := write(t, ws, "other.md", "precious bytes\n")
+	db, _ := s.store(context.Background())
+	c, _ := db.Get(context.Background(), info.CorpusID)
+	g := s.governanceFor(context.Background(), db, c)
+	for _, tc := range []struct {
+		name  string
+		write func() error
+	}{
+		{collisionLogName, func() error { return g.appendLines(collisionLogName, "x\n") }},
+		{onboardingName + ".tmp", func() error { return g.writeOnboarding(c.Path, 9) }},
+		{sectionCountName, func() error {
+			n, err := g.lockSectionCount(true)
+			if err == nil {
+				n.unlock()
+			}
+			return err
+		}},
+	} {
+		link := filepath.Join(ws, "notes", "governance", tc.name)
+		os.Remove(link)
+		if err := os.Link(other, link); err != nil {
+			t.Skipf("no hard links here: %v", err)
+		}
+		err := tc.write()
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Kind != errs.Sandbox {
+			t.Fatalf("%s: a write through a hard link: %v", tc.name, err)
+		}
+		if b, _ := os.ReadFile(other); string(b) != "precious bytes\n" {
+			t.Fatalf("%s: the linked file was written: %q", tc.name, b)
+		}
+		os.Remove(link)
 	}
 }
