@@ -249,3 +249,39 @@ func (s *Service) defaultGovernance(x *indexedSet, self, clean string) (*string,
 	return nil, &protocol.CorpusWarning{Kind: "governance_in_data_dir", Path: base,
 		Message: "the governance files are kept in the data dir: " + base + " cannot hold them: " + why}
 }
+
+// migrateShared moves corpus c's governance files out of a folder another
+// log owns: a data dir written before each log had its own folder may
+// name one folder for two logs, and the later-registered one's next sync
+// chooses the default again (defaultGovernance: governance/<name>/ beside
+// it), with a governance_moved warning. Files already in the old folder
+// are the owner's and stay; the moved log's count and collision log start
+// in the new folder from its own index. Nil when nothing moved.
+func (s *Service) migrateShared(ctx context.Context, db *store.Corpus, c *store.CorpusRow, g governance) (*protocol.CorpusWarning, error) {
+	if !g.inWorkspace() {
+		return nil, nil
+	}
+	s.govMu.Lock()
+	defer s.govMu.Unlock()
+	x, err := s.loadIndexed(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	owner := x.owners[strings.ToLower(g.dir)]
+	if owner == "" || owner == c.ID {
+		return nil, nil
+	}
+	warn, err := s.chooseGovernance(ctx, db, c.ID, c.Path, c.Kind, nil)
+	if err != nil {
+		return nil, err
+	}
+	to := s.settingDir(c.ID)
+	msg := g.dir + " holds the governance files of log " + owner + "; this log's are now in " + to
+	if to == "" {
+		msg = g.dir + " holds the governance files of log " + owner + "; this log's are now in the data dir"
+	}
+	if warn != nil {
+		msg += " (" + warn.Message + ")"
+	}
+	return &protocol.CorpusWarning{Kind: "governance_moved", Path: g.dir, Message: msg}, nil
+}

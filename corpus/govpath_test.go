@@ -352,3 +352,56 @@ func TestGovernanceHardLink(t *testing.T) {
 		os.Remove(link)
 	}
 }
+
+// TestGovernanceLegacySharedFolder: a data dir from before per-log folders
+// may name one governance folder for two logs. The first-registered log
+// keeps it; the other's next sync moves its files to its own folder (a
+// governance_moved warning) and fills it though the log is unchanged;
+// the owner's count is untouched.
+func TestGovernanceLegacySharedFolder(t *testing.T) {
+	ws := t.TempDir()
+	s, _ := newService(t, ws)
+	write(t, ws, "notes/a.md", twoSections)
+	write(t, ws, "notes/b.md", twoSections+"## III. Three (c, 2026-01-03)\n\nthird\n")
+	if _, err := openCorpus(s, "notes/a.md", nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := openCorpus(s, "notes/b.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What an earlier release left: b's setting names a's folder.
+	if err := os.WriteFile(s.govPath(b.CorpusID, governanceSetting), []byte(`{"dir":"notes/governance"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(ws, "notes", "governance", "b"))
+	res, err := s.Sync(context.Background(), &protocol.CorpusParams{CorpusID: b.CorpusID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved bool
+	for _, w := range res.Warnings {
+		moved = moved || (w.Kind == "governance_moved" && w.Path == "notes/governance")
+	}
+	if !moved {
+		t.Fatalf("no governance_moved warning: %+v", res.Warnings)
+	}
+	for _, c := range []struct {
+		dir string
+		n   int
+	}{{"notes/governance", 2}, {"notes/governance/b", 3}} {
+		if n, err := ReadSectionCount(filepath.Join(ws, c.dir, sectionCountName)); err != nil || n != c.n {
+			t.Fatalf("%s/.section_count = %d, %v; want %d", c.dir, n, err, c.n)
+		}
+	}
+	// A new governanceDir for an unchanged log is filled at once.
+	if _, err := openCorpus(s, "notes/a.md", "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ReadSectionCount(filepath.Join(ws, "elsewhere", sectionCountName)); err != nil || n != 2 {
+		t.Fatalf("elsewhere/.section_count = %d, %v; want 2", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "elsewhere", onboardingName)); err != nil {
+		t.Fatalf("no onboarding prompt in the new folder: %v", err)
+	}
+}

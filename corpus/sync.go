@@ -98,9 +98,16 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	start := time.Now()
 	var gov governance
 	var count *sectionCount
+	var moved *protocol.CorpusWarning
 	if c.Kind == "log" {
 		gov = s.governanceFor(ctx, db, c)
 		var err error
+		if moved, err = s.migrateShared(ctx, db, c, gov); err != nil {
+			return nil, err
+		}
+		if moved != nil {
+			gov = s.governanceFor(ctx, db, c)
+		}
 		if count, err = gov.lockSectionCount(false); err != nil {
 			return nil, err
 		}
@@ -115,16 +122,19 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	var p *plan
 	switch c.Kind {
 	case "log":
-		p, err = s.planLog(c, refs[c.Path], rebuild)
-		if err == nil && count == nil && !p.unchanged && p.sections > 0 {
-			// The first sync that finds a section: .section_count is
-			// created and locked, and the log read again under the lock,
-			// so a writer that appended meanwhile is counted.
+		p, err = s.planLog(c, refs[c.Path], rebuild, false)
+		if err == nil && count == nil && (p.sections > 0 || p.unchanged && len(refs[c.Path]) > 0) {
+			// The first sync that finds a section, or the first in a
+			// governance folder that has no count yet (a new
+			// governanceDir, a move): .section_count is created and
+			// locked, and the log read again under the lock, so a writer
+			// that appended meanwhile is counted, and the new folder is
+			// filled even when the log is unchanged.
 			if count, err = gov.lockSectionCount(true); err != nil {
 				return nil, err
 			}
 			defer count.unlock()
-			p, err = s.planLog(c, refs[c.Path], rebuild)
+			p, err = s.planLog(c, refs[c.Path], rebuild, true)
 		}
 	case "beir":
 		return nil, errs.New(errs.Invalid, map[string]any{"corpusId": c.ID, "reason": "no-source"}, "corpus %s was indexed from documents, not markdown; it has nothing to sync", c.ID)
@@ -143,6 +153,9 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 			msg += ", and no governance file was written"
 		}
 		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "no_sections", Path: c.Path, Message: msg})
+	}
+	if moved != nil {
+		p.warnings = append(p.warnings, *moved)
 	}
 	res := &protocol.CorpusSyncResult{CorpusID: c.ID, Unchanged: p.unchanged, NewCollisions: []protocol.CollisionEntry{}, Warnings: p.warnings}
 	if res.Warnings == nil {
@@ -289,16 +302,17 @@ func notUTF8(rel string, err error) error {
 	return errs.Wrap(errs.Invalid, err, map[string]any{"path": rel}, "%s", rel)
 }
 
-// planLog diffs a log against its stored sections. Canonical numbers are
+// planLog diffs a log against its stored sections; an unchanged log
+// (same BLAKE3) is not parsed unless parse is set. Canonical numbers are
 // the order of appearance (seed 004); a section's key is its canonical
 // number, so an appended section is an insert and nothing else changes.
-func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild bool) (*plan, error) {
+func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild, parse bool) (*plan, error) {
 	data, err := s.readSource(c.Path)
 	if err != nil {
 		return nil, err
 	}
 	p := &plan{sourceHash: hashHex(data), sourceSize: int64(len(data))}
-	if !rebuild && p.sourceHash == c.SourceHash {
+	if !rebuild && !parse && p.sourceHash == c.SourceHash {
 		p.unchanged = true
 		return p, nil
 	}
