@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/store"
 )
 
 // twoSections is a small log: two sections, the second filed under a
@@ -403,5 +405,49 @@ func TestGovernanceLegacySharedFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "elsewhere", onboardingName)); err != nil {
 		t.Fatalf("no onboarding prompt in the new folder: %v", err)
+	}
+}
+
+// TestLogGrammarReparse: a log indexed under the earlier grammar, which
+// left "[exec:gov]" in the body, is parsed again at its next sync though
+// its bytes did not change: the tag becomes metadata and leaves the body,
+// and the sync after that skips the unchanged log.
+func TestLogGrammarReparse(t *testing.T) {
+	ws := t.TempDir()
+	s, db := newService(t, ws)
+	src := "## I. Title (a, 2026-01-01)\n\nx [exec:gov] y\n"
+	write(t, ws, "log.md", src)
+	ctx := context.Background()
+	c, err := db.OpenCorpus(ctx, corpusID("log.md"), "log.md", "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What grammar 1 stored: the tag in the body, no exec tag, and the
+	// plain hash of the bytes.
+	old := logChunk("log.md", 1, &markdown.Section{Filed: "I", FiledNumber: 1, Title: "Title", Authors: []string{"a"}, CreatedAt: "2026-01-01",
+		Body: "x [exec:gov] y", ExecTags: []string{}, StatusTags: []string{}, End: len(src), Line: 1})
+	if _, err := db.ApplySync(ctx, c.ID, store.SyncUpdate{Upsert: []store.Chunk{old}, SourceHash: hashHex([]byte(src)), SourceSize: int64(len(src))}); err != nil {
+		t.Fatal(err)
+	}
+	// Its count is current, so only the grammar can make the sync parse.
+	os.MkdirAll(filepath.Dir(s.govPath(c.ID, sectionCountName)), 0o700)
+	if err := os.WriteFile(s.govPath(c.ID, sectionCountName), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true} {
+		res, err := s.Sync(ctx, &protocol.CorpusParams{CorpusID: c.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Unchanged != want {
+			t.Fatalf("sync %d: unchanged %v, want %v", i+1, res.Unchanged, want)
+		}
+	}
+	h, err := s.Section(ctx, &protocol.CorpusSectionParams{CorpusID: c.ID, CanonicalNumber: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(h.Section.ExecTags, ",") != "EXEC:GOV" || strings.Contains(h.Section.Body, "exec") {
+		t.Fatalf("after the re-parse: exec_tags %v body %q", h.Section.ExecTags, h.Section.Body)
 	}
 }

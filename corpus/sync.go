@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/markdown"
@@ -311,7 +314,7 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{sourceHash: hashHex(data), sourceSize: int64(len(data))}
+	p := &plan{sourceHash: logSourceHash(data), sourceSize: int64(len(data))}
 	if !rebuild && !parse && p.sourceHash == c.SourceHash {
 		p.unchanged = true
 		return p, nil
@@ -352,6 +355,22 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		}
 	}
 	return p, nil
+}
+
+// logGrammar names the log grammar (markdown.ParseLog) a log's source hash
+// is taken under: changing it makes every log indexed under an earlier
+// grammar parse again at its next sync, once, even though its bytes did
+// not change. 2: exec tags in any case and spacing ([exec: gov]), which
+// grammar 1 left in the indexed body.
+const logGrammar = "txkernel-log-grammar-2\x00"
+
+// logSourceHash is the hex BLAKE3 of the grammar name and a log's bytes:
+// what a sync compares to skip an unchanged log.
+func logSourceHash(data []byte) string {
+	h := blake3.New()
+	h.Write([]byte(logGrammar))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // missingAttribution reports a section that gives no author or no date
