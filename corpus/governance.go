@@ -48,6 +48,10 @@ type governance struct {
 	s        *Service
 	corpusID string
 	dir      string
+	// indexed loads what the writer must never touch (govpath.go),
+	// fresh at each write: a log registered after this value was made is
+	// still refused.
+	indexed func() (*indexedSet, error)
 }
 
 // inWorkspace reports whether the files live in the workspace.
@@ -63,12 +67,31 @@ func (g governance) path(name string) string {
 }
 
 // open opens the governance file name with flag, through the sandbox
-// when it is in the workspace.
+// when it is in the workspace; a flag that can write is checked by
+// writable first.
 func (g governance) open(name string, flag int, perm os.FileMode) (*os.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_APPEND|os.O_TRUNC) != 0 {
+		if err := g.writable(name); err != nil {
+			return nil, err
+		}
+	}
 	if g.inWorkspace() {
-		f, err := g.s.cfg.Workspace.OpenFile(path.Join(g.dir, name), flag, perm)
+		// O_TRUNC waits until the file is known to be no hard link of
+		// another file (a log linked in under a governance name would
+		// otherwise be truncated by the open itself).
+		f, err := g.s.cfg.Workspace.OpenFile(path.Join(g.dir, name), flag&^os.O_TRUNC, perm)
 		if err != nil {
 			return nil, g.s.sandboxError(err)
+		}
+		if err := soleLink(f, path.Join(g.dir, name)); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if flag&os.O_TRUNC != 0 {
+			if err := f.Truncate(0); err != nil {
+				f.Close()
+				return nil, errs.Wrap(errs.Internal, err, nil, "%s", name)
+			}
 		}
 		return f, nil
 	}
@@ -81,6 +104,22 @@ func (g governance) open(name string, flag int, perm os.FileMode) (*os.File, err
 		return nil, errs.Wrap(errs.Internal, err, nil, "%s", name)
 	}
 	return f, nil
+}
+
+// soleLink refuses a workspace governance file with more than one hard
+// link (errs.Sandbox, reason "hardlink", as the sandbox refuses one in a
+// transaction): its other name may be a log, which the writer must never
+// write whatever it is called.
+func soleLink(f *os.File, rel string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return errs.Wrap(errs.Internal, err, nil, "%s", rel)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return errs.New(errs.Sandbox, map[string]any{"field": "path", "path": rel, "reason": "hardlink"},
+			"%s has %d hard links; a governance file is never written through one", rel, st.Nlink)
+	}
+	return nil
 }
 
 // read returns the governance file name's bytes; a missing file is nil.
@@ -130,69 +169,74 @@ type governanceSettingFile struct {
 
 // governanceFor returns corpus c's governance location: the one
 // corpus/open chose, remembered in the data dir. A folder corpus, and a
-// log opened before governanceDir existed, keep the data dir.
-func (s *Service) governanceFor(c *store.CorpusRow) governance {
-	g := governance{s: s, corpusID: c.ID}
-	data, err := os.ReadFile(s.govPath(c.ID, governanceSetting))
-	if err != nil {
-		return g
-	}
-	var set governanceSettingFile
-	if json.Unmarshal(data, &set) == nil && set.Dir != nil {
-		g.dir = *set.Dir
-	}
-	return g
+// log opened before governanceDir existed, keep the data dir. Its writes
+// check db's indexed set (writable).
+func (s *Service) governanceFor(ctx context.Context, db *store.Corpus, c *store.CorpusRow) governance {
+	return governance{s: s, corpusID: c.ID, dir: s.settingDir(c.ID),
+		indexed: func() (*indexedSet, error) { return s.loadIndexed(ctx, db) }}
 }
 
 // chooseGovernance resolves corpus/open's governanceDir for a source of
-// kind at clean and remembers it: absent means governance/ beside a log
-// (the data dir when the sandbox is read-only, or for a folder, whose
-// markdown the folder would index); null means the data dir; a string is a
-// workspace folder, which a read-only sandbox refuses. It runs before the
-// first sync.
-func (s *Service) chooseGovernance(corpusID, clean, kind string, raw json.RawMessage) error {
+// kind at clean and remembers it: absent means the default
+// (defaultGovernance; the data dir for a folder, whose markdown the folder
+// would index); null means the data dir; a string is a workspace folder,
+// which the sandbox checks (a read-only sandbox refuses it) and which is
+// refused with errs.Invalid, data.reason one of is-the-log, is-a-log,
+// in-indexed-folder, governance-in-use, when it is or lies inside a log or
+// a folder corpus, would hold a file named as a log, or holds another
+// log's governance files. It runs before the first sync, with s.govMu
+// held so that two logs opened at once cannot both take one folder. The
+// warning says why the default fell back to the data dir.
+func (s *Service) chooseGovernance(ctx context.Context, db *store.Corpus, corpusID, clean, kind string, raw json.RawMessage) (*protocol.CorpusWarning, error) {
 	var dir *string
+	var warn *protocol.CorpusWarning
+	x, err := s.loadIndexed(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "log" {
+		x.logs[clean] = corpusID
+	}
 	t := bytes.TrimSpace(raw)
 	switch {
 	case len(t) == 0:
-		if kind == "log" && s.cfg.Workspace.CheckWritable(path.Join(path.Dir(clean), "governance", sectionCountName)) == nil {
-			d := path.Join(path.Dir(clean), "governance")
-			dir = &d
+		if kind == "log" {
+			dir, warn = s.defaultGovernance(x, corpusID, clean)
 		}
 	case bytes.Equal(t, []byte("null")):
 	default:
 		var d string
 		if err := json.Unmarshal(t, &d); err != nil {
-			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "type"}, "governanceDir must be a workspace folder or null")
+			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "type"}, "governanceDir must be a workspace folder or null")
 		}
 		if kind != "log" {
-			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "log-only"},
+			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "log-only"},
 				"governanceDir is for a log; a folder corpus keeps its governance in the data dir")
 		}
 		d, err := s.cfg.Workspace.HostPath(d)
 		if err != nil {
-			return s.sandboxError(err)
+			return nil, s.sandboxError(err)
 		}
 		if d, err = sandbox.CleanPath(d); err != nil {
-			return s.sandboxError(err)
+			return nil, s.sandboxError(err)
 		}
 		if err := s.cfg.Workspace.CheckWritable(path.Join(d, sectionCountName)); err != nil {
-			return s.sandboxError(err)
+			return nil, s.sandboxError(err)
 		}
-		if d == clean {
-			return errs.New(errs.Invalid, errs.InvalidData{Field: "governanceDir", Reason: "is-the-log"}, "governanceDir names the log itself")
+		if r, other, at := x.dirConflict(d, corpusID); r != "" {
+			return nil, refusal(r, other, at, corpusID)
 		}
 		dir = &d
 	}
 	data, _ := json.Marshal(governanceSettingFile{Dir: dir})
 	p := s.govPath(corpusID, governanceSetting)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return errs.Wrap(errs.Internal, err, nil, "%s", governanceSetting)
+		return nil, errs.Wrap(errs.Internal, err, nil, "%s", governanceSetting)
 	}
 	if err := os.WriteFile(p, data, 0o600); err != nil {
-		return errs.Wrap(errs.Internal, err, nil, "%s", governanceSetting)
+		return nil, errs.Wrap(errs.Internal, err, nil, "%s", governanceSetting)
 	}
-	return nil
+	return warn, nil
 }
 
 // collisionLine is one line of collision.log: tab-separated canonical
@@ -283,9 +327,16 @@ type sectionCount struct {
 }
 
 // lockSectionCount opens .section_count, takes its exclusive flock and
-// reads it.
-func (g governance) lockSectionCount() (*sectionCount, error) {
-	f, err := g.open(sectionCountName, os.O_RDWR|os.O_CREATE, 0o644)
+// reads it. Without create, a missing file is (nil, nil): a log that has
+// never had a section gets no governance file.
+func (g governance) lockSectionCount(create bool) (*sectionCount, error) {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	} else if _, err := os.Lstat(g.path(sectionCountName)); os.IsNotExist(err) {
+		return nil, nil
+	}
+	f, err := g.open(sectionCountName, flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +406,7 @@ func (s *Service) Collisions(ctx context.Context, p *protocol.CorpusParams) (*pr
 		out.Collisions = append(out.Collisions, protocol.CollisionEntry{CanonicalSectionNumber: r.Canonical, SectionNumberFiled: r.Filed,
 			FiledNumber: v, Title: r.Title})
 	}
-	if out.Log, err = s.governanceFor(c).readCollisionLog(); err != nil {
+	if out.Log, err = s.governanceFor(ctx, db, c).readCollisionLog(); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -75,6 +75,10 @@ func onboardingText(tmpl []byte, logPath string, n int) string {
 // sections: written to a temporary name, fsynced, then renamed over the
 // old one, so a contributor never reads half a prompt.
 func (g governance) writeOnboarding(logPath string, n int) error {
+	// The rename's target is checked before the temporary file exists.
+	if err := g.writable(onboardingName); err != nil {
+		return err
+	}
 	tmpl, err := g.read(onboardingTemplate)
 	if err != nil {
 		return err

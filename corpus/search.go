@@ -9,6 +9,7 @@ import (
 
 	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
@@ -329,6 +330,19 @@ func filter(f *protocol.CorpusFilters) (store.Filter, error) {
 		return out, nil
 	}
 	out.Authors, out.ExecTags, out.StatusTags = f.Authors, f.ExecTags, f.StatusTags
+	if f.ExecTags != nil {
+		// Stored exec tags are normalised (markdown.ExecTag), so a filter
+		// spelt "exec: gov" or "[EXEC:GOV]" finds the sections "[exec:gov]"
+		// tagged; a value that is no exec tag is kept as given.
+		tags := make([]string, len(*f.ExecTags))
+		for i, v := range *f.ExecTags {
+			if n, ok := markdown.ExecTag(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(v), "["), "]")); ok {
+				v = n
+			}
+			tags[i] = v
+		}
+		out.ExecTags = &tags
+	}
 	out.RetroDarkFields, out.IsExternalCaller = f.RetroDarkFields, f.IsExternalCaller
 	if f.DateRange != nil {
 		for _, d := range []struct{ field, v string }{{"filters.date_range.from", f.DateRange.From}, {"filters.date_range.to", f.DateRange.To}} {

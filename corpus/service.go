@@ -7,7 +7,8 @@
 //
 // Files: service.go (registration, status), sync.go (log and folder sync,
 // rebuild), embedding.go (which embedder, stale rows), governance.go
-// (collision.log, .section_count), search.go (keyword, semantic, hybrid by
+// (collision.log, .section_count), govpath.go (where governance files may
+// go, and the writer's refusal of a log or an indexed file), search.go (keyword, semantic, hybrid by
 // reciprocal rank fusion, citations), watch.go (fsnotify), beir.go (the
 // evaluator).
 package corpus
@@ -38,8 +39,9 @@ type Config struct {
 	DB func(ctx context.Context) (*store.DB, error)
 	// Workspace confines every source path (the sandbox rules apply).
 	Workspace *sandbox.Workspace
-	// DataDir holds, per corpus, collision.log and .section_count
-	// (<DataDir>/corpus/<corpusId>/): the workspace is never written.
+	// DataDir holds, per corpus, the governance setting and, for a log
+	// whose governanceDir is null (or whose default folder may not be
+	// used), collision.log and .section_count (<DataDir>/corpus/<corpusId>/).
 	DataDir string
 	// Embedder is used for every corpus when set (the HTTP client); nil
 	// means the built-in embedder, trained on each corpus at its first sync
@@ -67,6 +69,11 @@ type Service struct {
 	mu      sync.Mutex
 	corpora map[string]*state
 	closed  bool
+
+	// govMu serialises corpus/open's choice of a governance folder with
+	// the corpus's registration, so two logs opened at once never take
+	// one folder.
+	govMu sync.Mutex
 }
 
 // state is what the service keeps in memory per corpus.
@@ -131,7 +138,9 @@ func (s *Service) state(id string) *state {
 // and runs a first sync (corpus/open). The same path gives the same
 // corpusId again. Errors: the sandbox's for a path outside the workspace
 // or through a symlink; errs.NotFound for a missing path; errs.Invalid
-// for a path that is neither a regular file nor a directory.
+// for a path that is neither a regular file nor a directory, and for a
+// governanceDir that the log's governance files may not use
+// (chooseGovernance).
 func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*protocol.CorpusInfo, error) {
 	if p.Path == "" {
 		return nil, errs.InvalidField("path", "path is required")
@@ -153,10 +162,13 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 		return nil, err
 	}
 	id := corpusID(clean)
-	if err := s.chooseGovernance(id, clean, kind, p.GovernanceDir); err != nil {
-		return nil, err
+	s.govMu.Lock()
+	govWarn, err := s.chooseGovernance(ctx, db, id, clean, kind, p.GovernanceDir)
+	var c *store.CorpusRow
+	if err == nil {
+		c, err = db.OpenCorpus(ctx, id, clean, kind)
 	}
-	c, err := db.OpenCorpus(ctx, id, clean, kind)
+	s.govMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +183,9 @@ func (s *Service) Open(ctx context.Context, p *protocol.CorpusOpenParams) (*prot
 	res, err := s.sync(ctx, c.ID, false, progress)
 	if err != nil {
 		return nil, err
+	}
+	if govWarn != nil {
+		res.Warnings = append(res.Warnings, *govWarn)
 	}
 	info.Sync = res
 	if p.Watch == nil || *p.Watch {
@@ -275,7 +290,7 @@ func (s *Service) Status(ctx context.Context, p *protocol.CorpusParams) (*protoc
 		}
 	}
 	if c.Kind == "log" {
-		g := s.governanceFor(c)
+		g := s.governanceFor(ctx, db, c)
 		out.CollisionLog = g.path(collisionLogName)
 		out.SectionCount = g.path(sectionCountName)
 		if g.inWorkspace() {

@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/markdown"
@@ -98,13 +101,22 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	start := time.Now()
 	var gov governance
 	var count *sectionCount
+	var moved *protocol.CorpusWarning
 	if c.Kind == "log" {
-		gov = s.governanceFor(c)
+		gov = s.governanceFor(ctx, db, c)
 		var err error
-		if count, err = gov.lockSectionCount(); err != nil {
+		if moved, err = s.migrateShared(ctx, db, c, gov); err != nil {
 			return nil, err
 		}
-		defer count.unlock()
+		if moved != nil {
+			gov = s.governanceFor(ctx, db, c)
+		}
+		if count, err = gov.lockSectionCount(false); err != nil {
+			return nil, err
+		}
+		if count != nil {
+			defer count.unlock()
+		}
 	}
 	refs, err := db.ChunkRefs(ctx, c.ID)
 	if err != nil {
@@ -113,7 +125,20 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	var p *plan
 	switch c.Kind {
 	case "log":
-		p, err = s.planLog(c, refs[c.Path], rebuild)
+		p, err = s.planLog(c, refs[c.Path], rebuild, false)
+		if err == nil && count == nil && (p.sections > 0 || p.unchanged && len(refs[c.Path]) > 0) {
+			// The first sync that finds a section, or the first in a
+			// governance folder that has no count yet (a new
+			// governanceDir, a move): .section_count is created and
+			// locked, and the log read again under the lock, so a writer
+			// that appended meanwhile is counted, and the new folder is
+			// filled even when the log is unchanged.
+			if count, err = gov.lockSectionCount(true); err != nil {
+				return nil, err
+			}
+			defer count.unlock()
+			p, err = s.planLog(c, refs[c.Path], rebuild, true)
+		}
 	case "beir":
 		return nil, errs.New(errs.Invalid, map[string]any{"corpusId": c.ID, "reason": "no-source"}, "corpus %s was indexed from documents, not markdown; it has nothing to sync", c.ID)
 	default:
@@ -121,6 +146,19 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 	}
 	if err != nil {
 		return nil, err
+	}
+	if c.Kind == "log" && !p.unchanged && p.sections == 0 {
+		// No section heading at all: not a log, or not one yet. It is
+		// indexed (empty); a log that never had a section gets no
+		// governance file.
+		msg := "no line of " + c.Path + " is a section heading (## <Roman numeral>. Title): indexed as an empty log"
+		if count == nil {
+			msg += ", and no governance file was written"
+		}
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "no_sections", Path: c.Path, Message: msg})
+	}
+	if moved != nil {
+		p.warnings = append(p.warnings, *moved)
 	}
 	res := &protocol.CorpusSyncResult{CorpusID: c.ID, Unchanged: p.unchanged, NewCollisions: []protocol.CollisionEntry{}, Warnings: p.warnings}
 	if res.Warnings == nil {
@@ -166,7 +204,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		}
 		rep, _ := json.Marshal(report2(res.Warnings))
 		upd.Report = rep
-		if c.Kind == "log" {
+		if count != nil {
 			fresh, err := gov.appendCollisions(p.collisions)
 			if err != nil {
 				return nil, err
@@ -177,12 +215,12 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
 			return nil, err
 		}
-		if c.Kind == "log" && count.before != p.sections {
+		if count != nil && count.before != p.sections {
 			if err := count.write(p.sections); err != nil {
 				return nil, err
 			}
 		}
-		if c.Kind == "log" && gov.inWorkspace() {
+		if count != nil && gov.inWorkspace() {
 			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.sections, rebuild, time.Since(start))...)
 		}
 		res.Added, res.Updated, res.Removed = p.added, p.updated, len(p.delete)
@@ -202,7 +240,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		return nil, err
 	}
 	res.Stale = counts.Stale
-	if c.Kind == "log" && gov.inWorkspace() {
+	if count != nil && gov.inWorkspace() {
 		if after, err := db.Get(ctx, c.ID); err == nil && after.EmbeddingModelVersion != c.EmbeddingModelVersion && after.EmbeddingModelVersion != "" {
 			if err := gov.logModelChange(c.EmbeddingModelVersion, after.EmbeddingModelVersion, after.EmbeddingVersion); err != nil {
 				res.Warnings = append(res.Warnings, governanceWarning(gov, governanceLogName, err))
@@ -267,16 +305,17 @@ func notUTF8(rel string, err error) error {
 	return errs.Wrap(errs.Invalid, err, map[string]any{"path": rel}, "%s", rel)
 }
 
-// planLog diffs a log against its stored sections. Canonical numbers are
+// planLog diffs a log against its stored sections; an unchanged log
+// (same BLAKE3) is not parsed unless parse is set. Canonical numbers are
 // the order of appearance (seed 004); a section's key is its canonical
 // number, so an appended section is an insert and nothing else changes.
-func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild bool) (*plan, error) {
+func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild, parse bool) (*plan, error) {
 	data, err := s.readSource(c.Path)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{sourceHash: hashHex(data), sourceSize: int64(len(data))}
-	if !rebuild && p.sourceHash == c.SourceHash {
+	p := &plan{sourceHash: logSourceHash(data), sourceSize: int64(len(data))}
+	if !rebuild && !parse && p.sourceHash == c.SourceHash {
 		p.unchanged = true
 		return p, nil
 	}
@@ -316,6 +355,22 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		}
 	}
 	return p, nil
+}
+
+// logGrammar names the log grammar (markdown.ParseLog) a log's source hash
+// is taken under: changing it makes every log indexed under an earlier
+// grammar parse again at its next sync, once, even though its bytes did
+// not change. 2: exec tags in any case and spacing ([exec: gov]), which
+// grammar 1 left in the indexed body.
+const logGrammar = "txkernel-log-grammar-2\x00"
+
+// logSourceHash is the hex BLAKE3 of the grammar name and a log's bytes:
+// what a sync compares to skip an unchanged log.
+func logSourceHash(data []byte) string {
+	h := blake3.New()
+	h.Write([]byte(logGrammar))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // missingAttribution reports a section that gives no author or no date

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ParseLog parses a correspondence log (seed 004): an OPEN_QUESTIONS.md
@@ -26,7 +27,9 @@ import (
 //     ",", "&" or " and ". "Responds to: none" and "Refs: none" (or "—")
 //     give []; a field that is absent stays nil (seed 004: retro:dark).
 //   - Tags may appear anywhere in the section outside code, the heading
-//     included: "[EXEC:…]" goes to ExecTags; any other bracketed run of
+//     included: "[EXEC:…]" goes to ExecTags, in any case and with any
+//     spacing inside the brackets ("[exec: gov]" is "EXEC:GOV", see
+//     ExecTag); any other bracketed run of
 //     upper-case letters, spaces and hyphens ("[EXPERIMENT PENDING]") to
 //     StatusTags. A bracket that is a link ("[X](u)", "[x][Y]", or a label
 //     defined by a "[Y]: url" line of the log) is not a tag.
@@ -352,7 +355,7 @@ func (t *tagSet) peek(l string, refs map[string]bool) (string, bool) {
 // strip returns l with its tags removed and records them.
 func (t *tagSet) strip(l string, refs map[string]bool) (string, bool) {
 	return removeTags(l, refs, func(tag string) {
-		if strings.HasPrefix(tag, "EXEC:") {
+		if strings.HasPrefix(tag, execPrefix) {
 			t.sec.ExecTags = appendUnique(t.sec.ExecTags, tag)
 		} else {
 			t.sec.StatusTags = appendUnique(t.sec.StatusTags, tag)
@@ -387,8 +390,8 @@ func removeTags(l string, refs map[string]bool, add func(string)) (string, bool)
 			break
 		}
 		j += i + 1
-		tag := l[i+1 : j]
-		if !isTag(tag) || refs[tag] || (i > 0 && (l[i-1] == ']' || l[i-1] == '!')) ||
+		tag, ok := tagName(l[i+1 : j])
+		if !ok || refs[strings.ToUpper(strings.TrimSpace(l[i+1:j]))] || (i > 0 && (l[i-1] == ']' || l[i-1] == '!')) ||
 			(j+1 < len(l) && (l[j+1] == '(' || l[j+1] == '[' || l[j+1] == ':')) {
 			continue
 		}
@@ -413,13 +416,64 @@ func removeTags(l string, refs map[string]bool, add func(string)) (string, bool)
 	return b.String(), true
 }
 
-// isTag reports whether the text between brackets is a governance tag:
-// "EXEC:" and upper-case letters, or upper-case letters with inner spaces
-// and hyphens, at least two letters long.
-func isTag(s string) bool {
-	if rest, ok := strings.CutPrefix(s, "EXEC:"); ok {
-		s = rest
+// execPrefix starts every exec tag as ExecTag normalises it.
+const execPrefix = "EXEC:"
+
+// ExecTag reports whether the text between a tag's brackets is an exec tag
+// and returns it normalised: "EXEC:" and the kind in upper case, with no
+// space. Case and spacing around the words and the colon do not matter
+// (seed 004: exec_tags are authority metadata, so a variant spelling must
+// never fall through into the embedded body): "EXEC:GOV", "exec:gov",
+// "EXEC: GOV", " EXEC:GOV ", "Exec : Micro" all are exec tags, giving
+// "EXEC:GOV" or "EXEC:MICRO". The kind is at least two ASCII letters, with
+// inner hyphens allowed ("EXEC:GOV-LITE"); anything else is not an exec tag.
+// corpus/search normalises its exec_tags filter values with it too.
+func ExecTag(s string) (string, bool) {
+	t := strings.TrimFunc(s, unicode.IsSpace)
+	if len(t) < 4 || !strings.EqualFold(t[:4], "exec") {
+		return "", false
 	}
+	t = strings.TrimLeftFunc(t[4:], unicode.IsSpace)
+	rest, ok := strings.CutPrefix(t, ":")
+	if !ok {
+		return "", false
+	}
+	kind := strings.ToUpper(strings.TrimLeftFunc(rest, unicode.IsSpace))
+	if !isUpperWord(kind) {
+		return "", false
+	}
+	return execPrefix + kind, true
+}
+
+// tagName returns the tag the text between brackets makes, normalised:
+// an exec tag (ExecTag), or a status tag as written; ok is false when the
+// text is no tag.
+func tagName(s string) (string, bool) {
+	if t, ok := ExecTag(s); ok {
+		return t, true
+	}
+	return s, isStatusTag(s)
+}
+
+// isUpperWord reports whether s is at least two upper-case ASCII letters
+// with inner hyphens: an exec tag's kind.
+func isUpperWord(s string) bool {
+	if len(s) < 2 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= 'A' && s[i] <= 'Z') && s[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isStatusTag reports whether the text between brackets is a status tag:
+// upper-case letters with inner spaces and hyphens, at least two letters
+// long ("EXPERIMENT PENDING"). Status tags stay case-sensitive: a
+// lower-case bracket ("[sic]", "[citation needed]") is prose.
+func isStatusTag(s string) bool {
 	if len(s) < 2 || s[0] == ' ' || s[0] == '-' || s[len(s)-1] == ' ' || s[len(s)-1] == '-' {
 		return false
 	}

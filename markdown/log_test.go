@@ -342,3 +342,72 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestExecTagSpellings: seed 004's exec_tags are authority metadata, so
+// every spelling of an exec tag is read as one, normalised, and taken out of
+// the body (the embedded and indexed text) and the title; what is not an
+// exec tag stays where it was.
+func TestExecTagSpellings(t *testing.T) {
+	cases := []struct {
+		tag    string // as written between the brackets
+		exec   string // the normalised exec tag; "" when it is none
+		status string // the status tag it is instead, if any
+	}{
+		{"EXEC:GOV", "EXEC:GOV", ""},
+		{"exec:gov", "EXEC:GOV", ""},
+		{"EXEC: GOV", "EXEC:GOV", ""},
+		{" EXEC:GOV ", "EXEC:GOV", ""},
+		{"Exec : Micro", "EXEC:MICRO", ""},
+		{"\tEXEC :MICRO", "EXEC:MICRO", ""},
+		{"eXeC:gOv", "EXEC:GOV", ""},
+		{"EXEC:GOV-LITE", "EXEC:GOV-LITE", ""},
+		{"EXPERIMENT PENDING", "", "EXPERIMENT PENDING"},
+		{"EXEC GOV", "", "EXEC GOV"}, // no colon: an all-caps status tag
+		{"EXEC:", "", ""},
+		{"EXEC:G", "", ""},
+		{"EXEC:GOV 2", "", ""},
+		{"executive:gov", "", ""},
+		{"sic", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tag, func(t *testing.T) {
+			got, ok := ExecTag(tc.tag)
+			if ok != (tc.exec != "") || got != tc.exec {
+				t.Fatalf("ExecTag(%q) = %q, %v; want %q", tc.tag, got, ok, tc.exec)
+			}
+			src := "## I. Title [" + tc.tag + "] (a, 2026-01-01)\n\nBody word [" + tc.tag + "] more words.\n"
+			lg, err := ParseLog([]byte(src))
+			if err != nil || len(lg.Sections) != 1 {
+				t.Fatalf("ParseLog: %v, %d sections", err, len(lg.Sections))
+			}
+			s := lg.Sections[0]
+			wantExec, wantStatus := []string{}, []string{}
+			if tc.exec != "" {
+				wantExec = []string{tc.exec}
+			}
+			if tc.status != "" {
+				wantStatus = []string{tc.status}
+			}
+			if !reflect.DeepEqual(s.ExecTags, wantExec) || !reflect.DeepEqual(s.StatusTags, wantStatus) {
+				t.Fatalf("exec %q status %q; want %q %q", s.ExecTags, s.StatusTags, wantExec, wantStatus)
+			}
+			tagged := tc.exec != "" || tc.status != ""
+			inBody := strings.Contains(s.Body, "["+tc.tag+"]")
+			inTitle := strings.Contains(s.Title, "["+tc.tag+"]")
+			if tagged && (inBody || inTitle || s.Body != "Body word more words." || s.Title != "Title") {
+				t.Fatalf("a tag left in the text: title %q body %q", s.Title, s.Body)
+			}
+			if !tagged && (!inBody || !inTitle) {
+				t.Fatalf("a non-tag was removed: title %q body %q", s.Title, s.Body)
+			}
+			if tagged && (len(s.Authors) != 1 || s.CreatedAt != "2026-01-01") {
+				t.Fatalf("attribution after a tag not read: %v %q", s.Authors, s.CreatedAt)
+			}
+		})
+	}
+	// Inside code, and as a link, no spelling is a tag.
+	lg, _ := ParseLog([]byte("## I. T\n\n`[exec:gov]` and [exec: gov](https://x) stay.\n"))
+	if s := lg.Sections[0]; len(s.ExecTags) != 0 || !strings.Contains(s.Body, "`[exec:gov]`") || !strings.Contains(s.Body, "[exec: gov](https://x)") {
+		t.Fatalf("code or a link read as a tag: %q %q", s.ExecTags, s.Body)
+	}
+}

@@ -19,7 +19,8 @@ type Section struct {
 	// IsExternalCaller is true when the section says it was written by an
 	// external caller (`Caller: external`).
 	IsExternalCaller bool
-	// ExecTags are the [EXEC:…] tags without brackets ("EXEC:GOV"), in order
+	// ExecTags are the [EXEC:…] tags without brackets, normalised by ExecTag
+	// ("[exec: gov]" is "EXEC:GOV"), in order
 	// of appearance, deduplicated; never nil.
 	ExecTags []string
 	// StatusTags are the other all-caps bracketed tags ("EXPERIMENT
