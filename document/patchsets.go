@@ -290,7 +290,7 @@ func (s *Service) DecidePatchSet(ctx context.Context, p *protocol.PatchSetDecide
 	}
 	// Only this decision may apply the PatchSet (planned.Admit), and its
 	// Commit records the accepted PatchDecision with the new revision.
-	leave := s.t.deciding.enter(row.PatchSetID)
+	leave := s.t.deciding.enter(row.PatchSetID, p.Decision)
 	defer leave()
 	ar, err := s.eng.Apply(ctx, row.TxID)
 	for err == nil && !ar.OK {

@@ -82,34 +82,40 @@ type Target struct {
 }
 
 // deciding is the set of PatchSet ids a patchset/decide is deciding now,
-// with how many calls decide each.
+// by decision, with how many calls decide each.
 type deciding struct {
 	mu  sync.Mutex
-	ids map[string]int
+	ids map[[2]string]int // {patchSetId, decision}
 }
 
-// enter marks id as being decided until the returned func is called.
-func (d *deciding) enter(id string) (leave func()) {
+// enter marks id as being decided (accepted or rejected) until the
+// returned func is called.
+func (d *deciding) enter(id, decision string) (leave func()) {
+	k := [2]string{id, decision}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.ids == nil {
-		d.ids = map[string]int{}
+		d.ids = map[[2]string]int{}
 	}
-	d.ids[id]++
+	d.ids[k]++
 	return func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if d.ids[id]--; d.ids[id] <= 0 {
-			delete(d.ids, id)
+		if d.ids[k]--; d.ids[k] <= 0 {
+			delete(d.ids, k)
 		}
 	}
 }
 
-// has reports whether a patchset/decide is deciding id.
-func (d *deciding) has(id string) bool {
+// has reports whether a patchset/decide is deciding id as decision, or,
+// with decision "", at all.
+func (d *deciding) has(id, decision string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.ids[id] > 0
+	if decision != "" {
+		return d.ids[[2]string{id, decision}] > 0
+	}
+	return d.ids[[2]string{id, stAccepted}] > 0 || d.ids[[2]string{id, stRejected}] > 0
 }
 
 var _ tx.Target = (*Target)(nil)
@@ -294,16 +300,31 @@ func (pl *planned) Admit() error {
 
 // checkApplicable is Admit's refusal of a PROPOSED envelope and of a
 // PatchSet no patchset/decide is deciding; Prepare checks it again, the
-// last step before the commit point.
+// last step before the commit point (checkAccepted).
 func (pl *planned) checkApplicable() error {
 	r := pl.rec
 	if r.Mode == protocol.ModeProposed {
 		return errs.New(errs.Validation, ProposedModeData{DocID: r.DocID, PatchID: r.PatchID, Mode: r.Mode, Reason: ReasonProposedMode},
 			"patch %s was validated in PROPOSED mode: it is stored for review and never changes the document; validate it again with mode APPLY to apply it", r.PatchID)
 	}
-	if pl.ptr.Kind == protocol.KindRecipePatchSet && !pl.d.deciding.has(r.PatchSetID) {
+	if pl.ptr.Kind == protocol.KindRecipePatchSet && !pl.d.deciding.has(r.PatchSetID, "") {
 		return errs.New(errs.PermissionDenied, DecideOnlyData{DocID: r.DocID, PatchSetID: r.PatchSetID, Method: protocol.MethodPatchSetDecide, Reason: ReasonDecideOnly},
 			"PatchSet %s applies only by the user's decision: call %s with decision accepted (or rejected)", r.PatchSetID, protocol.MethodPatchSetDecide)
+	}
+	return nil
+}
+
+// checkAccepted is checkApplicable, and for a PatchSet a decision that
+// accepts it: a patchset/decide that rejects a PatchSet asks Apply only
+// for the approval requests it then denies, and whatever the policy
+// grants, the PatchSet never reaches its commit record (errs.Denied).
+func (pl *planned) checkAccepted() error {
+	if err := pl.checkApplicable(); err != nil {
+		return err
+	}
+	r := pl.rec
+	if pl.ptr.Kind == protocol.KindRecipePatchSet && !pl.d.deciding.has(r.PatchSetID, stAccepted) {
+		return errs.New(errs.Denied, PatchSetData{PatchSetID: r.PatchSetID, State: stRejected}, "PatchSet %s is being rejected: it does not apply", r.PatchSetID)
 	}
 	return nil
 }
@@ -408,7 +429,7 @@ func staleErr(docID string, expected, current int64) error {
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	d, r := pl.d, pl.rec
 	// The commit point follows: nothing a caller sent may fail Commit.
-	if err := pl.checkApplicable(); err != nil {
+	if err := pl.checkAccepted(); err != nil {
 		return nil, err
 	}
 	input, err := c.Blob(r.InputSHA256)
