@@ -132,7 +132,7 @@ func TestFold(t *testing.T) {
 		{"w\u0430lnuts", "walnuts"},
 		{"ﬁg", "fig"},
 		{"café", "café"},
-		{"жир", "жиp"}, // only the letter with a Latin look-alike is folded
+		{"жир", "жиp"},           // only the letter with a Latin look-alike is folded
 		{"a\u0600b", "a\u0600b"}, // a prepended concatenation mark is not default-ignorable
 	} {
 		if got := fold(c.in); got != c.want {
