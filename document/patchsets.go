@@ -319,6 +319,14 @@ func (s *Service) DecidePatchSet(ctx context.Context, p *protocol.PatchSetDecide
 	if p.Decision == stRejected && err != nil && !errs.KindIs(err, errs.Denied) {
 		return nil, err
 	}
+	if p.Decision == stRejected {
+		// Denied by the person's deny, or, when a policy granted every
+		// approval, refused before its commit record (checkAccepted):
+		// either way it is done with (CloseTx leaves a denied one as it is).
+		if _, err := s.eng.CloseTx(ctx, row.TxID); err != nil && !errs.KindIs(err, errs.Closed) {
+			return nil, err
+		}
+	}
 	if err := db.DecidePatchSet(ctx, row.PatchSetID, p.Decision); err != nil {
 		return nil, err
 	}

@@ -23,12 +23,16 @@ type kernel struct {
 	eng *tx.Engine
 }
 
-func newKernel(t *testing.T) *kernel {
+func newKernel(t *testing.T) *kernel { return newKernelPolicy(t, "") }
+
+// newKernelPolicy is newKernel with the engine's Options.Policy, which
+// overrides every kind's (recipe_patchset's too) when not empty.
+func newKernelPolicy(t *testing.T, policy approvals.Policy) *kernel {
 	t.Helper()
 	dir := t.TempDir()
 	tg := document.New(document.Options{DBPath: filepath.Join(dir, store.FileName), PatchPolicy: approvals.Never})
 	t.Cleanup(func() { tg.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{tg}, DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{tg}, DataDir: dir, Policy: policy, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,9 +134,17 @@ func TestPatchSetAppliesOnlyByDecide(t *testing.T) {
 	}
 }
 
-// TestPatchSetRejectedNeverApplies: a rejection denies the PatchSet.
+// TestPatchSetRejectedNeverApplies: a rejection denies the PatchSet, even
+// under an engine policy that grants every patchset approval (the
+// rejecting decide never reaches the commit record).
 func TestPatchSetRejectedNeverApplies(t *testing.T) {
-	k, ctx := newKernel(t), context.Background()
+	for _, pol := range []approvals.Policy{"", approvals.Never} {
+		t.Run(string(pol), func(t *testing.T) { rejectedNeverApplies(t, pol) })
+	}
+}
+
+func rejectedNeverApplies(t *testing.T, pol approvals.Policy) {
+	k, ctx := newKernelPolicy(t, pol), context.Background()
 	k.create(t, "salad", "recipe", recipeJSON)
 	zero := int64(0)
 	pr, err := k.svc.ProposePatchSet(ctx, &protocol.PatchSetProposeParams{DocID: "salad", RecipeVersion: &zero,
