@@ -12,21 +12,22 @@ import (
 
 // fold is text as word matching reads it, so that a hard avoid cannot be
 // hidden by how it is spelt (seed 003: "must not introduce any hard-avoid
-// item"): NFKC (fullwidth "ｗａｌｎｕｔ" and ligatures become ASCII),
-// default-ignorable code points dropped (a soft hyphen or a zero-width
-// space inside "wal\u00adnut"), every other non-ASCII letter folded to its
-// Latin skeleton when it has one (Unicode TR39 confusables: Cyrillic "а",
-// Greek "ο"), then lower case. Letters with no Latin look-alike (é, ß, ж)
-// stay as they are.
+// item"): NFKC (fullwidth "ｗａｌｎｕｔ" and ligatures become ASCII), then
+// decomposed (NFD) with its combining marks dropped ("wálnut", "jalapeño"
+// read as "walnut", "jalapeno"), default-ignorable code points dropped (a
+// soft hyphen or a zero-width space inside "wal\u00adnut"), every other
+// non-ASCII letter folded to its Latin skeleton when it has one (Unicode
+// TR39 confusables: Cyrillic "а", Greek "ο"), then lower case. Letters
+// with no Latin look-alike (ß, ж) stay as they are.
 func fold(text string) string {
-	text = norm.NFKC.String(text)
+	text = norm.NFD.String(norm.NFKC.String(text))
 	var b strings.Builder
 	b.Grow(len(text))
 	for _, r := range text {
 		switch {
 		case r < utf8.RuneSelf:
 			b.WriteRune(r)
-		case ignorable(r):
+		case ignorable(r), unicode.Is(unicode.Mn, r):
 		default:
 			b.WriteString(latinSkeleton(r))
 		}
@@ -74,7 +75,7 @@ var irregular = map[string]string{
 	"calves": "calf", "knives": "knife", "wolves": "wolf", "shelves": "shelf",
 	"mice": "mouse", "teeth": "tooth", "feet": "foot", "oxen": "ox",
 	"children": "child", "octopi": "octopus", "cacti": "cactus", "fungi": "fungus",
-	"larvae": "larva", "dice": "die",
+	"larvae": "larva",
 }
 
 // stem is w's Snowball English stem, its irregular plural read as the
