@@ -279,3 +279,31 @@ func TestNoChangePatchRefused(t *testing.T) {
 		t.Errorf("patch/log = %v, want empty", log)
 	}
 }
+
+// TestHardAvoidSpellingsRefused: patchset/propose refuses a hard avoid
+// however it is spelt (issue 31's reproductions), and an update that adds
+// mentions to a step that named the item once; nothing is held for review.
+func TestHardAvoidSpellingsRefused(t *testing.T) {
+	t.Parallel()
+	p, _ := kernel(t)
+	p.MustResult("doc/create", map[string]any{"docId": "salad", "docType": "recipe", "content": salad})
+	for i, patch := range []map[string]any{
+		{"op": "add_ingredient", "text": "50 g wal\u00adnuts"},
+		{"op": "add_ingredient", "text": "50 g wal\u200bnuts"},
+		{"op": "add_ingredient", "text": "50 g ｗａｌｎｕｔｓ"},
+		{"op": "add_ingredient", "text": "50 g w\u0430lnuts"},
+		{"op": "add_ingredient", "text": "roast geese"},
+		{"op": "add_step", "after_step_id": "s2", "text": "Drizzle with walnutoil"},
+		{"op": "update_step", "step_id": "s2", "text": "Scatter walnut butter, walnut oil and candied walnuts"},
+	} {
+		resp, _ := p.Call("patchset/propose", map[string]any{"docId": "salad", "recipeVersion": 0,
+			"patchSet": map[string]any{"patchSetId": "ps" + string(rune('a'+i)), "patches": []any{patch}}})
+		data := wantError(t, "patchset/propose "+harness.JSONText(patch), resp, codeValidation)
+		if rule, _ := harness.JSONString(data, "violations.0.rule"); rule != "hard-avoid" {
+			t.Errorf("%v: data = %v, want a hard-avoid violation", patch, data)
+		}
+	}
+	// Keeping the one existing mention is allowed.
+	p.MustResult("patchset/propose", map[string]any{"docId": "salad", "recipeVersion": 0,
+		"patchSet": map[string]any{"patchSetId": "keep", "patches": []any{map[string]any{"op": "update_step", "step_id": "s2", "text": "Scatter the toasted walnuts"}}}})
+}
