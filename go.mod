@@ -14,11 +14,13 @@ require (
 	github.com/kljensen/snowball v0.10.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sergi/go-diff v1.4.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/zeebo/blake3 v0.2.4
 	golang.org/x/sync v0.24.0
+	golang.org/x/text v0.41.0
 	golang.org/x/tools v0.52.0
 	gonum.org/v1/gonum v0.17.0
 )
@@ -33,6 +35,5 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )

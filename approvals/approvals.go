@@ -12,6 +12,7 @@ package approvals
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/txkernel/txkernel/protocol"
@@ -25,7 +26,8 @@ const (
 	// Untrusted (the default) requires a person's approval of every patchset.
 	Untrusted Policy = "untrusted"
 	// Never grants the patchset approval automatically and records it with
-	// source "policy". The secrets_override guardrail still needs a person.
+	// source "policy". The secrets_override and hard_avoid_override
+	// guardrails still need a person.
 	Never Policy = "never"
 )
 
@@ -78,6 +80,28 @@ func RequiredFor(patchID, reason string, containsSecrets bool) []Requirement {
 		})
 	}
 	return reqs
+}
+
+// HardAvoidOverride is the approval a document change needs when it lifts
+// a recipe's hard avoids (seed 003: a hard avoid holds "unless the user
+// explicitly overrides it for this recipe"): kind hard_avoid_override,
+// fingerprint "hard_avoid_override:{patch_id}", and a reason naming the
+// recipe and what is lifted. Like secrets_override, no policy grants it
+// (Evaluate): a person must.
+func HardAvoidOverride(patchID, docID string, lifted []string) Requirement {
+	return Requirement{
+		Kind:        protocol.ApprovalHardAvoidOverride,
+		Fingerprint: Fingerprint(protocol.ApprovalHardAvoidOverride, patchID),
+		Reason:      fmt.Sprintf("the patch lifts hard avoids of recipe %q: %s", docID, strings.Join(quoted(lifted), ", ")),
+	}
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
 }
 
 // ValidDecision reports whether d is approve, approve_for_session or deny.

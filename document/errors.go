@@ -51,6 +51,47 @@ type IdempotencyData struct {
 	PatchSetID  string `json:"patchSetId,omitempty"`
 	AppliedHash string `json:"appliedHash"`
 	PatchHash   string `json:"patchHash"`
+	// TransactionID and Revision name the apply that used the patch_id,
+	// when it was applied (not only proposed).
+	TransactionID string `json:"transactionId,omitempty"`
+	Revision      int64  `json:"revision,omitempty"`
+}
+
+// Reasons of the refusals of an apply (ProposedModeData, DecideOnlyData,
+// NoChangeData).
+const (
+	ReasonProposedMode = "proposed-mode"        // a PROPOSED envelope never applies
+	ReasonDecideOnly   = "patchset-decide-only" // a PatchSet applies only by patchset/decide
+	ReasonNoChange     = "no-change"            // the patch changes nothing
+)
+
+// ProposedModeData is the data of the errs.Validation error of an apply of
+// an envelope validated in PROPOSED mode (seed 000), by any door.
+type ProposedModeData struct {
+	DocID   string `json:"docId"`
+	PatchID string `json:"patchId"`
+	Mode    string `json:"mode"`   // PROPOSED
+	Reason  string `json:"reason"` // proposed-mode
+}
+
+// DecideOnlyData is the data of the errs.PermissionDenied error of an
+// apply of a recipe PatchSet by anything but its patchset/decide (seed
+// 003): Method names the method that applies it.
+type DecideOnlyData struct {
+	DocID      string `json:"docId"`
+	PatchSetID string `json:"patchSetId"`
+	Method     string `json:"method"` // patchset/decide
+	Reason     string `json:"reason"` // patchset-decide-only
+}
+
+// NoChangeData is the data of the errs.Validation error of a patch that
+// changes nothing: no operations, or operations (tests, a value replaced
+// by itself) that leave the content as it was. Such a patch would make a
+// revision that changes nothing, as an empty workspace proposal would.
+type NoChangeData struct {
+	DocID      string `json:"docId"`
+	Operations int    `json:"operations"`
+	Reason     string `json:"reason"` // no-change
 }
 
 // PendingData is the data of an errs.Pending error: the recipe and the

@@ -12,7 +12,9 @@ import (
 )
 
 // PatchSet states in kernel.db. Expired is a PatchSet whose recipe moved
-// on before it was decided (seed 003: "treated as invalid or expired").
+// on before it was decided (seed 003: "treated as invalid or expired"), or
+// whose transaction was closed undecided (tx/close): the latter is
+// recorded as a PatchDecision "expired" of its own (see settle).
 const (
 	stPending  = "pending"
 	stAccepted = protocol.PatchSetAccepted
@@ -90,10 +92,7 @@ func proposeResult(row *store.PatchSetRow) *protocol.PatchSetProposeResult {
 }
 
 // pendingPatchSet returns the PatchSet pending on docID, first settling
-// what a crash or a newer revision left behind: a pending PatchSet whose
-// transaction completed was accepted, one whose transaction was denied was
-// rejected, and one whose recipe moved on is expired (its transaction is
-// closed).
+// what a crash, a tx/close or a newer revision left behind (settle).
 func (s *Service) pendingPatchSet(ctx context.Context, docID string) (*store.PatchSetRow, error) {
 	db, err := s.t.store(ctx)
 	if err != nil {
@@ -113,7 +112,16 @@ func (s *Service) pendingPatchSet(ctx context.Context, docID string) (*store.Pat
 }
 
 // settle brings a pending row in line with its transaction and its
-// recipe; row.State says what it is afterwards.
+// recipe; row.State says what it is afterwards:
+//   - its transaction completed: accepted (Commit recorded that already,
+//     with the apply; this covers rows of older kernels);
+//   - denied: rejected;
+//   - closed (tx/close) while the recipe is still at its recipeVersion:
+//     expired, recorded as a PatchDecision "expired" of its own, which
+//     becomes the recipe's lastPatchDecision, so that patchset/review and
+//     patchset/context report it; the recipe is free for a new PatchSet;
+//   - the recipe moved on (closed or not): expired, with no decision (the
+//     transaction is closed).
 func (s *Service) settle(ctx context.Context, row *store.PatchSetRow) error {
 	db, err := s.t.store(ctx)
 	if err != nil {
@@ -134,6 +142,18 @@ func (s *Service) settle(ctx context.Context, row *store.PatchSetRow) error {
 		case protocol.StateDenied:
 			state = stRejected
 		case protocol.StateClosed:
+			doc, err := db.Document(ctx, row.DocID)
+			if err != nil {
+				return err
+			}
+			if doc.Revision == row.RecipeVersion {
+				// Closed undecided: a decision of its own.
+				if err := db.DecidePatchSet(ctx, row.PatchSetID, stExpired); err != nil {
+					return err
+				}
+				row.State = stExpired
+				return nil
+			}
 		default:
 			doc, err := db.Document(ctx, row.DocID)
 			if err != nil {
@@ -179,6 +199,9 @@ func (s *Service) ReviewPatchSet(ctx context.Context, p *protocol.PatchSetParams
 	if err != nil {
 		return nil, err
 	}
+	if row.State == stExpired && doc.Revision == row.RecipeVersion {
+		return nil, closedErr(row)
+	}
 	if row.State == stExpired || (row.State == stPending && doc.Revision != row.RecipeVersion) {
 		return nil, staleErr(row.DocID, row.RecipeVersion, doc.Revision)
 	}
@@ -192,10 +215,20 @@ func (s *Service) ReviewPatchSet(ctx context.Context, p *protocol.PatchSetParams
 	return recipe.Review(doc.Content, ps)
 }
 
-// PatchSetData is the data of an error about a PatchSet's state.
+// PatchSetData is the data of an error about a PatchSet's state. Reason
+// "closed" says an expired PatchSet's transaction was closed undecided
+// (tx/close), not that its recipe moved on.
 type PatchSetData struct {
 	PatchSetID string `json:"patchSetId"`
 	State      string `json:"state"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// closedErr is the errs.Closed error of a PatchSet expired by a tx/close
+// (its recipe is still at its recipeVersion).
+func closedErr(row *store.PatchSetRow) error {
+	return errs.New(errs.Closed, PatchSetData{PatchSetID: row.PatchSetID, State: stExpired, Reason: "closed"},
+		"PatchSet %s expired: its transaction %s was closed before a decision; propose a new PatchSet", row.PatchSetID, row.TxID)
 }
 
 func (s *Service) patchSet(ctx context.Context, id string) (*store.PatchSetRow, error) {
@@ -247,11 +280,18 @@ func (s *Service) DecidePatchSet(ctx context.Context, p *protocol.PatchSetDecide
 		if err != nil {
 			return nil, err
 		}
+		if doc.Revision == row.RecipeVersion {
+			return nil, closedErr(row)
+		}
 		return nil, staleErr(row.DocID, row.RecipeVersion, doc.Revision)
 	default:
 		return nil, errs.New(errs.AlreadyDecided, PatchSetData{PatchSetID: row.PatchSetID, State: row.State},
 			"PatchSet %s was already %s", row.PatchSetID, row.State)
 	}
+	// Only this decision may apply the PatchSet (planned.Admit), and its
+	// Commit records the accepted PatchDecision with the new revision.
+	leave := s.t.deciding.enter(row.PatchSetID, p.Decision)
+	defer leave()
 	ar, err := s.eng.Apply(ctx, row.TxID)
 	for err == nil && !ar.OK {
 		decision := protocol.DecisionApprove
@@ -278,6 +318,14 @@ func (s *Service) DecidePatchSet(ctx context.Context, p *protocol.PatchSetDecide
 	}
 	if p.Decision == stRejected && err != nil && !errs.KindIs(err, errs.Denied) {
 		return nil, err
+	}
+	if p.Decision == stRejected {
+		// Denied by the person's deny, or, when a policy granted every
+		// approval, refused before its commit record (checkAccepted):
+		// either way it is done with (CloseTx leaves a denied one as it is).
+		if _, err := s.eng.CloseTx(ctx, row.TxID); err != nil && !errs.KindIs(err, errs.Closed) {
+			return nil, err
+		}
 	}
 	if err := db.DecidePatchSet(ctx, row.PatchSetID, p.Decision); err != nil {
 		return nil, err
@@ -368,7 +416,8 @@ func (s *Service) AckPatchSetContext(ctx context.Context, p *protocol.PatchSetCo
 	if p.PatchSetID == "" {
 		return nil, errs.InvalidField("patchSetId", "patchSetId is required: the lastPatchDecision's patchSetId (patchset/context)")
 	}
-	if _, err := db.Document(ctx, p.DocID); err != nil {
+	doc, err := db.Document(ctx, p.DocID)
+	if err != nil {
 		return nil, err
 	}
 	row, err := db.PatchSet(ctx, p.PatchSetID)
@@ -381,7 +430,16 @@ func (s *Service) AckPatchSetContext(ctx context.Context, p *protocol.PatchSetCo
 	if err := s.settle(ctx, row); err != nil {
 		return nil, err
 	}
-	if row.State != stAccepted && row.State != stRejected {
+	decided := row.State == stAccepted || row.State == stRejected
+	if row.State == stExpired {
+		// Expired by a tx/close, it has a decision of its own (settle).
+		last, err := db.LastDecision(ctx, p.DocID)
+		if err != nil {
+			return nil, err
+		}
+		decided = doc.Revision == row.RecipeVersion || decisionOf(last) == p.PatchSetID
+	}
+	if !decided {
 		return nil, errs.New(errs.NotFound, AckData{DocID: p.DocID, PatchSetID: p.PatchSetID, State: row.State},
 			"PatchSet %s is %s: it has no decision to acknowledge", p.PatchSetID, row.State)
 	}

@@ -1,6 +1,7 @@
 package document
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,6 +37,7 @@ type dryRunResult struct {
 	recipe        *recipe.Recipe    // recipe_patchset, the current recipe
 	targets       []jsondoc.ResolvedTarget
 	preview       []jsondoc.PathPreview
+	lifted        []string // a recipe's hard avoids the change lifts (recipe.Lifted)
 }
 
 // dryRun decodes input (an envelope or a PatchSet, by kind), runs it on a
@@ -107,6 +109,12 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 		return nil, err
 	}
 	res.after, res.content, res.targets = patched.After, patched.Content, patched.Targets
+	if len(res.ops) == 0 || bytes.Equal(res.content, doc.Content) {
+		// A revision that changes nothing is refused, as an empty
+		// workspace proposal is (tx: "the proposal changes nothing").
+		return nil, errs.New(errs.Validation, NoChangeData{DocID: doc.ID, Operations: len(res.ops), Reason: ReasonNoChange},
+			"the patch changes nothing in document %s (%s): send a patch that changes the document, or none", doc.ID, plural(len(res.ops), "operation"))
+	}
 	validate := jsondoc.ValidateDoc
 	if base.validFor == doc.Type {
 		// This kernel validated the base: only what the patch changed
@@ -117,6 +125,11 @@ func (d *Target) dryRun(kind string, doc *store.Document, input []byte) (*dryRun
 		return nil, err
 	}
 	res.contentSHA256 = sha256Hex(res.content)
+	if doc.Type == jsondoc.TypeRecipe {
+		// Whatever the door (patch/*, turn/start, a PatchSet), lifting a
+		// hard avoid is the user's to approve (Approvals).
+		res.lifted = recipe.LiftedJSON(doc.Content, res.content)
+	}
 	if opsDecoded(res.ops) {
 		// The entry holds the content and its index too (enc): count
 		// its bytes twice.
@@ -192,13 +205,22 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	if err != nil {
 		return nil, err
 	}
+	if res.env != nil {
+		// A patch_id applied before is refused here, at propose, through
+		// every door (patch/validate answers a same-payload replay
+		// itself, before proposing): an apply of it could only fail.
+		if err := checkNotApplied(ctx, db, doc.ID, res.env.PatchID, "sha256:"+sha256Hex(canonInput)); err != nil {
+			return nil, err
+		}
+	}
 	rec := planRecord{
 		DocID: doc.ID, DocType: doc.Type, ExpectedRevision: expected,
-		PatchHash:     "sha256:" + sha256Hex(canonInput),
-		InputSHA256:   sha256Hex(raw),
-		ContentSHA256: res.contentSHA256,
-		Targets:       wireTargets(res.targets),
-		Preview:       wirePreview(res.preview),
+		PatchHash:          "sha256:" + sha256Hex(canonInput),
+		InputSHA256:        sha256Hex(raw),
+		ContentSHA256:      res.contentSHA256,
+		Targets:            wireTargets(res.targets),
+		Preview:            wirePreview(res.preview),
+		HardAvoidOverrides: res.lifted,
 	}
 	expires := d.now().Add(d.ttl)
 	if res.env != nil {
@@ -236,8 +258,8 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 // as an RFC 6901 URI fragment of the document id (RFC 6901 §6).
 //
 // The document itself comes first, as modified: every applied patch moves
-// its revision, even one whose operations leave the content as it was
-// (only tests, or an empty patch, as RFC 6902 allows).
+// its revision (a patch that leaves the content as it was is refused by
+// dryRun).
 func changes(docID string, preview []jsondoc.PathPreview) []protocol.FileChange {
 	out := []protocol.FileChange{{Path: docID, Kind: protocol.ChangeModify}}
 	seen := map[string]bool{}

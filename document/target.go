@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/txkernel/txkernel/approvals"
@@ -74,6 +75,47 @@ type Target struct {
 	// decoded holds recent contents' decoded values, for the next dry
 	// run on them.
 	decoded decoded
+	// deciding holds the PatchSets whose patchset/decide is running: only
+	// those may start an apply (Admit; seed 003: no PatchSet applies but
+	// by the user's PatchDecision).
+	deciding deciding
+}
+
+// deciding is the set of PatchSet ids a patchset/decide is deciding now,
+// by decision, with how many calls decide each.
+type deciding struct {
+	mu  sync.Mutex
+	ids map[[2]string]int // {patchSetId, decision}
+}
+
+// enter marks id as being decided (accepted or rejected) until the
+// returned func is called.
+func (d *deciding) enter(id, decision string) (leave func()) {
+	k := [2]string{id, decision}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ids == nil {
+		d.ids = map[[2]string]int{}
+	}
+	d.ids[k]++
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.ids[k]--; d.ids[k] <= 0 {
+			delete(d.ids, k)
+		}
+	}
+}
+
+// has reports whether a patchset/decide is deciding id as decision, or,
+// with decision "", at all.
+func (d *deciding) has(id, decision string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if decision != "" {
+		return d.ids[[2]string{id, decision}] > 0
+	}
+	return d.ids[[2]string{id, stAccepted}] > 0 || d.ids[[2]string{id, stRejected}] > 0
 }
 
 var _ tx.Target = (*Target)(nil)
@@ -182,6 +224,10 @@ type planRecord struct {
 	Targets          []protocol.ResolvedTarget `json:"targets"`
 	Preview          []protocol.PathPreview    `json:"preview,omitempty"`
 	Summary          json.RawMessage           `json:"summary,omitempty"` // a PatchSet's, impacted by the kernel
+	// HardAvoidOverrides are the recipe's hard avoids the change lifts
+	// (recipe.Lifted): each needs a person's hard_avoid_override approval
+	// (seed 003: "unless the user explicitly overrides it").
+	HardAvoidOverrides []string `json:"hard_avoid_overrides,omitempty"`
 }
 
 // planned is a document transaction as Load decoded it: its pointer, its
@@ -234,9 +280,54 @@ func plannedOf(res *tx.Proposed) (*planned, error) {
 	return pl, nil
 }
 
-// Admit implements tx.Planned: an expired validation_id is refused before
-// any approval is asked for (errs.Expired); no approval can revive it.
-func (pl *planned) Admit() error { return pl.checkExpiry() }
+// Admit implements tx.Planned. It refuses, before any approval is asked
+// for, what no approval can make applicable:
+//   - an envelope in PROPOSED mode (seed 000: it "stores patch intent and
+//     validation output without mutating checklist state"), through every
+//     door, apply/execute too (errs.Validation, ProposedModeData);
+//   - a recipe PatchSet outside its patchset/decide (seed 003: it "must not
+//     be applied to Recipe State until the user explicitly approves", and
+//     the decision is recorded as a PatchDecision): apply/execute on its
+//     transaction is errs.PermissionDenied, DecideOnlyData pointing at
+//     patchset/decide;
+//   - an expired validation_id (errs.Expired).
+func (pl *planned) Admit() error {
+	if err := pl.checkApplicable(); err != nil {
+		return err
+	}
+	return pl.checkExpiry()
+}
+
+// checkApplicable is Admit's refusal of a PROPOSED envelope and of a
+// PatchSet no patchset/decide is deciding; Prepare checks it again, the
+// last step before the commit point (checkAccepted).
+func (pl *planned) checkApplicable() error {
+	r := pl.rec
+	if r.Mode == protocol.ModeProposed {
+		return errs.New(errs.Validation, ProposedModeData{DocID: r.DocID, PatchID: r.PatchID, Mode: r.Mode, Reason: ReasonProposedMode},
+			"patch %s was validated in PROPOSED mode: it is stored for review and never changes the document; validate it again with mode APPLY to apply it", r.PatchID)
+	}
+	if pl.ptr.Kind == protocol.KindRecipePatchSet && !pl.d.deciding.has(r.PatchSetID, "") {
+		return errs.New(errs.PermissionDenied, DecideOnlyData{DocID: r.DocID, PatchSetID: r.PatchSetID, Method: protocol.MethodPatchSetDecide, Reason: ReasonDecideOnly},
+			"PatchSet %s applies only by the user's decision: call %s with decision accepted (or rejected)", r.PatchSetID, protocol.MethodPatchSetDecide)
+	}
+	return nil
+}
+
+// checkAccepted is checkApplicable, and for a PatchSet a decision that
+// accepts it: a patchset/decide that rejects a PatchSet asks Apply only
+// for the approval requests it then denies, and whatever the policy
+// grants, the PatchSet never reaches its commit record (errs.Denied).
+func (pl *planned) checkAccepted() error {
+	if err := pl.checkApplicable(); err != nil {
+		return err
+	}
+	r := pl.rec
+	if pl.ptr.Kind == protocol.KindRecipePatchSet && !pl.d.deciding.has(r.PatchSetID, stAccepted) {
+		return errs.New(errs.Denied, PatchSetData{PatchSetID: r.PatchSetID, State: stRejected}, "PatchSet %s is being rejected: it does not apply", r.PatchSetID)
+	}
+	return nil
+}
 
 // checkExpiry is errs.Expired once a json_patch's validation expired.
 func (pl *planned) checkExpiry() error {
@@ -251,8 +342,15 @@ func (pl *planned) checkExpiry() error {
 // names the document and its revision (see approvalReason), and a
 // secrets_override when the new values hold secrets. Whether a person must
 // give the first is the kind's policy (Kinds).
+//
+// A change that lifts a recipe's hard avoids (planRecord.HardAvoidOverrides)
+// also needs a hard_avoid_override, which no policy grants.
 func (pl *planned) Approvals() []approvals.Requirement {
-	return approvals.RequiredFor(pl.ptr.PatchID, approvalReason(pl.rec), pl.ptr.ContainsSecretIntroductions)
+	reqs := approvals.RequiredFor(pl.ptr.PatchID, approvalReason(pl.rec), pl.ptr.ContainsSecretIntroductions)
+	if len(pl.rec.HardAvoidOverrides) > 0 {
+		reqs = append(reqs, approvals.HardAvoidOverride(pl.ptr.PatchID, pl.rec.DocID, pl.rec.HardAvoidOverrides))
+	}
+	return reqs
 }
 
 // Files implements tx.Planned: a document is no workspace file.
@@ -282,7 +380,11 @@ func (pl *planned) LockKeys() []string { return []string{pl.rec.DocID} }
 
 // CheckBase implements tx.Planned: the document's revision must still be
 // expected_revision (seed 000's optimistic concurrency). errs.Stale with
-// StaleData otherwise; errs.NotFound if the document is gone.
+// StaleData otherwise; errs.NotFound if the document is gone. The patch's
+// patch_id must not be in the document's patch log (seed 000: "enforce
+// idempotency (patch_id uniqueness)"): errs.IdempotencyConflict, checked
+// here under the document's lock so that Commit, past the commit point,
+// never meets it.
 func (pl *planned) CheckBase(ctx context.Context) error {
 	r := pl.rec
 	db, err := pl.d.store(ctx)
@@ -296,7 +398,20 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 	if doc.Revision != r.ExpectedRevision {
 		return staleErr(r.DocID, r.ExpectedRevision, doc.Revision)
 	}
-	return nil
+	return checkNotApplied(ctx, db, r.DocID, logPatchID(r), r.PatchHash)
+}
+
+// checkNotApplied is errs.IdempotencyConflict when docID's patch log has
+// patchID already (seed 000: "Replaying the same patch_id must not
+// duplicate effects"): whatever its payload, a patch_id applied once is
+// never applied again, and the error names the transaction that did.
+func checkNotApplied(ctx context.Context, db *store.Documents, docID, patchID, hash string) error {
+	prior, err := db.PatchByPatchID(ctx, docID, patchID)
+	if err != nil || prior == nil {
+		return err
+	}
+	return errs.New(errs.IdempotencyConflict, IdempotencyData{DocID: docID, PatchID: patchID, AppliedHash: prior.PatchHash, PatchHash: hash, TransactionID: prior.TxID, Revision: prior.Revision},
+		"patch_id %s was applied to %s already (transaction %s, revision %d): a patch_id applies once; use a new patch_id for a new change", patchID, docID, prior.TxID, prior.Revision)
 }
 
 func staleErr(docID string, expected, current int64) error {
@@ -313,6 +428,10 @@ func staleErr(docID string, expected, current int64) error {
 // invisibly, where Commit finds it.
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	d, r := pl.d, pl.rec
+	// The commit point follows: nothing a caller sent may fail Commit.
+	if err := pl.checkAccepted(); err != nil {
+		return nil, err
+	}
 	input, err := c.Blob(r.InputSHA256)
 	if err != nil {
 		return nil, err
@@ -371,7 +490,7 @@ type appliedResult struct {
 // "patchset:" and seed 003's patchSetId.
 func logPatchID(r *planRecord) string {
 	if r.PatchSetID != "" {
-		return "patchset:" + r.PatchSetID
+		return store.PatchSetLogPrefix + r.PatchSetID
 	}
 	return r.PatchID
 }
@@ -385,8 +504,11 @@ type commitRecord struct {
 
 // Commit implements tx.Planned: one SQL transaction writes the staged
 // content, revision + 1 and the patch-log row keyed by the transaction
-// id. When that row exists already it does nothing, so recovery may call
-// it again.
+// id, and for a PatchSet its accepted PatchDecision (store.CommitStaged:
+// the PatchSet applies with its decision or not at all). When that row
+// exists already it does nothing, so recovery may call it again. What a
+// caller sent was checked before the commit record (Admit, CheckBase,
+// Prepare): Commit fails only when kernel.db does.
 func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *record.Commit) error {
 	if err := pl.d.fp.Hit(ctx, fpBeforeSQLCommit); err != nil {
 		return err

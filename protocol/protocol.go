@@ -325,10 +325,17 @@ type ApplyResult struct {
 }
 
 // Approval kinds. A patchset approval's fingerprint is "patchset:{patch_id}";
-// a secrets override's is "secrets_override:{patch_id}".
+// a secrets override's is "secrets_override:{patch_id}"; a hard-avoid
+// override's (seed 003: a recipe's hard avoid lifted, only by the user) is
+// "hard_avoid_override:{patch_id}".
 const (
 	ApprovalPatchset        = "patchset"
 	ApprovalSecretsOverride = "secrets_override"
+	// ApprovalHardAvoidOverride is asked of a person, whatever the
+	// approval policy, for a document change that lifts a recipe's hard
+	// avoid (adds to /overrides/hardAvoids, or removes from
+	// /userDefaults/hardAvoids).
+	ApprovalHardAvoidOverride = "hard_avoid_override"
 )
 
 // Approval decisions (seed 001; Codex app-server's ReviewDecision names).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/txkernel/txkernel/errs"
@@ -155,7 +156,9 @@ type StaleData struct {
 // CommitStaged is a document's commit (DESIGN.md §2): one SQL transaction
 // that points the document at the staged content (written once, by
 // StageCommit), moves it to revision + 1, adds a patch-log row keyed by
-// txID, and drops the staging and the content it replaced. It is idempotent: when the log already
+// txID, and drops the staging and the content it replaced; a PatchSet's
+// apply (PatchID PatchSetLogPrefix + its id) also records its accepted
+// PatchDecision, as DecidePatchSet does. It is idempotent: when the log already
 // has txID it returns that row and changes nothing, so recovery may call
 // it again. errs.Stale if the revision is no longer the expected one;
 // errs.IdempotencyConflict if another transaction logged the same patch
@@ -208,6 +211,13 @@ func (s *Documents) CommitStaged(ctx context.Context, txID string) (*PatchLogEnt
 		seq, _ := res.LastInsertId()
 		if _, err := t.ExecContext(ctx, `DELETE FROM doc_staged WHERE tx_id = ?`, txID); err != nil {
 			return err
+		}
+		if id, ok := strings.CutPrefix(c.PatchID, PatchSetLogPrefix); ok {
+			// A PatchSet applies with its accepted PatchDecision (seed
+			// 003), never without it.
+			if err := decidePatchSet(ctx, t, id, "accepted"); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
 		}
 		out = &PatchLogEntry{Seq: seq, DocID: c.DocID, Revision: rev + 1, TxID: txID, PatchID: c.PatchID, PatchHash: c.PatchHash,
 			Envelope: c.Envelope, Result: c.Result, AppliedAt: parseTime(at)}

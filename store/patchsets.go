@@ -98,29 +98,39 @@ type lastDecision struct {
 	Summary    json.RawMessage `json:"summary,omitempty"`
 }
 
-// DecidePatchSet records a pending PatchSet's PatchDecision (accepted or
-// rejected) and makes it the recipe's lastPatchDecision, in one SQL
-// transaction. A PatchSet that is not pending is left as it is.
+// PatchSetLogPrefix starts the patch-log key of a PatchSet's apply:
+// "patchset:" and its patchSetId. CommitStaged records the PatchSet's
+// accepted decision with such an apply.
+const PatchSetLogPrefix = "patchset:"
+
+// DecidePatchSet records a pending PatchSet's PatchDecision (accepted,
+// rejected, or expired when its transaction was closed undecided) and
+// makes it the recipe's lastPatchDecision, in one SQL transaction. A
+// PatchSet that is not pending is left as it is.
 func (s *Documents) DecidePatchSet(ctx context.Context, id, decision string) error {
-	err := s.d.tx(ctx, func(t *sql.Tx) error {
-		p, err := scanPatchSet(t.QueryRowContext(ctx, `SELECT `+patchSetCols+` FROM patchsets WHERE patchset_id = ?`, id))
-		if err != nil {
-			return err
-		}
-		if p.State != "pending" {
-			return nil
-		}
-		if _, err := t.ExecContext(ctx, `UPDATE patchsets SET state = ?, decided_at = ? WHERE patchset_id = ?`, decision, now(), id); err != nil {
-			return err
-		}
-		last, _ := json.Marshal(lastDecision{PatchSetID: id, Decision: decision, Summary: p.Summary})
-		_, err = t.ExecContext(ctx, `INSERT OR REPLACE INTO patch_context (doc_id, last_decision) VALUES (?, ?)`, p.DocID, last)
-		return err
-	})
+	err := s.d.tx(ctx, func(t *sql.Tx) error { return decidePatchSet(ctx, t, id, decision) })
 	if err != nil {
 		return internal(err, "decide PatchSet")
 	}
 	return nil
+}
+
+// decidePatchSet is DecidePatchSet inside the SQL transaction t. A
+// PatchSet that does not exist is sql.ErrNoRows.
+func decidePatchSet(ctx context.Context, t *sql.Tx, id, decision string) error {
+	p, err := scanPatchSet(t.QueryRowContext(ctx, `SELECT `+patchSetCols+` FROM patchsets WHERE patchset_id = ?`, id))
+	if err != nil {
+		return err
+	}
+	if p.State != "pending" {
+		return nil
+	}
+	if _, err := t.ExecContext(ctx, `UPDATE patchsets SET state = ?, decided_at = ? WHERE patchset_id = ?`, decision, now(), id); err != nil {
+		return err
+	}
+	last, _ := json.Marshal(lastDecision{PatchSetID: id, Decision: decision, Summary: p.Summary})
+	_, err = t.ExecContext(ctx, `INSERT OR REPLACE INTO patch_context (doc_id, last_decision) VALUES (?, ?)`, p.DocID, last)
+	return err
 }
 
 // ExpirePatchSet marks a pending PatchSet expired: its recipe moved on

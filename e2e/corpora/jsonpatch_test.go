@@ -26,7 +26,9 @@ type patchCase struct {
 // through the real binary, as a host would: doc/create (type json) →
 // patch/validate → patch/apply → doc/get, which must equal expected; a
 // case that expects an error must get one from patch/validate or
-// patch/apply, with a code and data, and leave the document as it was.
+// patch/apply, with a code and data, and leave the document as it was. A
+// case whose patch changes nothing (an empty patch, only tests) is refused
+// with reason no-change and must indeed expect the document unchanged.
 func TestJSONPatchSuiteOverRPC(t *testing.T) {
 	t.Parallel()
 	dir := harness.SharedDir(t, "conformance/json-patch")
@@ -48,7 +50,7 @@ func TestJSONPatchSuiteOverRPC(t *testing.T) {
 	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	defer p.Stop()
 	p.Initialize()
-	ran, errCases := 0, 0
+	ran, errCases, noChange := 0, 0, 0
 	for i, c := range cases {
 		if c.Disabled || c.Doc == nil {
 			continue
@@ -82,6 +84,16 @@ func TestJSONPatchSuiteOverRPC(t *testing.T) {
 			}
 			continue
 		}
+		if _, data := harness.RPCError(resp); data["reason"] == "no-change" {
+			// A patch that changes nothing is refused (issue 31, as an
+			// empty workspace proposal is): the case must indeed leave
+			// the document as it was, and the document must not move.
+			noChange++
+			if c.Expected != nil && !jsonEqual(t, got["content"], c.Expected) || got["revision"] != float64(0) || !jsonEqual(t, got["content"], c.Doc) {
+				t.Errorf("%s: refused as changing nothing, but expected %s from %s (now %v)", name, c.Expected, c.Doc, got)
+			}
+			continue
+		}
 		if resp["error"] != nil {
 			t.Errorf("%s: %v", name, resp["error"])
 			continue
@@ -97,7 +109,7 @@ func TestJSONPatchSuiteOverRPC(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", name, b, c.Expected)
 		}
 	}
-	t.Logf("%d cases through the RPC path, %d expecting an error", ran, errCases)
+	t.Logf("%d cases through the RPC path, %d expecting an error, %d refused as changing nothing", ran, errCases, noChange)
 	if ran < 100 {
 		t.Errorf("only %d cases ran", ran)
 	}

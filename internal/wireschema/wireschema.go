@@ -105,6 +105,9 @@ var errorData = map[string]reflect.Type{
 	"ValidationIDData":   reflect.TypeFor[document.ValidationIDData](),
 	"HashData":           reflect.TypeFor[document.HashData](),
 	"IdempotencyData":    reflect.TypeFor[document.IdempotencyData](),
+	"ProposedModeData":   reflect.TypeFor[document.ProposedModeData](),
+	"DecideOnlyData":     reflect.TypeFor[document.DecideOnlyData](),
+	"NoChangeData":       reflect.TypeFor[document.NoChangeData](),
 	"SchemaData":         reflect.TypeFor[jsondoc.SchemaData](),
 	"LimitData":          reflect.TypeFor[jsondoc.LimitData](),
 	"MalformedData":      reflect.TypeFor[jsondoc.MalformedData](),
@@ -114,8 +117,8 @@ var errorData = map[string]reflect.Type{
 // and the member's JSON name.
 var enums = map[reflect.Type]map[string][]any{
 	reflect.TypeFor[protocol.ApprovalRespondParams](): {"decision": {protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny}},
-	reflect.TypeFor[protocol.ApprovalDecision]():      {"decision": {protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny}, "kind": {protocol.ApprovalPatchset, protocol.ApprovalSecretsOverride}},
-	reflect.TypeFor[protocol.ApprovalRequest]():       {"kind": {protocol.ApprovalPatchset, protocol.ApprovalSecretsOverride}},
+	reflect.TypeFor[protocol.ApprovalDecision]():      {"decision": {protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny}, "kind": {protocol.ApprovalPatchset, protocol.ApprovalSecretsOverride, protocol.ApprovalHardAvoidOverride}},
+	reflect.TypeFor[protocol.ApprovalRequest]():       {"kind": {protocol.ApprovalPatchset, protocol.ApprovalSecretsOverride, protocol.ApprovalHardAvoidOverride}},
 	reflect.TypeFor[protocol.CorpusSearchParams]():    {"mode": {protocol.SearchKeyword, protocol.SearchSemantic, protocol.SearchHybrid}},
 	reflect.TypeFor[protocol.InitializeParams]():      {"caller": {protocol.CallerExternal, protocol.CallerResident}},
 	reflect.TypeFor[protocol.Item]():                  {"type": {protocol.ItemPlan, protocol.ItemFileChange, protocol.ItemTurnDiff}},

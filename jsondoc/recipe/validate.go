@@ -50,8 +50,14 @@ type ValidationData struct {
 //     userDefaults.hardAvoids item or an obvious derivative of it, matched
 //     as whole words by their Snowball stems ("walnut" matches "Walnuts",
 //     "walnut oil", "toasted walnuts" and "walnut-crusted", not
-//     "walnutty"). An update whose old text already named the item does
-//     not introduce it. A note may name the item when the PatchSet removes
+//     "walnutty"), on text folded so that no spelling hides it (fold:
+//     NFKC, default-ignorables dropped, confusables folded to Latin),
+//     compounds split against the avoid list ("pinenuts", "peanutbutter")
+//     and irregular plurals read as their singular ("geese", "bay
+//     leaves"). An update may keep the mentions its old text had, never
+//     add one: the mentions are counted before and after, per avoid ("walnut
+//     butter, walnut oil and candied walnuts" for a step that named walnuts
+//     once is refused). A note may name the item when the PatchSet removes
 //     it (see removes). A mention inside one of the recipe's
 //     overrides.hardAvoids is let through: the user overrode it for this
 //     recipe;
@@ -79,11 +85,12 @@ func Validate(r *Recipe, ps *PatchSet) error {
 	if r.Overrides != nil {
 		overrides = r.Overrides.HardAvoids
 	}
+	lx := newLexicon(avoids, overrides)
 	removal := map[string]bool{} // removes, once per avoid
 	removedAvoid := func(a string) bool {
 		gone, ok := removal[a]
 		if !ok {
-			gone = removes(r, ps, a, overrides)
+			gone = removes(lx, r, ps, a, overrides)
 			removal[a] = gone
 		}
 		return gone
@@ -134,12 +141,16 @@ func Validate(r *Recipe, ps *PatchSet) error {
 			continue
 		}
 		for _, a := range avoids {
-			if !avoided(p.Text, a, overrides) || avoided(old, a, overrides) {
+			n, before := lx.count(p.Text, a, overrides), lx.count(old, a, overrides)
+			if n == 0 || n <= before {
 				continue
 			}
-			if p.Op != "add_note" {
+			switch {
+			case before > 0 && p.Op != "add_note":
+				bad(RuleHardAvoid, i, p, "", "%q names %q, which the user hard-avoids, %d times where the text it replaces named it %d: a patch may keep the existing mentions, never add one", p.Text, a, n, before)
+			case p.Op != "add_note":
 				bad(RuleHardAvoid, i, p, "", "%q introduces %q, which the user hard-avoids: ask the user, or they may override it for this recipe (overrides.hardAvoids)", p.Text, a)
-			} else if !removedAvoid(a) {
+			case !removedAvoid(a):
 				bad(RuleHardAvoid, i, p, "", "note %q names %q, which the user hard-avoids: a note may name it only alongside a patch that removes it", p.Text, a)
 			}
 		}
@@ -197,7 +208,7 @@ func sortViolations(vs []Violation) {
 // ingredient that named it into a text that does not. A note about avoid
 // then accompanies its removal (seed 003: "Accompanied by a note
 // explaining the adjustment").
-func removes(r *Recipe, ps *PatchSet, avoid string, overrides []string) bool {
+func removes(lx lexicon, r *Recipe, ps *PatchSet, avoid string, overrides []string) bool {
 	for _, p := range ps.Patches {
 		old, found := "", false
 		switch p.Op {
@@ -214,10 +225,10 @@ func removes(r *Recipe, ps *PatchSet, avoid string, overrides []string) bool {
 				}
 			}
 		}
-		if !found || !avoided(old, avoid, overrides) {
+		if !found || lx.count(old, avoid, overrides) == 0 {
 			continue
 		}
-		if p.Op == "remove_ingredient" || !avoided(p.Text, avoid, overrides) {
+		if p.Op == "remove_ingredient" || lx.count(p.Text, avoid, overrides) == 0 {
 			return true
 		}
 	}
