@@ -623,12 +623,14 @@ func probeEmptyPatch(t *testing.T, e *env, door string) {
 func probeAppliedPatchID(t *testing.T, e *env, door string) {
 	k := e.never(t)
 	pid := "applied-" + k.next()
-	env := envelope(pid, k.rev(t, "j"), "", op("replace", "/a", 20))
+	// A value no other probe wrote: a patch that changes nothing is
+	// refused before its patch_id is ever recorded.
+	env := envelope(pid, k.rev(t, "j"), "", op("replace", "/a", "v-"+pid))
 	val := k.must(t, "patch/validate", map[string]any{"docId": "j", "patch": env})
 	if app := k.must(t, "patch/apply", map[string]any{"validationId": val["validationId"], "patch": env}); app["ok"] != true {
 		t.Fatalf("patch/apply: %v", app)
 	}
-	again := envelope(pid, k.rev(t, "j"), "", op("replace", "/a", 21))
+	again := envelope(pid, k.rev(t, "j"), "", op("replace", "/a", "w-"+pid))
 	var resp map[string]any
 	switch door {
 	case "rpc:patch/validate":
