@@ -261,8 +261,10 @@ func (s *Service) DecidePatchSet(ctx context.Context, p *protocol.PatchSetDecide
 		return nil, err
 	}
 	if p.Decision != stAccepted && p.Decision != stRejected {
-		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "decision", Reason: "unknown-decision"},
-			"decision must be accepted or rejected")
+		// approval/respond's words (approve, deny) are the likeliest
+		// mistake: the error names this method's own.
+		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "decision", Reason: "unknown-decision", Known: []string{stAccepted, stRejected}},
+			"patchset/decide takes decision accepted or rejected, not %q (approval/respond's approve, approve_for_session and deny are that method's words)", p.Decision)
 	}
 	row, err := s.patchSet(ctx, p.PatchSetID)
 	if err != nil {

@@ -228,6 +228,7 @@ func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		rec.ExpiresAt = expires.UTC().Format(timeFormat)
 	} else {
 		rec.PatchSetID = res.patchSet.PatchSetID
+		rec.PatchSetOps = len(res.patchSet.Patches)
 		rec.Summary = summaryWithImpacted(res.patchSet, *res.impacted)
 	}
 	plan, err := json.Marshal(rec)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/txkernel/txkernel/approvals"
@@ -123,6 +124,19 @@ func TestPatchSetAppliesOnlyByDecide(t *testing.T) {
 	st, err := k.eng.Status(ctx, pr.TransactionID)
 	if err != nil || len(st.PendingApprovals) != 0 {
 		t.Fatalf("status = %+v, %v; want no approval request", st, err)
+	}
+	// approval/respond's words are refused, naming this method's own, and
+	// decide nothing.
+	for _, word := range []string{"approve", "deny", "Accepted"} {
+		_, err := k.svc.DecidePatchSet(ctx, &protocol.PatchSetDecideParams{PatchSetID: "ps1", Decision: word})
+		e := wantKind(t, "patchset/decide "+word, err, errs.Invalid)
+		if d, ok := e.Data.(errs.InvalidData); !ok || d.Field != "decision" || strings.Join(d.Known, ",") != "accepted,rejected" || !strings.Contains(e.Error(), "approval/respond") {
+			t.Errorf("patchset/decide %q: %v, data %#v", word, e, e.Data)
+		}
+	}
+	tl, err := k.eng.List(ctx, protocol.TxListParams{})
+	if err != nil || len(tl.Transactions) == 0 || !strings.Contains(tl.Transactions[0].Summary, "1 operation, 1 JSON Patch operation") {
+		t.Errorf("tx/list = %+v, %v; want the PatchSet's own operation counted apart from its JSON Patch", tl, err)
 	}
 	dr, err := k.svc.DecidePatchSet(ctx, &protocol.PatchSetDecideParams{PatchSetID: "ps1", Decision: protocol.PatchSetAccepted})
 	if err != nil || dr.Decision != protocol.PatchSetAccepted || dr.Revision != 1 {

@@ -228,6 +228,10 @@ type planRecord struct {
 	// (recipe.Lifted): each needs a person's hard_avoid_override approval
 	// (seed 003: "unless the user explicitly overrides it").
 	HardAvoidOverrides []string `json:"hard_avoid_overrides,omitempty"`
+	// PatchSetOps is the number of operations the PatchSet proposed (its
+	// patches), which is what a person reviews; Targets counts the JSON
+	// Patch operations they compile to. 0 in records of older kernels.
+	PatchSetOps int `json:"patch_set_ops,omitempty"`
 }
 
 // planned is a document transaction as Load decoded it: its pointer, its
@@ -358,10 +362,16 @@ func (pl *planned) Files() []string { return nil }
 
 // approvalReason says what approving r does: `patch document "d" at
 // revision 3 (2 operations)`, or `apply PatchSet "ps" to recipe "r" at
-// revision 3 (2 operations)`.
+// revision 3 (4 operations, 7 JSON Patch operations)`.
 func approvalReason(r *planRecord) string {
 	ops := plural(len(r.Targets), "operation")
 	if r.PatchSetID != "" {
+		if r.PatchSetOps > 0 {
+			// What the person proposed, then what it compiles to: a
+			// remove_ingredient is one operation a person reads and two
+			// JSON Patch operations the store applies.
+			ops = plural(r.PatchSetOps, "operation") + ", " + plural(len(r.Targets), "JSON Patch operation")
+		}
 		return fmt.Sprintf("apply PatchSet %q to recipe %q at revision %d (%s)", r.PatchSetID, r.DocID, r.ExpectedRevision, ops)
 	}
 	return fmt.Sprintf("patch document %q at revision %d (%s)", r.DocID, r.ExpectedRevision, ops)
@@ -530,18 +540,19 @@ func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
 	return db.AbortStaged(ctx, c.TxID)
 }
 
-// Summary implements tx.Planned: "patch doc deal-1 at revision 12: 2
-// operations".
+// Summary implements tx.Planned (tx/list's summary): "patch
+// closing_checklist deal-1 at revision 12: 2 operations", or for a
+// PatchSet the operations the person proposed, then the JSON Patch
+// operations they compile to: "PatchSet ps1 on recipe r at revision 3: 4
+// operations, 7 JSON Patch operations".
 func (pl *planned) Summary() string {
 	r := pl.rec
-	what := "patch"
-	if r.PatchSetID != "" {
-		what = "PatchSet " + r.PatchSetID + " on"
+	ops := plural(len(r.Targets), "operation")
+	if r.PatchSetID == "" {
+		return fmt.Sprintf("patch %s %s at revision %d: %s", r.DocType, r.DocID, r.ExpectedRevision, ops)
 	}
-	n := len(r.Targets)
-	s := "s"
-	if n == 1 {
-		s = ""
+	if r.PatchSetOps > 0 {
+		ops = plural(r.PatchSetOps, "operation") + ", " + plural(len(r.Targets), "JSON Patch operation")
 	}
-	return fmt.Sprintf("%s %s %s at revision %d: %d operation%s", what, r.DocType, r.DocID, r.ExpectedRevision, n, s)
+	return fmt.Sprintf("PatchSet %s on %s %s at revision %d: %s", r.PatchSetID, r.DocType, r.DocID, r.ExpectedRevision, ops)
 }
