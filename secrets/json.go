@@ -1,0 +1,203 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// RedactJSON returns data, one JSON text as encoding/json writes it, with
+// every secret inside its strings (object member names included) replaced
+// as RedactString replaces it: each string is decoded and scanned on its
+// own, so a PEM block whose lines are "\n" escapes is one multi-line block
+// and a token right after an escape is still at a word boundary. A
+// member's string value is also scanned with the member's name as the
+// identifier of the generic rule ("password": "…"), as it would be in the
+// JSON text. Once a secret is found in one string, every copy of its text
+// in every other string is redacted too (a needle repeated in a diff).
+//
+// Bytes outside the strings that change are kept exactly, so a text
+// without secrets comes back as the same slice with changed false; a
+// changed string is encoded again by encoding/json. The result is valid
+// JSON whenever data is. This is the rule of the record layer and of the
+// kernel's answers (PROTOCOL.md §7.4): nothing the kernel stores or emits
+// carries a secret's text. It never panics; a string that does not decode
+// (data is not JSON) is left as it is.
+func (s *Scanner) RedactJSON(data []byte) (out []byte, changed bool) {
+	lits := jsonStrings(data)
+	if len(lits) == 0 {
+		return data, false
+	}
+	// Pass 1: scan each string long enough to hold a secret, with its
+	// member name as context, and index every secret text found.
+	type scanned struct {
+		lines []string
+		spans []span
+	}
+	work := make([]*scanned, len(lits))
+	var all []string
+	var allSpans []span
+	for i, l := range lits {
+		v, ok := l.decode(data)
+		if !ok || len(v) < minSecretLen {
+			continue
+		}
+		lines := strings.Split(v, "\n")
+		spans := s.scan(lines)
+		if l.key >= 0 {
+			if name, ok := lits[l.key].decode(data); ok {
+				spans = append(spans, s.memberSpans(name, lines[0], spans)...)
+			}
+		}
+		work[i] = &scanned{lines: lines, spans: spans}
+		for _, sp := range spans {
+			if sp.finding {
+				all = append(all, lines[sp.line])
+				allSpans = append(allSpans, span{len(all) - 1, sp.start, sp.end, sp.rule, true})
+			}
+		}
+	}
+	if len(allSpans) == 0 {
+		return data, false
+	}
+	ix := newSecretIndex(all, allSpans)
+	// Pass 2: redact each scanned string: its own spans and every copy of
+	// an indexed secret.
+	var buf bytes.Buffer
+	pos := 0
+	for i, w := range work {
+		if w == nil {
+			continue
+		}
+		byLine := map[int][]span{}
+		for _, sp := range w.spans {
+			byLine[sp.line] = append(byLine[sp.line], sp)
+		}
+		for li, line := range w.lines {
+			ix.each(line, func(start, end int, rule string) {
+				byLine[li] = append(byLine[li], span{li, start, end, rule, true})
+			})
+		}
+		if len(byLine) == 0 {
+			continue
+		}
+		red := append([]string(nil), w.lines...)
+		for li, sps := range byLine {
+			red[li] = redactLine(w.lines[li], sps)
+			// Fail closed, as RedactLines does.
+			ix.each(red[li], func(_, _ int, rule string) {
+				red[li] = "[REDACTED:" + rule + "]" + trailingCR(w.lines[li])
+			})
+		}
+		enc, err := json.Marshal(strings.Join(red, "\n"))
+		if err != nil {
+			continue // a string always encodes
+		}
+		buf.Write(data[pos:lits[i].start])
+		buf.Write(enc)
+		pos = lits[i].end
+		changed = true
+	}
+	if !changed {
+		return data, false
+	}
+	buf.Write(data[pos:])
+	return buf.Bytes(), true
+}
+
+// memberSpans are the generic rule's findings in first, the first line of
+// a member's string value, when the member's name is its identifier:
+// `"api_key": "…"` in a JSON text, seen as name=value. Spans already found
+// in that line (have) are not repeated.
+func (s *Scanner) memberSpans(name, first string, have []span) []span {
+	if name == "" || strings.ContainsAny(name, "=:\n") {
+		return nil
+	}
+	line := name + "=" + first
+	var out []span
+	for _, m := range s.genericMatches(line) {
+		start, end := m[0]-len(name)-1, m[1]-len(name)-1
+		if start < 0 {
+			continue // the match is not inside the value
+		}
+		dup := false
+		for _, sp := range have {
+			if sp.line == 0 && sp.start < end && start < sp.end {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, span{0, start, end, RuleGenericAPIKey, true})
+		}
+	}
+	return out
+}
+
+// jsonString is one string literal of a JSON text: data[start:end] with
+// its quotes. key is the index of the member name whose value it is, -1
+// for a member name, an array element or a top-level string.
+type jsonString struct {
+	start, end int
+	key        int
+}
+
+// decode returns the literal's text.
+func (l jsonString) decode(data []byte) (string, bool) {
+	lit := data[l.start:l.end]
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1]), true
+	}
+	var v string
+	if err := json.Unmarshal(lit, &v); err != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// jsonStrings finds the string literals of data, outside of which no
+// quote can occur in JSON. A literal left open at the end is ignored.
+func jsonStrings(data []byte) []jsonString {
+	var out []jsonString
+	lastKey := -1
+	afterColon := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch c {
+		case '"':
+		case ':':
+			afterColon = true
+			continue
+		case ' ', '\t', '\n', '\r':
+			continue
+		default:
+			afterColon = false
+			continue
+		}
+		j := i + 1
+		for j < len(data) && data[j] != '"' {
+			if data[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(data) {
+			break
+		}
+		l := jsonString{start: i, end: j + 1, key: -1}
+		k := j + 1
+		for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
+			k++
+		}
+		switch {
+		case k < len(data) && data[k] == ':':
+			lastKey = len(out)
+		case afterColon:
+			l.key = lastKey
+		}
+		afterColon = false
+		out = append(out, l)
+		i = j
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestRedactJSON: every kind of secret inside a JSON text's strings is
+// gone after RedactJSON, the result is valid JSON with the same shape,
+// and a text without secrets comes back as the same bytes.
+func TestRedactJSON(t *testing.T) {
+	s := NewScanner()
+	aws := "AKIA" + awsBody
+	gh := "ghp_" + ghBody
+	mixed := rnd(5, 32, alnum)
+	key := "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Join(pemBody(10, 5), "\n") + "\n-----END RSA PRIVATE KEY-----\n"
+	cases := []struct {
+		name    string
+		value   any
+		secrets []string
+	}{
+		{"aws key in a value", map[string]any{"value": "id " + aws}, []string{aws}},
+		{"github token after an escape", map[string]any{"diff": "+a\n" + gh + "\n"}, []string{gh}},
+		{"private key across escaped lines", map[string]any{"content": key}, []string{pemBody(10, 5)[2]}},
+		{"member name is the identifier", map[string]any{"preview": []any{map[string]any{"api_key": mixed}}}, []string{mixed}},
+		{"secret in a member name", map[string]any{"base": map[string]string{"conf/" + gh + ".txt": "00"}}, []string{gh}},
+		{"a found secret's copies", map[string]any{"needle": "token = " + mixed, "other": "x" + mixed}, []string{mixed}},
+		{"array elements", []any{"a", aws, 3, nil, true}, []string{aws}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := json.Marshal(c.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, changed := s.RedactJSON(data)
+			if !changed {
+				t.Fatalf("nothing redacted in %s", data)
+			}
+			for _, sec := range c.secrets {
+				if bytes.Contains(out, []byte(sec)) {
+					t.Errorf("%q survives in %s", sec, out)
+				}
+			}
+			if !json.Valid(out) || !bytes.Contains(out, []byte("[REDACTED:")) {
+				t.Fatalf("not valid JSON with a marker: %s", out)
+			}
+			var back any
+			_ = json.Unmarshal(out, &back)
+			var orig any
+			_ = json.Unmarshal(data, &orig)
+			if shape(back) != shape(orig) {
+				t.Errorf("the shape changed: %s -> %s", shape(orig), shape(back))
+			}
+		})
+	}
+	clean := []byte(`{"seq":1,"type":"turn/start","proposal":{"patch_id":"` + rnd(4, 64, hexa) + `","patch_fingerprint":"patchset:ab"},"x":[1,"two",{"k":"v\n\"q\""}]}`)
+	out, changed := s.RedactJSON(clean)
+	if changed || &out[0] != &clean[0] {
+		t.Fatalf("a clean text changed: %s", out)
+	}
+	for _, bad := range []string{"", `"`, `{"a":"b`, `{"a":"\`, `"\u12"`} {
+		s.RedactJSON([]byte(bad)) // never panics
+	}
+}
+
+// shape is v's structure without its string values: keys, kinds, lengths.
+func shape(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		var b strings.Builder
+		b.WriteString("{")
+		for range x {
+			b.WriteString("k,")
+		}
+		return b.String() + "}"
+	case []any:
+		var b strings.Builder
+		b.WriteString("[")
+		for _, e := range x {
+			b.WriteString(shape(e) + ",")
+		}
+		return b.String() + "]"
+	case string:
+		return "s"
+	default:
+		return "v"
+	}
+}
+
+// FuzzRedactJSON: RedactJSON never panics and keeps a valid text valid.
+func FuzzRedactJSON(f *testing.F) {
+	f.Add([]byte(`{"api_key":"` + rnd(5, 32, alnum) + `","b":["ghp_` + ghBody + `"]}`))
+	f.Add([]byte(`"x\ny"`))
+	s := NewScanner()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, _ := s.RedactJSON(data)
+		if json.Valid(data) && !json.Valid(out) {
+			t.Fatalf("%q -> %q is not valid JSON", data, out)
+		}
+	})
+}
