@@ -87,7 +87,7 @@ type Options struct {
 	// target is refused (CheckWritable), while proposals are still made
 	// (seed 001, "read-only sandbox disallows apply entirely").
 	ReadOnly bool
-	Logger     *slog.Logger   // nil means slog.Default()
+	Logger   *slog.Logger // nil means slog.Default()
 }
 
 // Engine runs transactions. It is safe for concurrent use: calls on one
