@@ -24,6 +24,74 @@ import (
 // carries a secret's text. It never panics; a string that does not decode
 // (data is not JSON) is left as it is.
 func (s *Scanner) RedactJSON(data []byte) (out []byte, changed bool) {
+	if !mayHoldSecret(data) {
+		return data, false
+	}
+	return s.redactJSON(data)
+}
+
+// mayHoldSecret is a cheap test that is false only for a JSON text no rule
+// can find a secret in, so that most answers (a tx/status, a list of ids)
+// never reach the scanner. Every rule needs, in some decoded string, a
+// literal the raw text then holds too: a PEM marker's dashes, an AWS or a
+// GitHub prefix. An escape sequence could hide one (\u0041KIA), so a text
+// with "\u" is always scanned. The generic rule needs a keyword assigned a
+// value, which mayBeGeneric tests exactly for one line: here it runs on
+// the text with its other escapes undone, where every string's lines, and
+// each member's "name":"value" (memberSpans), appear as they are scanned.
+func mayHoldSecret(data []byte) bool {
+	if bytes.Contains(data, []byte("-----")) || bytes.Contains(data, []byte(`\u`)) {
+		return true
+	}
+	for _, p := range awsPrefixes {
+		if bytes.Contains(data, []byte(p)) {
+			return true
+		}
+	}
+	text := string(data)
+	if hasGitHubPrefix(text) {
+		return true
+	}
+	if bytes.IndexByte(data, '\\') >= 0 {
+		text = unescapeJSON(data)
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		if mayBeGeneric(line) {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeJSON undoes the two-character escapes of a JSON text (\" \\ \/
+// \b \f \n \r \t) everywhere, strings or not: what is left is no JSON,
+// but each string's text appears in it as decoded.
+func unescapeJSON(data []byte) string {
+	out := make([]byte, 0, len(data))
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if c == '\\' && i+1 < len(data) {
+			i++
+			switch c = data[i]; c {
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			}
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+// redactJSON is RedactJSON without its prefilter.
+func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 	lits := jsonStrings(data)
 	if len(lits) == 0 {
 		return data, false

@@ -94,11 +94,45 @@ func shape(v any) string {
 func FuzzRedactJSON(f *testing.F) {
 	f.Add([]byte(`{"api_key":"` + rnd(5, 32, alnum) + `","b":["ghp_` + ghBody + `"]}`))
 	f.Add([]byte(`"x\ny"`))
+	f.Add([]byte(`{"a":"\u0041KIA` + awsBody + `"}`))
+	f.Add([]byte(`{"\u212aey":"` + rnd(5, 32, alnum) + `"}`))
 	s := NewScanner()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, _ := s.RedactJSON(data)
+		out, changed := s.RedactJSON(data)
 		if json.Valid(data) && !json.Valid(out) {
 			t.Fatalf("%q -> %q is not valid JSON", data, out)
 		}
+		// The prefilter only skips texts the scanner finds nothing in.
+		if full, fullChanged := s.redactJSON(data); fullChanged != changed || !bytes.Equal(full, out) {
+			t.Fatalf("the prefilter changed the result of %q: %q, want %q", data, out, full)
+		}
 	})
+}
+
+// BenchmarkRedactJSON: the cost the record layer and every answer pay: a
+// tx/status-sized answer without secrets, and a 1 MB document.
+func BenchmarkRedactJSON(b *testing.B) {
+	s := NewScanner()
+	status := []byte(`{"transactionId":"tx-01a2198fa31103026c48","state":"proposed","createdAt":"2026-11-26T20:32:53.521971085Z","updatedAt":"2026-11-26T20:32:53.551943548Z","lastSeq":4,"target":"workspace","kind":"files","summary":"modify 2 files","pointers":{"proposal":{"target":"workspace","kind":"files","workspace_root":"/home/user/project","target_files":["src/main.go","src/util.go"],"base_sha256_by_path":{"src/main.go":"` + rnd(8, 64, hexa) + `","src/util.go":"` + rnd(9, 64, hexa) + `"},"patch_id":"` + rnd(10, 64, hexa) + `","patch_fingerprint":"patchset:` + rnd(10, 64, hexa) + `","contains_secret_introductions":false,"proposal_turn_id":"turn-d3c7a001fc1fe6cc","proposal_item_id":"item-8239ff56cb7724c2","patch_path":"proposal.patch","changes":[{"path":"src/main.go","kind":"modify","new_sha256":"` + rnd(11, 64, hexa) + `"}]}},"pendingApprovals":[],"decisions":[]}`)
+	var doc strings.Builder
+	doc.WriteString(`{"items":[`)
+	for i := 0; doc.Len() < 1<<20; i++ {
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		doc.WriteString(`{"id":"item-` + rnd(uint64(i), 8, alnum) + `","text":"The cache is write-through; every write goes to the store before it returns, so a crash loses nothing acknowledged."}`)
+	}
+	doc.WriteString("]}")
+	big := []byte(doc.String())
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"status-1KB", status}, {"document-1MB", big}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.data)))
+			for b.Loop() {
+				s.RedactJSON(c.data)
+			}
+		})
+	}
 }
