@@ -97,8 +97,11 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 		return data, false
 	}
 	// Pass 1: scan each string long enough to hold a secret, with its
-	// member name as context, and index every secret text found.
+	// member name as context, and index every secret text found. A large
+	// string found clean lately (clean.go) is not scanned again, and not
+	// split into lines unless pass 2 needs them.
 	type scanned struct {
+		v     string
 		lines []string
 		spans []span
 	}
@@ -110,17 +113,28 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 		if !ok || len(v) < minSecretLen {
 			continue
 		}
-		lines := strings.Split(v, "\n")
-		spans := s.scan(lines)
-		if l.key >= 0 {
-			if name, ok := lits[l.key].decode(data); ok {
-				spans = append(spans, s.memberSpans(name, lines[0], spans)...)
+		w := &scanned{v: v}
+		if !s.clean.has(v) {
+			w.lines = strings.Split(v, "\n")
+			w.spans = s.scan(w.lines)
+			if len(w.spans) == 0 {
+				s.clean.add(v)
 			}
 		}
-		work[i] = &scanned{lines: lines, spans: spans}
-		for _, sp := range spans {
+		if l.key >= 0 {
+			if name, ok := lits[l.key].decode(data); ok {
+				first, _, _ := strings.Cut(v, "\n")
+				w.spans = append(w.spans, s.memberSpans(name, first, w.spans)...)
+			}
+		}
+		work[i] = w
+		for _, sp := range w.spans {
 			if sp.finding {
-				all = append(all, lines[sp.line])
+				line, _, _ := strings.Cut(v, "\n")
+				if w.lines != nil {
+					line = w.lines[sp.line]
+				}
+				all = append(all, line)
 				allSpans = append(allSpans, span{len(all) - 1, sp.start, sp.end, sp.rule, true})
 			}
 		}
@@ -136,6 +150,9 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 	for i, w := range work {
 		if w == nil {
 			continue
+		}
+		if w.lines == nil {
+			w.lines = strings.Split(w.v, "\n")
 		}
 		byLine := map[int][]span{}
 		for _, sp := range w.spans {

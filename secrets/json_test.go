@@ -136,3 +136,41 @@ func BenchmarkRedactJSON(b *testing.B) {
 		})
 	}
 }
+
+// TestCleanCache: a large text found clean is not scanned again, exactly:
+// the same bytes are clean, a text that differs by one byte (a secret in
+// place of clean text of the same length) is scanned and redacted, and a
+// text with a secret is never remembered.
+func TestCleanCache(t *testing.T) {
+	s := NewScanner()
+	clean := strings.Repeat("the cache is write-through and nothing is lost\n", 200)
+	if out, fs := s.RedactString(clean); out != clean || fs != nil || !s.clean.has(clean) {
+		t.Fatal("a large clean text was not remembered")
+	}
+	aws := "AKIA" + awsBody
+	dirty := clean[:100] + " " + aws + " " + clean[100+len(aws)+2:]
+	if len(dirty) != len(clean) || s.clean.has(dirty) {
+		t.Fatal("a text of the same length counts as clean")
+	}
+	data, _ := json.Marshal(map[string]string{"a": clean, "b": dirty})
+	out, changed := s.RedactJSON(data)
+	if !changed || bytes.Contains(out, []byte(aws)) || s.clean.has(dirty) {
+		t.Fatalf("the dirty text was not redacted, or was remembered: %v", changed)
+	}
+	// A remembered clean text still gets the copies of a secret found
+	// elsewhere in the same JSON redacted.
+	withCopy := clean + "id " + mixedSecret
+	s.RedactString(withCopy)
+	data, _ = json.Marshal(map[string]string{"api_key": mixedSecret, "log": withCopy})
+	if out, _ := s.RedactJSON(data); bytes.Contains(out, []byte(mixedSecret)) {
+		t.Fatalf("a copy in a remembered text survives")
+	}
+	for i := range 2 * maxClean {
+		s.clean.add(strings.Repeat(string(rune('a'+i%26)), minClean+i))
+	}
+	if len(s.clean.sums) > maxClean || len(s.clean.order) != len(s.clean.sums) {
+		t.Fatalf("the cache holds %d digests, more than %d", len(s.clean.sums), maxClean)
+	}
+}
+
+var mixedSecret = rnd(5, 32, alnum)
