@@ -72,7 +72,7 @@ func NewScanner() *Scanner {
 	const keyword = `(?:key|api|token|secret|client|passwd|password|auth|access)`
 	return &Scanner{
 		clean: newCleanCache(),
-		aws: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`),
+		aws:   regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`),
 		// Exact token lengths, bounded on both sides, so a longer run of
 		// alphanumerics (a hash, base64 data) never yields a partial match.
 		github: regexp.MustCompile(`\b(?:gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{82})\b`),
