@@ -7,7 +7,9 @@
 // scanner.go holds the Scanner and redaction; privatekeys.go the PEM
 // block rule; assignments.go the generic keyword = value rule;
 // heuristics.go the value filters that keep placeholders, hashes and
-// prose out.
+// prose out; json.go the redaction of every string of a JSON text, which
+// the record layer and the kernel apply to everything they store or emit;
+// clean.go the memory of large texts found clean.
 package secrets
 
 import (
