@@ -317,27 +317,36 @@ func (r *rolledBack) Error() string { return r.err.Error() }
 func (r *rolledBack) Unwrap() error { return r.err }
 
 // rollBack ends a committed apply whose target refused the commit
-// (refusedCommit): it aborts what Prepare left, appends tx/status closed
-// and tx/close with reason "failed" (so deriveState no longer sees an
-// apply in flight, and recovery never tries the commit again), and retires
-// the transaction. A crash before those events are durable leaves the
-// commit record alone: recovery calls Commit again, which refuses again,
-// and ends here. It returns cause wrapped in *rolledBack, or the error
+// (refusedCommit): it appends tx/status closed and tx/close with reason
+// "failed" (so deriveState no longer sees an apply in flight, and recovery
+// never tries the commit again), then aborts what Prepare left and retires
+// the transaction. The close comes first: a crash before it is durable
+// leaves the commit record alone, and recovery's Commit, which still finds
+// what Prepare staged, refuses again and ends here; a crash after it
+// leaves at most what Prepare staged, which recovery aborts
+// (abortFailed). It returns cause wrapped in *rolledBack, or the error
 // that kept the transaction from closing.
 func (e *Engine) rollBack(t *transaction, cause error) error {
 	e.log.Warn("the target refused a committed apply; rolled back and closed", "transactionId", t.id, "err", cause)
-	if err := t.planned.Abort(context.Background(), e.change(t)); err != nil {
-		e.log.Warn("abort after a refused commit", "transactionId", t.id, "err", err)
-	}
 	if err := e.appendWithMeta(t,
 		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateClosed},
 		record.Event{Type: protocol.EventTxClose, Reason: CloseFailed}); err != nil {
 		return err
 	}
+	e.abortFailed(t)
 	if err := e.retire(t); err != nil {
 		return err
 	}
 	return &rolledBack{err: cause}
+}
+
+// abortFailed has the target drop what Prepare left of t, whose commit it
+// refused; Abort is idempotent, and a failure only leaves garbage the
+// next start-up tries again, so it is logged, not returned.
+func (e *Engine) abortFailed(t *transaction) {
+	if err := t.planned.Abort(context.Background(), e.change(t)); err != nil {
+		e.log.Warn("abort after a refused commit", "transactionId", t.id, "err", err)
+	}
 }
 
 // unwrapRolledBack is the target's own error of a rolled-back apply (the
@@ -392,6 +401,10 @@ func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err 
 		}
 	}
 	if protocol.Terminal(t.meta.State) {
+		if last := t.led.events[len(t.led.events)-1]; last.Type == protocol.EventTxClose && last.Reason == CloseFailed {
+			// Closed after a refused commit, maybe without its abort.
+			e.abortFailed(t)
+		}
 		return false, e.retire(t)
 	}
 	if t.meta.State == protocol.StateProposed {
