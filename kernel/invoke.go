@@ -66,5 +66,5 @@ func (iv *Invoker) Invoke(ctx context.Context, method string, params json.RawMes
 	if err != nil {
 		return nil, iv.s.redact(iv.s.wireError(err))
 	}
-	return out, nil
+	return redactAnswer(out), nil
 }

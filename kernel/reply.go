@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // reply writes a response straight to the stream, which restores the
@@ -40,7 +42,7 @@ func (s *Server) reply(ctx context.Context, req *jsonrpc2.Request, start time.Ti
 		sendErr = s.stream.WriteResponse(req.ID, nil, rpcErr)
 	} else {
 		// WriteResponse copies the result out: the buffer can go back.
-		sendErr = s.stream.WriteResponse(req.ID, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil)
+		sendErr = s.stream.WriteResponse(req.ID, redactAnswer(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil)
 		putResultBuffer(buf)
 	}
 	if sendErr != nil {
@@ -99,4 +101,15 @@ func logID(raw json.RawMessage) string {
 		id = id[:61] + "..."
 	}
 	return id
+}
+
+// redactAnswer is the one rule for every answer and notification the
+// kernel emits (reply, Invoker.Invoke, Stream.WriteNotification): every
+// secret in the JSON's strings is redacted (record.RedactJSON, the rule
+// the ledger and transaction.json are written with), whatever service
+// made it: a document's values, a memory body, a path, a needle
+// (PROTOCOL.md §7.4). A JSON text without secrets comes back as is.
+func redactAnswer(data []byte) []byte {
+	out, _ := record.RedactJSON(data)
+	return out
 }

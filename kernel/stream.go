@@ -334,11 +334,14 @@ func (s *Stream) WriteResponse(id jsonrpc2.ID, result json.RawMessage, rpcErr *j
 
 // WriteNotification writes a server notification {"jsonrpc":"2.0",
 // "method":method,"params":params} at once, even while a batch is pending.
+// Its params are redacted (redactAnswer): a ledger event or a progress
+// report never carries a secret to the host.
 func (s *Stream) WriteNotification(method string, params any) error {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
+	p = redactAnswer(p)
 	m, _ := json.Marshal(method)
 	msg := make([]byte, 0, len(p)+len(m)+40)
 	msg = append(msg, `{"jsonrpc":"2.0","method":`...)

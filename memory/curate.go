@@ -110,6 +110,11 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 	if err != nil {
 		return nil, err
 	}
+	// An accept is an apply: a read-only kernel refuses it before it
+	// proposes a transaction (tx.Engine.CheckWritable).
+	if err := s.cfg.Engine.CheckWritable(); err != nil {
+		return nil, err
+	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	row, err := db.Proposal(ctx, scope, p.ProposalID)
@@ -276,6 +281,11 @@ func (s *Service) Promote(ctx context.Context, p *protocol.PromoteParams) (*prot
 
 // promote runs a promote transaction; the caller holds writeMu.
 func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr protocol.MemoryPrincipal, versions []string, reason string) (*protocol.PromoteResult, error) {
+	// A promote is an apply: a read-only kernel refuses it before it
+	// proposes a transaction (tx.Engine.CheckWritable).
+	if err := s.cfg.Engine.CheckWritable(); err != nil {
+		return nil, err
+	}
 	db, err := s.cfg.Store(ctx)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,11 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 	if err != nil {
 		return nil, err
 	}
+	// Ingest publishes what it writes, an apply: a read-only kernel
+	// refuses it before any evidence is written (tx.Engine.CheckWritable).
+	if err := s.cfg.Engine.CheckWritable(); err != nil {
+		return nil, err
+	}
 	token, progress := protocol.SessionOf(ctx).BeginProgress(p.WorkDoneToken, protocol.MethodMemoryIngest)
 	dir, err := s.cleanDir(p.Path)
 	if err != nil {

@@ -180,7 +180,7 @@ var notKeyWords = map[string]bool{
 // is base64 of prose (see base64Prose). Subresource-integrity digests
 // ("sha512-<base64>", as in lock files) are cleared whatever the name.
 func notCredential(ident, v string) bool {
-	if sriDigest(v) {
+	if sriDigest(v) || ownFingerprint(ident, v) {
 		return true
 	}
 	strong, stop := false, false
@@ -289,4 +289,21 @@ func entropy(s string) float64 {
 		}
 	}
 	return h
+}
+
+// ownFingerprint reports txkernel's own approval fingerprint for secrets,
+// "secrets_override:<sha256 hex of the patch>" (PROTOCOL.md §7): its
+// identifier is a strong word, but its value is the patch's digest, which
+// every approval request and decision in a ledger carries. Redacting it
+// would break the approval it names; a digest is no credential.
+func ownFingerprint(ident, v string) bool {
+	if !strings.EqualFold(ident, "secrets_override") || len(v) != 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if !isHex(v[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -7,7 +7,9 @@
 // scanner.go holds the Scanner and redaction; privatekeys.go the PEM
 // block rule; assignments.go the generic keyword = value rule;
 // heuristics.go the value filters that keep placeholders, hashes and
-// prose out.
+// prose out; json.go the redaction of every string of a JSON text, which
+// the record layer and the kernel apply to everything they store or emit;
+// clean.go the memory of large texts found clean.
 package secrets
 
 import (
@@ -54,14 +56,16 @@ type Finding struct {
 // identifiers or public data by their shape or name (UUIDs, digests and
 // commits, lock-file integrity hashes, public keys, base64 of prose; see
 // notCredential). secrets_test.go lists true- and false-positive
-// samples for every rule. A Scanner holds only compiled regular expressions
-// and is safe for concurrent use.
+// samples for every rule. A Scanner holds compiled regular expressions and
+// a bounded memory of large texts it found clean (clean.go), and is safe
+// for concurrent use.
 type Scanner struct {
 	aws, github    *regexp.Regexp
 	keyBegin       *regexp.Regexp
 	keyEnd         *regexp.Regexp
 	generic        *regexp.Regexp
 	pemHeaderField *regexp.Regexp
+	clean          *cleanCache // large texts found clean lately (clean.go)
 }
 
 // NewScanner returns a Scanner with all rules compiled. It never fails: the
@@ -69,7 +73,8 @@ type Scanner struct {
 func NewScanner() *Scanner {
 	const keyword = `(?:key|api|token|secret|client|passwd|password|auth|access)`
 	return &Scanner{
-		aws: regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`),
+		clean: newCleanCache(),
+		aws:   regexp.MustCompile(`\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b`),
 		// Exact token lengths, bounded on both sides, so a longer run of
 		// alphanumerics (a hash, base64 data) never yields a partial match.
 		github: regexp.MustCompile(`\b(?:gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{82})\b`),
@@ -176,9 +181,16 @@ func (s *Scanner) RedactLines(lines []string) ([]string, []Finding) {
 // separator. Every "\n" and "\r" outside a redacted span is kept exactly,
 // so a text without secrets comes back byte-for-byte.
 func (s *Scanner) RedactString(text string) (string, []Finding) {
+	if s.clean.has(text) {
+		return text, nil
+	}
 	lines := strings.Split(text, "\n")
 	out, findings := s.RedactLines(lines)
-	return strings.Join(out, "\n"), findings
+	red := strings.Join(out, "\n")
+	if len(findings) == 0 && red == text {
+		s.clean.add(text)
+	}
+	return red, findings
 }
 
 func findingsOf(spans []span) []Finding {

@@ -113,7 +113,9 @@ func secretCases() []secretCase {
 		{RuleGenericAPIKey, "password combination.", ""},
 		{RuleGenericAPIKey, "apiVersion: apps/v1beta2", ""},
 		{RuleGenericAPIKey, "auth_method: oauth2-client-credentials", ""},
-		{RuleGenericAPIKey, "token: sha256:" + hex64, ""}, // ':' ends the value: a digest reference, not a secret
+		{RuleGenericAPIKey, "token: sha256:" + hex64, ""},                         // ':' ends the value: a digest reference, not a secret
+		{RuleGenericAPIKey, `"fingerprint":"secrets_override:` + hex64 + `"`, ""}, // the kernel's own approval fingerprint: a digest
+		{RuleGenericAPIKey, "secrets_override: " + mixed, mixed},
 	}
 }
 

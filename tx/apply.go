@@ -13,9 +13,11 @@ import (
 
 // Apply applies a proposed transaction all-or-nothing (apply/execute). In
 // order it:
-//  1. refuses a closed or denied transaction, whatever its target refuses
-//     outright (Planned.Admit: a read-only sandbox), and any denied
-//     fingerprint (deny sticks; the transaction then becomes denied);
+//  1. refuses a closed or denied transaction, every apply when the kernel
+//     is read-only (CheckWritable, for every target), whatever its target
+//     refuses outright (Planned.Admit: an expired validation), and any
+//     denied fingerprint (deny sticks; the transaction then becomes
+//     denied);
 //  2. records automatic grants, requests missing approvals, and returns
 //     OK false with the pending ones;
 //  3. takes the target's lock keys and re-checks the base (Planned.CheckBase);
@@ -24,7 +26,9 @@ import (
 //     ledger: the commit point, after which cancellation is ignored and
 //     recovery rolls forward; the blobs are deleted;
 //  6. has the target commit (the workspace renames, then fsyncs the
-//     directories);
+//     directories); a commit the target refuses (refusedCommit: nothing
+//     took effect) is rolled back and the transaction closed with reason
+//     "failed", never left applying;
 //  7. appends the turn/item upsert, apply/complete, tx/status applied and
 //     completed, and tx/close, and retires the transaction.
 //
@@ -53,9 +57,12 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		}
 		defer unlock()
 		if err := e.finishCommitted(ctx, t, false); err != nil {
-			return nil, err
+			return nil, unwrapRolledBack(err)
 		}
 		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files()}, nil
+	}
+	if err := e.CheckWritable(); err != nil {
+		return nil, err
 	}
 	if err := pl.Admit(); err != nil {
 		return nil, err
@@ -109,6 +116,9 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	c := e.change(t)
 	rec, err := pl.Prepare(ctx, c)
 	if err == nil {
+		err = checkCommitRecord(rec)
+	}
+	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpAfterStaging)
 	}
 	if err == nil {
@@ -147,7 +157,7 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		return nil, err
 	}
 	if err := e.finishCommitted(context.Background(), t, false); err != nil {
-		return nil, err
+		return nil, unwrapRolledBack(err)
 	}
 	return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files()}, nil
 }
@@ -225,6 +235,9 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 	}
 	if !has(protocol.EventApplyComplete) {
 		if err := t.planned.Commit(ctx, e.change(t), commit); err != nil {
+			if refusedCommit(err) {
+				return e.rollBack(t, err)
+			}
 			return err
 		}
 	}
@@ -262,6 +275,94 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 	return e.retire(t)
 }
 
+// checkCommitRecord refuses a commit record that holds a secret: the
+// ledger stores it redacted, so recovery would roll forward another record
+// than the one Prepare made. Only a target's bug makes one (names and
+// digests are what a record holds; content is in the blobs), and the apply
+// stops before its commit point.
+func checkCommitRecord(rec *record.Commit) error {
+	if _, changed, err := rec.Redacted(); err != nil || changed {
+		if err == nil {
+			err = errors.New("the commit record holds a secret")
+		}
+		return errs.Wrap(errs.Internal, err, nil, "commit record: %v", err)
+	}
+	return nil
+}
+
+// refusedCommit reports whether err, from Planned.Commit, is the target
+// refusing the commit because of what the transaction asks (its base moved
+// at the last moment, a patch id already applied with another payload, a
+// proposal decided meanwhile): the kinds of Target's contract for Commit,
+// which a target returns only when nothing took effect. Any other error
+// (I/O, a sandbox violation met mid-rename, an unavailable database) may
+// leave the commit half done, so the apply stays committed and is rolled
+// forward later.
+func refusedCommit(err error) bool {
+	for _, k := range []errs.Kind{errs.Stale, errs.IdempotencyConflict, errs.Conflict, errs.Validation, errs.Invalid, errs.Closed, errs.PermissionDenied} {
+		if errs.KindIs(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// rolledBack is the error of an apply whose target refused its commit
+// after the commit record: the transaction was closed (tx/close reason
+// "failed") and nothing took effect. It unwraps to the target's error,
+// whose kind the caller gets.
+type rolledBack struct{ err error }
+
+func (r *rolledBack) Error() string { return r.err.Error() }
+func (r *rolledBack) Unwrap() error { return r.err }
+
+// rollBack ends a committed apply whose target refused the commit
+// (refusedCommit): it appends tx/status closed and tx/close with reason
+// "failed" (so deriveState no longer sees an apply in flight, and recovery
+// never tries the commit again), then aborts what Prepare left and retires
+// the transaction. The close comes first: a crash before it is durable
+// leaves the commit record alone, and recovery's Commit, which still finds
+// what Prepare staged, refuses again and ends here; a crash after it
+// leaves at most what Prepare staged, which recovery aborts
+// (abortFailed). It returns cause wrapped in *rolledBack, or the error
+// that kept the transaction from closing.
+func (e *Engine) rollBack(t *transaction, cause error) error {
+	e.log.Warn("the target refused a committed apply; rolled back and closed", "transactionId", t.id, "err", cause)
+	if err := e.appendWithMeta(t,
+		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateClosed},
+		record.Event{Type: protocol.EventTxClose, Reason: CloseFailed}); err != nil {
+		return err
+	}
+	e.abortFailed(t)
+	if err := e.retire(t); err != nil {
+		return err
+	}
+	return &rolledBack{err: cause}
+}
+
+// abortFailed has the target drop what Prepare left of t, whose commit it
+// refused; Abort is idempotent, and a failure only leaves garbage the
+// next start-up tries again, so it is logged, not returned.
+func (e *Engine) abortFailed(t *transaction) {
+	if err := t.planned.Abort(context.Background(), e.change(t)); err != nil {
+		e.log.Warn("abort after a refused commit", "transactionId", t.id, "err", err)
+	}
+}
+
+// unwrapRolledBack is the target's own error of a rolled-back apply (the
+// caller gets its kind and data), or err.
+func unwrapRolledBack(err error) error {
+	if rb := (*rolledBack)(nil); errors.As(err, &rb) {
+		return rb.err
+	}
+	return err
+}
+
+// CloseFailed is tx/close's reason for a transaction whose target refused
+// its commit after the commit record (PROTOCOL.md §5): nothing took
+// effect, and the transaction is closed.
+const CloseFailed = "failed"
+
 // appliedItem is the upsert of t's proposal item that an apply appends:
 // the fileChange item turn/start recorded (pointers.proposal names it),
 // read back from the ledger with metadata.applied set, so that it keeps
@@ -290,10 +391,20 @@ func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err 
 	if commit, after := lastCommit(t.led.events); commit != nil {
 		if !slices.ContainsFunc(after, func(ev record.Event) bool { return ev.Type == protocol.EventTxClose }) {
 			e.log.Info("rolling forward a committed apply", "transactionId", t.id)
-			return true, e.finishCommitted(ctx, t, true)
+			err := e.finishCommitted(ctx, t, true)
+			if rb := (*rolledBack)(nil); errors.As(err, &rb) {
+				// The target refused what the caller asked: the transaction
+				// is closed, not unavailable.
+				return false, nil
+			}
+			return true, err
 		}
 	}
 	if protocol.Terminal(t.meta.State) {
+		if last := t.led.events[len(t.led.events)-1]; last.Type == protocol.EventTxClose && last.Reason == CloseFailed {
+			// Closed after a refused commit, maybe without its abort.
+			e.abortFailed(t)
+		}
 		return false, e.retire(t)
 	}
 	if t.meta.State == protocol.StateProposed {

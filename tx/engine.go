@@ -83,7 +83,11 @@ type Options struct {
 	// --document-approval-policy flags).
 	Policy     approvals.Policy
 	Failpoints *failpoint.Set // nil in production
-	Logger     *slog.Logger   // nil means slog.Default()
+	// ReadOnly is the kernel's --sandbox read-only: every apply of every
+	// target is refused (CheckWritable), while proposals are still made
+	// (seed 001, "read-only sandbox disallows apply entirely").
+	ReadOnly bool
+	Logger   *slog.Logger // nil means slog.Default()
 }
 
 // Engine runs transactions. It is safe for concurrent use: calls on one
@@ -371,7 +375,9 @@ func deriveState(evs []record.Event) (state, since string) {
 			state, since = ev.Status, ev.TS
 		case protocol.EventApplyCommit:
 			committed, commitTS = true, ev.TS
-		case protocol.EventApplyComplete:
+		case protocol.EventApplyComplete, protocol.EventTxClose:
+			// tx/close after a commit record without apply/complete: the
+			// target refused the commit and it was rolled back (rollBack).
 			committed = false
 		}
 	}
@@ -544,4 +550,27 @@ func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protoc
 		}
 	}
 	return res, nil
+}
+
+// SandboxData is the data of the engine's errs.Sandbox error: Reason
+// "read-only" and the sandbox mode, as the workspace target reports its
+// own sandbox errors.
+type SandboxData struct {
+	Reason  string `json:"reason"`
+	Sandbox string `json:"sandbox"`
+}
+
+// CheckWritable refuses, with errs.Sandbox (-32004, data.reason
+// "read-only"), any write that is an apply when the kernel runs read-only
+// (Options.ReadOnly): Apply calls it first for every target, so
+// apply/execute, patch/apply, patchset/decide and memory's accept, promote
+// and ingest publishing are all refused at this one point. A service that
+// would write before it reaches Apply (memory/ingest's evidence) calls it
+// first too, so that nothing is half done.
+func (e *Engine) CheckWritable() error {
+	if e == nil || !e.opts.ReadOnly {
+		return nil
+	}
+	return errs.New(errs.Sandbox, SandboxData{Reason: "read-only", Sandbox: "read-only"},
+		"the sandbox is read-only: apply is refused (restart with --sandbox workspace-write to apply)")
 }

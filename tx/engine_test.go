@@ -28,6 +28,10 @@ type kvFixture struct {
 	policy approvals.Policy
 	e      *Engine
 	kv     *kvTarget
+	// refuse and readOnly configure the next open: the kv target's
+	// refusal of every commit (kvTarget.refuse) and Options.ReadOnly.
+	refuse   error
+	readOnly bool
 }
 
 // newKVFixture opens an engine on a fresh kv target with policy.
@@ -53,12 +57,12 @@ func (f *kvFixture) open(fps string) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.kv = &kvTarget{dir: filepath.Join(f.dir, "kv"), fp: set}
+	f.kv = &kvTarget{dir: filepath.Join(f.dir, "kv"), fp: set, refuse: f.refuse}
 	if err := os.MkdirAll(f.kv.dir, 0o700); err != nil {
 		f.t.Fatal(err)
 	}
 	e, err := Open(context.Background(), Options{Targets: []Target{f.kv}, DataDir: f.data(), Policy: f.policy, Failpoints: set,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), ReadOnly: f.readOnly})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -31,6 +31,11 @@ import (
 type kvTarget struct {
 	dir string
 	fp  *failpoint.Set
+	// refuse, when set, is what Commit returns before it writes anything:
+	// the failing target of the rolled-back commit tests (a target that
+	// refuses a commit after its commit record, as the document target's
+	// patch log does for a patch_id applied with another payload).
+	refuse error
 }
 
 const (
@@ -191,6 +196,9 @@ func (kp *kvPlanned) Commit(ctx context.Context, c *Change, rec *record.Commit) 
 		return err
 	}
 	if _, done := st.Applied[c.TxID]; !done {
+		if k.refuse != nil {
+			return k.refuse
+		}
 		raw, err := os.ReadFile(k.stagedPath(c.TxID))
 		if err != nil {
 			return fmt.Errorf("kv: staged values of %s: %w", c.TxID, err)

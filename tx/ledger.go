@@ -126,12 +126,14 @@ func (l *ledger) prepare(evs ...record.Event) (pendingEvents, error) {
 		ev.Seq = l.lastSeq() + int64(i) + 1
 		ev.TS = ts
 		ev.TransactionID = l.txID
-		line, err := ev.Encode()
+		// The event as stored, secrets redacted, is the one kept in
+		// memory and sent to the host: the same after a restart.
+		line, stored, err := ev.EncodeStored()
 		if err != nil {
 			return pendingEvents{}, err
 		}
 		buf = append(buf, line...)
-		out[i] = ev
+		out[i] = stored
 	}
 	return pendingEvents{buf: buf, events: out}, nil
 }

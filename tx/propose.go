@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -83,6 +84,40 @@ func (e *Engine) propose(ctx context.Context, in *Input, internal bool) (*Propos
 	return e.persistProposal(ctx, tg, in, plan)
 }
 
+// storedPlan returns ptr as it is persisted, secrets redacted
+// (record.Proposal.Redacted), and the target's Planned loaded from that
+// stored pointer: the engine applies the plan a restart would read back,
+// never one that exists only in memory. The target loads what it planned
+// before anything is written: a plan it cannot read back would be a
+// transaction no one can apply. When redaction changed the pointer, the
+// plan must still change and lock the same things (Planned.Files,
+// LockKeys and Summary, which names what changes): a path, document id or element id that holds a secret cannot
+// be stored, so the proposal is refused (errs.Validation, reason
+// "secret-in-name") instead of applying to a redacted name. Secret
+// content belongs in the blobs, which keep the exact bytes.
+func storedPlan(tg Target, ptr *record.Proposal) (*record.Proposal, Planned, error) {
+	stored, changed, err := ptr.Redacted()
+	if err != nil {
+		return nil, nil, err
+	}
+	planned, err := tg.Load(stored)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target %s cannot load the plan it made: %w", tg.Name(), err)
+	}
+	if !changed {
+		return stored, planned, nil
+	}
+	raw, err := tg.Load(ptr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target %s cannot load the plan it made: %w", tg.Name(), err)
+	}
+	if !slices.Equal(raw.Files(), planned.Files()) || !slices.Equal(raw.LockKeys(), planned.LockKeys()) || raw.Summary() != planned.Summary() {
+		return nil, nil, errs.New(errs.Validation, ValidationData{Reason: "secret-in-name"},
+			"the proposal names a path or id that holds a secret; the ledger never stores one, so it cannot be applied under that name: rename it")
+	}
+	return stored, planned, nil
+}
+
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
@@ -104,18 +139,20 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	ptr.ProposalTurnID = turnID
 	ptr.ProposalItemID = itemID
 	ptr.PatchPath = PatchFile
-	// The target loads what it planned before anything is written: a
-	// plan it cannot read back would be a transaction no one can apply.
-	planned, err := tg.Load(&ptr)
+	stored, planned, err := storedPlan(tg, &ptr)
 	if err != nil {
-		return nil, fmt.Errorf("target %s cannot load the plan it made: %w", tg.Name(), err)
+		return nil, err
 	}
+	ptr = *stored
+	// What the host reviews is stored redacted and shown redacted, whatever
+	// the target rendered (a memory body's diff, a document's values).
+	redacted := record.RedactText(plan.Redacted)
 
 	tmp := filepath.Join(e.txRoot, ".tmp-"+txID)
 	final := filepath.Join(e.txRoot, txID)
 	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1), target: tg, planned: planned}
 	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes}
-	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(plan.Redacted)}
+	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(redacted)}
 	// The turn's events: turn/start, the plan item when turn/start has a
 	// plan (seed 001 lists plan items before fileChange), the fileChange
 	// and turnDiff items, and the proposed status.
@@ -150,7 +187,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		// is unreadable (see replaceMeta); its name is made durable with
 		// the directory's.
 		{name: MetaFile, data: meta},
-		{name: PatchFile, data: plan.Redacted, sync: true},
+		{name: PatchFile, data: redacted, sync: true},
 	}
 	if len(plan.Blobs) > 0 {
 		files = append(files, dirFile{name: BlobFile, data: encodeBlobs(plan.Blobs), sync: true})
@@ -192,21 +229,29 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	t.publish() // now tx/list shows it (see transaction.summary)
 	t.release()
 
+	// The changes as stored (the fileChange item read back), so that the
+	// result shows what tx/events will.
+	changes := plan.Changes
+	for _, ev := range evs {
+		if ev.Item != nil && ev.Item.ID == itemID {
+			changes = ev.Item.Changes
+		}
+	}
 	sum := protocol.ProposalSummary{
 		Target:                      tg.Name(),
 		Summary:                     planned.Summary(),
 		PatchID:                     patchID,
 		Fingerprint:                 ptr.PatchFingerprint,
 		TargetFiles:                 planned.Files(),
-		Changes:                     plan.Changes,
+		Changes:                     changes,
 		ContainsSecretIntroductions: len(plan.Findings) > 0,
 		SecretFindings:              plan.Findings,
 		Hunks:                       plan.Hunks,
 	}
-	if utf8.Valid(plan.Redacted) {
-		sum.Diff = string(plan.Redacted)
+	if utf8.Valid(redacted) {
+		sum.Diff = string(redacted)
 	} else {
-		sum.DiffBase64 = base64.StdEncoding.EncodeToString(plan.Redacted)
+		sum.DiffBase64 = base64.StdEncoding.EncodeToString(redacted)
 	}
 	return &Proposed{
 		TurnStartResult: &protocol.TurnStartResult{TransactionID: txID, TurnID: turnID, State: protocol.StateProposed, Proposal: sum},

@@ -130,7 +130,15 @@ type Planned interface {
 
 	// Commit makes rec take effect. It is idempotent: recovery calls it
 	// again after a crash at any point of an earlier call, and committing
-	// twice has one effect. It does not read blobs: Prepare put what it
+	// twice has one effect. An error of kind errs.Stale,
+	// IdempotencyConflict, Conflict, Validation, Invalid, Closed or
+	// PermissionDenied says the target refuses the commit and that nothing
+	// took effect (its one SQL transaction rolled back): the engine then
+	// calls Abort and closes the transaction (tx/close reason "failed")
+	// instead of leaving it applying. A target whose commit can be half
+	// done (the workspace's renames) never returns those kinds from
+	// Commit; any other error leaves the apply committed, to be rolled
+	// forward. It does not read blobs: Prepare put what it
 	// needs where Commit finds it, and the engine deletes the blobs as
 	// soon as rec is durable.
 	Commit(ctx context.Context, c *Change, rec *record.Commit) error

@@ -216,7 +216,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	}
 	eng, err := tx.Open(ctx, tx.Options{
 		Targets: []tx.Target{wstarget.New(ws, fps, log, wstarget.WithPolicy(pol)), doct, memory.NewTarget(memStore, fps)},
-		DataDir: dd, Failpoints: fps, Logger: log,
+		DataDir: dd, Failpoints: fps, Logger: log, ReadOnly: mode == sandbox.ReadOnly,
 	})
 	if err != nil {
 		if errors.Is(err, tx.ErrDataDirLocked) {

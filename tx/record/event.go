@@ -35,16 +35,35 @@ type Event struct {
 	Checksum      string                     `json:"checksum,omitempty"`
 }
 
-// Encode renders ev as one sealed ledger line with its trailing newline.
-// Any Checksum already set is ignored: the seal is computed over the
-// bytes written.
+// Encode renders ev as one sealed ledger line with its trailing newline,
+// every secret in it redacted (RedactJSON): no value a target or a host
+// put in an event reaches events.jsonl raw. Any Checksum already set is
+// ignored: the seal is computed over the bytes written.
 func (ev Event) Encode() ([]byte, error) {
+	line, _, err := ev.EncodeStored()
+	return line, err
+}
+
+// EncodeStored is Encode, and also returns the event as it is stored: ev
+// itself when nothing was redacted, else the event decoded from the line.
+// The engine keeps the stored event in memory, so what it sends the host
+// and reads back after a restart are the same.
+func (ev Event) EncodeStored() ([]byte, Event, error) {
 	ev.Checksum = ""
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return nil, err
+		return nil, ev, err
 	}
-	return Seal(body)
+	body, changed := RedactJSON(body)
+	if changed {
+		var stored Event
+		if err := json.Unmarshal(body, &stored); err != nil {
+			return nil, ev, fmt.Errorf("redacted event: %w", err)
+		}
+		ev = stored
+	}
+	line, err := Seal(body)
+	return line, ev, err
 }
 
 // DecodeEvent verifies and decodes one ledger line (without its newline).

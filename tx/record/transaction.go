@@ -35,13 +35,15 @@ type Pointers struct {
 }
 
 // Encode renders t as transaction.json's bytes: indented for the people
-// who read it, with a final newline. It fails only when a target's plan
-// (Pointers.Proposal.TargetPlan) is not valid JSON.
+// who read it, with a final newline, every secret redacted (RedactJSON).
+// It fails only when a target's plan (Pointers.Proposal.TargetPlan) is not
+// valid JSON.
 func (t Transaction) Encode() ([]byte, error) {
 	data, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("transaction.json: %w", err)
 	}
+	data, _ = RedactJSON(data)
 	return append(data, '\n'), nil
 }
 
