@@ -318,7 +318,11 @@ func (s *Service) DecidePatchSet(ctx context.Context, p *protocol.PatchSetDecide
 		}
 		return nil, err
 	}
-	if p.Decision == stRejected && err != nil && !errs.KindIs(err, errs.Denied) {
+	// A rejection writes nothing to the recipe, so a read-only sandbox
+	// (the engine refuses the apply that would have asked for the
+	// approvals it denies) does not stop it: the transaction is closed and
+	// the decision recorded below.
+	if p.Decision == stRejected && err != nil && !errs.KindIs(err, errs.Denied) && !errs.KindIs(err, errs.Sandbox) {
 		return nil, err
 	}
 	if p.Decision == stRejected {

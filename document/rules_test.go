@@ -24,16 +24,22 @@ type kernel struct {
 	eng *tx.Engine
 }
 
-func newKernel(t *testing.T) *kernel { return newKernelPolicy(t, "") }
+func newKernel(t *testing.T) *kernel { return newKernelOptions(t, "", false) }
 
 // newKernelPolicy is newKernel with the engine's Options.Policy, which
 // overrides every kind's (recipe_patchset's too) when not empty.
 func newKernelPolicy(t *testing.T, policy approvals.Policy) *kernel {
+	return newKernelOptions(t, policy, false)
+}
+
+// newKernelOptions is newKernel with the engine's Options.Policy and
+// Options.ReadOnly (a --sandbox read-only kernel).
+func newKernelOptions(t *testing.T, policy approvals.Policy, readOnly bool) *kernel {
 	t.Helper()
 	dir := t.TempDir()
 	tg := document.New(document.Options{DBPath: filepath.Join(dir, store.FileName), PatchPolicy: approvals.Never})
 	t.Cleanup(func() { tg.Close() })
-	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{tg}, DataDir: dir, Policy: policy, Logger: slog.New(slog.DiscardHandler)})
+	eng, err := tx.Open(context.Background(), tx.Options{Targets: []tx.Target{tg}, DataDir: dir, Policy: policy, ReadOnly: readOnly, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +329,32 @@ func TestHardAvoidOverrideNeedsPerson(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadOnlyRejectsPatchSet: under a read-only sandbox a PatchSet is
+// never accepted (the engine refuses the apply, -32004), but the person
+// may still reject it: a rejection writes nothing to the recipe.
+func TestReadOnlyRejectsPatchSet(t *testing.T) {
+	k, ctx := newKernelOptions(t, "", true), context.Background()
+	k.create(t, "salad", "recipe", recipeJSON)
+	zero := int64(0)
+	propose := func(id string) string {
+		pr, err := k.svc.ProposePatchSet(ctx, &protocol.PatchSetProposeParams{DocID: "salad", RecipeVersion: &zero,
+			PatchSet: json.RawMessage(`{"patchSetId":"` + id + `","patches":[{"op":"add_ingredient","text":"2 tomatoes"}]}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.PatchSetID
+	}
+	id := propose("ps1")
+	_, err := k.svc.DecidePatchSet(ctx, &protocol.PatchSetDecideParams{PatchSetID: id, Decision: protocol.PatchSetAccepted})
+	wantKind(t, "accepting in read-only", err, errs.Sandbox)
+	dr, err := k.svc.DecidePatchSet(ctx, &protocol.PatchSetDecideParams{PatchSetID: id, Decision: protocol.PatchSetRejected})
+	if err != nil || dr.Decision != protocol.PatchSetRejected {
+		t.Fatalf("rejecting in read-only: %+v, %v", dr, err)
+	}
+	if rev := k.revision(t, "salad"); rev != 0 {
+		t.Fatalf("revision %d after a rejection, want 0", rev)
+	}
+	propose("ps2") // the recipe takes a new PatchSet: the rejected one is done with
 }
