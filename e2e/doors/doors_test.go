@@ -165,20 +165,8 @@ var classification = map[string][]string{
 // written and skipped; after merging the branch, delete its entries and
 // the probes must pass.
 var pendingMerge = map[string]string{
-	ruleNoRawSecret + "|kind:remove_todo_multi":          "w-engine: a secret planted in remove_todo_multi's needle is redacted in transaction.json, the ledger, notifications and the result (PROTOCOL.md §7.4 keeps the needle as given today)",
-	ruleNoRawSecret + "|kind:json_patch":                 "w-engine: a secret in a json_patch operation's value appears in no data-dir file but blobs/ and kernel.db, no response, notification or log",
-	ruleNoRawSecret + "|rpc:patch/validate":              "w-engine: a secret in a validated envelope appears in no data-dir file but blobs/ and kernel.db, no response, notification or log",
-	ruleNoRawSecret + "|rpc:patch/apply":                 "w-engine: a secret in an applied envelope appears in no data-dir file but blobs/ and kernel.db, no response, notification or log",
-	ruleNoRawSecret + "|rpc:patchset/propose":            "w-engine: a secret in a PatchSet's text appears in no data-dir file but blobs/ and kernel.db, no response, notification or log",
-	ruleReadOnlyRefusesApply + "|apply/execute@document": "w-engine: under --sandbox read-only, apply/execute of a json_patch transaction is refused and the document keeps its revision",
-	ruleReadOnlyRefusesApply + "|rpc:patch/apply":        "w-engine: under --sandbox read-only, patch/apply is refused and the document keeps its revision",
-	ruleReadOnlyRefusesApply + "|rpc:patchset/decide":    "w-engine: under --sandbox read-only, patchset/decide accepted is refused and the recipe keeps its revision",
-	ruleReadOnlyRefusesApply + "|rpc:memory/promote":     "w-engine: under --sandbox read-only, memory/promote is refused (the published baseline does not move)",
-	ruleReadOnlyRefusesApply + "|rpc:memory/ingest":      "w-engine: under --sandbox read-only, memory/ingest is refused (it promotes ingested versions)",
-	ruleReadOnlyRefusesApply + "|mcp:patch_apply":        "w-engine: under txkernel mcp --sandbox read-only, patch_apply is a tool error and the document keeps its revision",
 	ruleIngestNeverReplacesCurated:                       "w-memory: after a curated version is accepted and promoted, memory/ingest of a changed source keeps the curated version as the published one",
 	ruleTenantIsolatedIndex:                              "w-memory: memory/ingest into one tenant leaves another tenant's read_context scores unchanged",
-	rulePostCommitNeverApplying:                          "w-engine: with apply.after-commit-record=error, the transaction is not left in applying (tx/status completed or recovered)",
 }
 
 // runPendingEnv, when set (to anything), runs the pendingMerge probes
