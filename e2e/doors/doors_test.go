@@ -165,8 +165,8 @@ var classification = map[string][]string{
 // written and skipped; after merging the branch, delete its entries and
 // the probes must pass.
 var pendingMerge = map[string]string{
-	ruleIngestNeverReplacesCurated:                       "w-memory: after a curated version is accepted and promoted, memory/ingest of a changed source keeps the curated version as the published one",
-	ruleTenantIsolatedIndex:                              "w-memory: memory/ingest into one tenant leaves another tenant's read_context scores unchanged",
+	ruleIngestNeverReplacesCurated: "w-memory: after a curated version is accepted and promoted, memory/ingest of a changed source keeps the curated version as the published one",
+	ruleTenantIsolatedIndex:        "w-memory: memory/ingest into one tenant leaves another tenant's read_context scores unchanged",
 }
 
 // runPendingEnv, when set (to anything), runs the pendingMerge probes
