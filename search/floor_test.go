@@ -35,3 +35,30 @@ func TestZeroVector(t *testing.T) {
 		t.Fatal("ZeroVector")
 	}
 }
+
+// TestKeywordFloor: zero and negative BM25 scores are no hits; positive
+// ones keep their order; Fuse applies the floor.
+func TestKeywordFloor(t *testing.T) {
+	kw := []Scored{{ID: 1, Score: 2.5}, {ID: 2, Score: 0}, {ID: 3, Score: 1e-9}, {ID: 4, Score: -0.1}}
+	got := KeywordFloor(kw)
+	if len(got) != 2 || got[0].ID != 1 || got[1].ID != 3 {
+		t.Fatalf("KeywordFloor = %v, want ids 1 and 3", got)
+	}
+	if f := Fuse(kw, nil, DefaultTuning, 10); len(f) != 2 {
+		t.Fatalf("Fuse kept %d keyword hits, want 2: %v", len(f), f)
+	}
+}
+
+// TestMatchExprStopwords: a query of stop words only ("should") matches
+// nothing; stop words are dropped from a mixed one.
+func TestMatchExprStopwords(t *testing.T) {
+	for q, want := range map[string]string{
+		"should":                 "",
+		"What should we do":      "",
+		"should closures borrow": `"closures" OR "borrow"`,
+	} {
+		if got := MatchExpr(q); got != want {
+			t.Errorf("MatchExpr(%q) = %q, want %q", q, got, want)
+		}
+	}
+}

@@ -20,8 +20,11 @@ type Fused struct {
 // and scores (BM25, or cosine similarity = 1 - distance); with both it is
 // t.Fusion: weighted reciprocal rank fusion, score = Σ weight / (RRFK +
 // rank), or a convex combination of min-max normalised scores. Raw scores
-// are never added: BM25 and cosine are on different scales.
+// are never added: BM25 and cosine are on different scales. A keyword hit
+// whose BM25 score is not above 0 matched nothing that counts and is left
+// out (KeywordFloor).
 func Fuse(kw, sem []Scored, t Tuning, k int) []Fused {
+	kw = KeywordFloor(kw)
 	if len(sem) == 0 || len(kw) == 0 {
 		var out []Fused
 		for i, h := range kw {

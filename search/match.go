@@ -3,6 +3,8 @@ package search
 import (
 	"strings"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
 
 // MatchExpr turns free text into an FTS5 MATCH expression: every word
@@ -14,7 +16,7 @@ func MatchExpr(q string) string {
 	seen := map[string]bool{}
 	var terms []string
 	for _, w := range words {
-		if stopwords[w] || seen[w] {
+		if isStopword(w) || seen[w] {
 			continue
 		}
 		seen[w] = true
@@ -23,13 +25,10 @@ func MatchExpr(q string) string {
 	return strings.Join(terms, " OR ")
 }
 
-// stopwords are English function words left out of keyword queries: with
-// OR semantics they would match nearly every row and only add noise.
-var stopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an and are as at be been but by for from has have in into is it its of on or that the their
-		there these this to was were which with will not no than then so such can do does did`) {
-		m[w] = true
-	}
-	return m
-}()
+// isStopword reports whether w (lowercased) is an English function word
+// left out of keyword queries: with OR semantics it would match nearly
+// every row, at a BM25 score of about 0, and only add noise ("should",
+// "the"). The list is the Snowball English stopword list, the one the
+// built-in embedder drops too (embedding.Tokens); it holds every word of
+// the shorter list used before it.
+func isStopword(w string) bool { return english.IsStopWord(w) }
