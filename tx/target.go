@@ -130,9 +130,10 @@ type Planned interface {
 
 	// Commit makes rec take effect. It is idempotent: recovery calls it
 	// again after a crash at any point of an earlier call, and committing
-	// twice has one effect. It does not read blobs: Prepare put what it
-	// needs where Commit finds it, and the engine deletes the blobs as
-	// soon as rec is durable.
+	// twice has one effect. Prepare put what it needs where Commit finds
+	// it; the blobs are still there (the engine deletes them once Commit
+	// has returned nil), for a target that finds what Prepare left
+	// damaged and must rebuild it.
 	Commit(ctx context.Context, c *Change, rec *record.Commit) error
 
 	// Abort removes whatever Prepare left of an apply whose commit record

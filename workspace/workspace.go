@@ -27,6 +27,10 @@ import (
 const (
 	fpBetweenRenames = "apply.between-renames"
 	fpBeforeDirFsync = "apply.before-dir-fsync"
+	// fpBeforeRename: a staged file read and verified through its open
+	// descriptor, before the Lstat that compares its name with it and the
+	// rename: the window a name swap must be caught in.
+	fpBeforeRename = "apply.before-rename"
 )
 
 // Target is the workspace-files target. It implements tx.Target and is
