@@ -358,11 +358,24 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit)
 	st := w.ws.OpenDirs() // each directory checked and opened once
 	defer st.Close()
 	rs := &restager{pl: pl, c: c, st: st}
+	// Every write's approved bytes are in hand before the first rename:
+	// content that cannot be had fails the commit while the workspace is
+	// as it was, never half-way through the renames.
+	kept := make([][]byte, len(rec.Ops))
+	for i, op := range rec.Ops {
+		if op.Op != record.OpWrite {
+			continue
+		}
+		var err error
+		if kept[i], err = pl.keep(st, rs, op); err != nil {
+			return err
+		}
+	}
 	var paths []string
 	for i, op := range rec.Ops {
 		switch op.Op {
 		case record.OpWrite:
-			if err := pl.commitWrite(c, st, rs, op); err != nil {
+			if err := pl.commitWrite(c, st, rs, op, kept[i]); err != nil {
 				return err
 			}
 		case record.OpDelete:
@@ -403,9 +416,9 @@ const maxRestages = 3
 // and mode, that is a symlink or anything but one regular file, or whose
 // bytes or bits differ, or that is replaced around the rename, is staged
 // again (restager) and checked again, at most maxRestages times.
-func (pl *planned) commitWrite(c *tx.Change, st *sandbox.Dirs, rs *restager, op record.CommitOp) error {
+func (pl *planned) commitWrite(c *tx.Change, st *sandbox.Dirs, rs *restager, op record.CommitOp, kept []byte) error {
 	w := pl.w
-	var verified []byte // op's bytes, once read through a verified descriptor
+	verified := kept // op's bytes, as keep or a verified descriptor gave them
 	for attempt := 0; ; attempt++ {
 		f, fi, err := st.OpenStaged(op.Staged)
 		var why string
@@ -452,6 +465,36 @@ func (pl *planned) commitWrite(c *tx.Change, st *sandbox.Dirs, rs *restager, op 
 			return err
 		}
 	}
+}
+
+// keep returns op's approved bytes before any rename: the staged file's,
+// read through a descriptor and checked, or if it is missing, damaged or
+// replaced, the content rebuilt from what the kernel kept (restager). It
+// returns nil when the op was done before a crash (no staged file, and the
+// target holds op's content and mode), and an error when the content
+// cannot be had (errs.LedgerCorrupt).
+func (pl *planned) keep(st *sandbox.Dirs, rs *restager, op record.CommitOp) ([]byte, error) {
+	f, fi, err := st.OpenStaged(op.Staged)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		done, err := holdsCommitted(st, op)
+		if err != nil || done {
+			return nil, pl.w.classify(err)
+		}
+	case errors.Is(err, sandbox.ErrSymlink) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrSwapped):
+	case err != nil:
+		return nil, pl.w.classify(err)
+	default:
+		data, ok, err := readVerified(f, fi, op)
+		f.Close()
+		if err != nil {
+			return nil, pl.w.classify(err)
+		}
+		if ok {
+			return data, nil
+		}
+	}
+	return rs.content(op, nil)
 }
 
 // readVerified reads the staged file f (fstat fi) through its descriptor

@@ -120,17 +120,19 @@ func TestStagedContentLost(t *testing.T) {
 	if _, err := f.e.Apply(context.Background(), id); err == nil {
 		t.Fatal("apply with a failing failpoint succeeded")
 	}
-	must(t, os.Remove(filepath.Join(f.ws, sandbox.StagedName("a.txt", id))))
-	must(t, os.WriteFile(filepath.Join(f.ws, "a.txt"), []byte("changed\n"), 0o644))
+	// b.txt is the last op: its content is found lost before a.txt's
+	// rename, not after it.
+	must(t, os.Remove(filepath.Join(f.ws, sandbox.StagedName("b.txt", id))))
+	must(t, os.WriteFile(filepath.Join(f.ws, "b.txt"), []byte("changed\n"), 0o644))
 	f.open("")
 	_, err = f.e.Apply(context.Background(), id)
 	if k := kindOf(err); k != "ledger_corrupt" {
 		t.Fatalf("apply = %v (kind %q), want ledger_corrupt", err, k)
 	}
-	if got := f.read("b.txt"); got != "b\n" {
-		t.Errorf("b.txt = %q: half-applied", got)
+	if got := f.read("a.txt"); got != "a\n" {
+		t.Errorf("a.txt = %q: half-applied", got)
 	}
-	must(t, os.WriteFile(filepath.Join(f.ws, "a.txt"), []byte("a\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(f.ws, "b.txt"), []byte("b\n"), 0o644))
 	f.open("") // a transaction whose recovery failed is retried at start-up
 	checkApproved(t, f, id)
 }
