@@ -36,7 +36,10 @@ func (w *Workspace) StageFile(rel, staged string, data []byte, perm fs.FileMode)
 // it is called after the chmod, before the fsync. f must be open for
 // reading too (O_RDWR).
 func writeSync(f *os.File, data []byte, perm fs.FileMode, created func()) error {
-	_, err := f.Write(data)
+	// pwrite at 0 rather than write: the descriptor is open for reading
+	// too, and a positioned write says where its bytes go to whoever
+	// reads a trace of it (the power-loss model, RELIABILITY.md §3).
+	_, err := f.WriteAt(data, 0)
 	if err == nil {
 		err = f.Chmod(perm)
 	}

@@ -541,6 +541,9 @@ type restager struct {
 // there again, fsynced with its directory.
 func (r *restager) restage(op record.CommitOp, verified []byte) error {
 	w := r.pl.w
+	if err := w.fp.Hit(context.Background(), fpRestage); err != nil {
+		return err
+	}
 	data, err := r.content(op, verified)
 	if err != nil {
 		return err
