@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"sync"
+	"syscall"
 )
 
 // Dirs is a set of a workspace's directories, each checked and opened
@@ -185,7 +186,9 @@ func (s *Dirs) StageFile(rel, staged string, data []byte, perm fs.FileMode, crea
 	} else if !isNotExist(err) {
 		return w.mapErr(staged, err)
 	}
-	const flags = os.O_CREATE | os.O_EXCL | os.O_WRONLY
+	// Read and write: the file is verified through the descriptor that
+	// wrote it (writeSync).
+	const flags = os.O_CREATE | os.O_EXCL | os.O_RDWR
 	f, err := d.OpenFile(name, flags, perm.Perm())
 	if errors.Is(err, fs.ErrExist) {
 		// A crashed earlier attempt of the same transaction left it; the
@@ -263,6 +266,132 @@ func (s *Dirs) Rename(staged, rel string) error {
 		return pathErr(staged, "not-regular", ErrNotRegular)
 	}
 	return w.mapErr(rel, d.Rename(path.Base(cs), path.Base(cr)))
+}
+
+// OpenStaged opens the staged file staged for verification before its
+// rename: it must be a regular file, no symlink (ErrSymlink), nothing else
+// (ErrNotRegular), and the file opened must be the one the name held
+// when checked (ErrSwapped otherwise). A missing file or directory is an
+// error satisfying errors.Is(err, fs.ErrNotExist). The file is opened
+// non-blocking, so that a FIFO swapped in after the check cannot hang
+// the open. fi is the open file's fstat; the caller closes f.
+func (s *Dirs) OpenStaged(staged string) (f *os.File, fi fs.FileInfo, err error) {
+	clean, err := CleanPath(staged)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.dir(path.Dir(clean), false)
+	if errors.Is(err, errMissingDir) {
+		return nil, nil, &fs.PathError{Op: "open", Path: staged, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	name := path.Base(clean)
+	leaf, err := d.Lstat(name)
+	switch {
+	case isNotExist(err):
+		return nil, nil, &fs.PathError{Op: "open", Path: staged, Err: fs.ErrNotExist}
+	case err != nil:
+		return nil, nil, s.w.mapErr(staged, err)
+	case leaf.Mode()&fs.ModeSymlink != 0:
+		return nil, nil, pathErr(clean, "symlink", ErrSymlink)
+	case !leaf.Mode().IsRegular():
+		return nil, nil, pathErr(staged, "not-regular", ErrNotRegular)
+	}
+	f, err = d.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, nil, &fs.PathError{Op: "open", Path: staged, Err: fs.ErrNotExist}
+		}
+		return nil, nil, s.w.mapErr(staged, err)
+	}
+	if fi, err = f.Stat(); err == nil && (!os.SameFile(leaf, fi) || !fi.Mode().IsRegular()) {
+		err = pathErr(staged, "swapped", ErrSwapped)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// RenameVerified is Rename for a staged file a caller opened and verified
+// (OpenStaged, then its bytes and bits read through that descriptor): it
+// renames staged over rel only if staged still names the file fi
+// describes (dev and inode, by Lstat just before the rename), and checks
+// by Lstat just after it that rel names that file. Whoever can write in
+// the workspace can replace a staged name at any time; a replacement
+// before the rename is refused, one in the instant between the Lstat and
+// the rename is found after it. Either is a *PathError wrapping
+// ErrSwapped, and after the second rel holds the replacement: the caller
+// stages the verified bytes again and renames again. The caller keeps the
+// descriptor open until RenameVerified returns, so that the inode fi
+// names cannot be freed and its number reused for another file.
+func (s *Dirs) RenameVerified(staged, rel string, fi fs.FileInfo) error {
+	w := s.w
+	cs, cr, err := w.checkPair(staged, rel)
+	if err != nil {
+		return err
+	}
+	d, err := s.dir(path.Dir(cr), false)
+	if errors.Is(err, errMissingDir) {
+		return pathErr(staged, "swapped", ErrSwapped)
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkLeaf(d, w, cr, rel); err != nil {
+		return err
+	}
+	if cur, err := d.Lstat(path.Base(cs)); err != nil || !os.SameFile(cur, fi) {
+		if err != nil && !isNotExist(err) {
+			return w.mapErr(staged, err)
+		}
+		return pathErr(staged, "swapped", ErrSwapped)
+	}
+	if err := d.Rename(path.Base(cs), path.Base(cr)); err != nil {
+		return w.mapErr(rel, err)
+	}
+	if cur, err := d.Lstat(path.Base(cr)); err != nil || !os.SameFile(cur, fi) {
+		return pathErr(rel, "swapped", ErrSwapped)
+	}
+	return nil
+}
+
+// RemoveStaged removes whatever is at the staged name staged (a file, a
+// symlink itself, a FIFO), so that it can be staged again; a missing name
+// is not an error, and a directory is refused (ErrNotRegular). It is for
+// a staged file found damaged or replaced after the commit point.
+func (s *Dirs) RemoveStaged(staged string) error {
+	clean, err := CleanPath(staged)
+	if err != nil {
+		return err
+	}
+	if err := s.w.CheckWritable(staged); err != nil {
+		return err
+	}
+	d, err := s.dir(path.Dir(clean), false)
+	if errors.Is(err, errMissingDir) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	name := path.Base(clean)
+	fi, err := d.Lstat(name)
+	switch {
+	case isNotExist(err):
+		return nil
+	case err != nil:
+		return s.w.mapErr(staged, err)
+	case fi.IsDir():
+		return pathErr(staged, "not-regular", ErrNotRegular)
+	}
+	if err := d.Remove(name); err != nil && !isNotExist(err) {
+		return s.w.mapErr(staged, err)
+	}
+	return nil
 }
 
 // checkLeaf is checkTarget's test of the last name of clean in d: absent,

@@ -45,6 +45,12 @@ var (
 	// content may also be reachable under a name outside the workspace,
 	// which os.Root cannot see. PathError.Reason is "hardlink".
 	ErrHardlink = errors.New("file has more than one hard link")
+	// ErrSwapped: a staged file is not what the kernel wrote and verified:
+	// its bytes or bits read back through the descriptor that wrote them
+	// differ (StageFile), or its name no longer names the file a
+	// descriptor verified, just before or just after a rename
+	// (RenameVerified). PathError.Reason is "swapped".
+	ErrSwapped = errors.New("staged file was changed or replaced")
 )
 
 // PathError records a path this package refused and why.
@@ -53,7 +59,8 @@ var (
 // it, for symlinked parents). Reason is a short stable machine word, safe to
 // put on the wire: "escape", "absolute", "nul-byte", "backslash",
 // "too-long", "empty", "not-sibling", "protected", "symlink", "read-only",
-// "not-regular", "not-directory" (Open only) or "hardlink". Err wraps one of the package's sentinel
+// "not-regular", "not-directory" (Open only), "hardlink" or "swapped". Err
+// wraps one of the package's sentinel
 // errors.
 type PathError struct {
 	Path   string

@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -18,18 +21,25 @@ import (
 // creates staged with O_CREATE|O_EXCL — removing a leftover from an earlier
 // crashed attempt and retrying once — writes data, sets the permission bits
 // to perm.Perm() with fchmod so the umask cannot alter them, fsyncs and
-// closes it. On failure after creation the staged file is removed
-// (best-effort) and the first error returned.
+// closes it, having read it back through the descriptor that wrote it
+// (its sha256, bits and link count must be what was written: otherwise a
+// *PathError wrapping ErrSwapped). On failure after creation the staged
+// file is removed (best-effort) and the first error returned.
 func (w *Workspace) StageFile(rel, staged string, data []byte, perm fs.FileMode) error {
 	d := w.OpenDirs()
 	defer d.Close()
 	return d.StageFile(rel, staged, data, perm, nil)
 }
 
-// writeSync writes, chmods, fsyncs and closes f, always closing it. When
-// created is not nil it is called after the chmod, before the fsync.
+// writeSync writes, chmods and fsyncs f, then verifies it through the same
+// descriptor (verifyWritten), always closing it. When created is not nil
+// it is called after the chmod, before the fsync. f must be open for
+// reading too (O_RDWR).
 func writeSync(f *os.File, data []byte, perm fs.FileMode, created func()) error {
-	_, err := f.Write(data)
+	// pwrite at 0 rather than write: the descriptor is open for reading
+	// too, and a positioned write says where its bytes go to whoever
+	// reads a trace of it (the power-loss model, RELIABILITY.md §3).
+	_, err := f.WriteAt(data, 0)
 	if err == nil {
 		err = f.Chmod(perm)
 	}
@@ -39,10 +49,40 @@ func writeSync(f *os.File, data []byte, perm fs.FileMode, created func()) error 
 	if err == nil {
 		err = f.Sync()
 	}
+	if err == nil {
+		err = verifyWritten(f, data, perm)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// verifyWritten reads f back through its own descriptor and checks that it
+// holds exactly data (by sha256) with the bits perm, one link and nothing
+// more: whoever can write in the workspace can open a staged file by name
+// between its creation and now and write into it or chmod it. A
+// difference is a *PathError wrapping ErrSwapped.
+func verifyWritten(f *os.File, data []byte, perm fs.FileMode) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	n, err := linkCount(f, fi)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() != perm.Perm() || fi.Size() != int64(len(data)) || n != 1 {
+		return pathErr(f.Name(), "swapped", ErrSwapped)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, fi.Size()+1)); err != nil {
+		return err
+	}
+	if want := sha256.Sum256(data); !bytes.Equal(h.Sum(nil), want[:]) {
+		return pathErr(f.Name(), "swapped", ErrSwapped)
+	}
+	return nil
 }
 
 // Rename moves staged over rel within the workspace (step 4 of the apply

@@ -192,10 +192,15 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 
 // memberSpans are the generic rule's findings in first, the first line of
 // a member's string value, when the member's name is its identifier:
-// `"api_key": "…"` in a JSON text, seen as name=value. Spans already found
-// in that line (have) are not repeated.
+// `"api_key": "…"` in a JSON text, seen as name=value; never for a name
+// with a slash or a dot (a path or a file name). Spans already found in
+// that line (have) are not repeated.
 func (s *Scanner) memberSpans(name, first string, have []span) []span {
-	if name == "" || strings.ContainsAny(name, "=:\n") {
+	// A name with a slash or a dot is a path or a file name, not an
+	// identifier: {"secret.key": "<sha256>"} in base_sha256_by_path maps a
+	// workspace file to its digest, and reading it as secret_key=<hex>
+	// would redact the digest (and so fail every apply of that file).
+	if name == "" || strings.ContainsAny(name, "=:\n/.") {
 		return nil
 	}
 	line := name + "=" + first

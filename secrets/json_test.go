@@ -61,6 +61,13 @@ func TestRedactJSON(t *testing.T) {
 	if changed || &out[0] != &clean[0] {
 		t.Fatalf("a clean text changed: %s", out)
 	}
+	// File names are no identifiers: a workspace's secret.key or
+	// src/token.go mapped to its sha256 (base_sha256_by_path) is a digest,
+	// not a secret.
+	paths := []byte(`{"base_sha256_by_path":{"secret.key":"` + rnd(6, 64, hexa) + `","src/token.go":"` + rnd(7, 64, hexa) + `","api_key.py":"` + rnd(8, 64, hexa) + `"}}`)
+	if out, changed := s.RedactJSON(paths); changed {
+		t.Fatalf("digests of files named like secrets were redacted: %s", out)
+	}
 	for _, bad := range []string{"", `"`, `{"a":"b`, `{"a":"\`, `"\u12"`} {
 		s.RedactJSON([]byte(bad)) // never panics
 	}

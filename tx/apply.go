@@ -24,11 +24,13 @@ import (
 //  4. has the target prepare (the workspace stages and fsyncs each file);
 //  5. appends apply/start and the commit record apply/commit and fsyncs the
 //     ledger: the commit point, after which cancellation is ignored and
-//     recovery rolls forward; the blobs are deleted;
+//     recovery rolls forward;
 //  6. has the target commit (the workspace renames, then fsyncs the
-//     directories); a commit the target refuses (refusedCommit: nothing
-//     took effect) is rolled back and the transaction closed with reason
-//     "failed", never left applying;
+//     directories), then deletes the blobs, which a target may need until
+//     then (the workspace stages a damaged staged file again from them); a
+//     commit the target refuses (refusedCommit: nothing took effect) is
+//     rolled back and the transaction closed with reason "failed", never
+//     left applying;
 //  7. appends the turn/item upsert, apply/complete, tx/status applied and
 //     completed, and tx/close, and retires the transaction.
 //
@@ -146,16 +148,9 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	if err := e.opts.Failpoints.Hit(context.Background(), fpAfterCommitRecord); err != nil {
 		return nil, err
 	}
-	// Past the commit point Commit needs only what Prepare left (staged
-	// files), never the blobs: delete them now. The closing
-	// transaction.json replace fsyncs this directory, which makes the
-	// deletion durable without a fsync of its own.
-	if err := e.dropBlobs(t, false); err != nil {
-		return nil, err
-	}
-	if err := e.opts.Failpoints.Hit(context.Background(), fpAfterBlobsDeleted); err != nil {
-		return nil, err
-	}
+	// The blobs outlive the commit point until Commit is done
+	// (finishCommitted deletes them): a staged file found damaged or
+	// replaced is staged again from them (RELIABILITY.md §13).
 	if err := e.finishCommitted(context.Background(), t, false); err != nil {
 		return nil, unwrapRolledBack(err)
 	}
@@ -259,9 +254,13 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 	for n < len(tail) && n < len(after) && after[n].Type == tail[n].Type && after[n].Status == tail[n].Status {
 		n++
 	}
-	// Recovery may find blobs an interrupted apply had not deleted yet;
-	// the closing transaction.json replace below makes this durable.
+	// Commit is done: nothing needs the blobs any more. The closing
+	// transaction.json replace below fsyncs this directory, which makes
+	// the deletion durable without a fsync of its own.
 	if err := e.dropBlobs(t, false); err != nil {
+		return err
+	}
+	if err := e.opts.Failpoints.Hit(context.Background(), fpAfterBlobsDeleted); err != nil {
 		return err
 	}
 	if n < len(tail) {

@@ -138,9 +138,10 @@ type Planned interface {
 	// instead of leaving it applying. A target whose commit can be half
 	// done (the workspace's renames) never returns those kinds from
 	// Commit; any other error leaves the apply committed, to be rolled
-	// forward. It does not read blobs: Prepare put what it
-	// needs where Commit finds it, and the engine deletes the blobs as
-	// soon as rec is durable.
+	// forward. Prepare put what it needs where Commit finds it; the blobs
+	// are still there (the engine deletes them once Commit has returned
+	// nil), for a target that finds what Prepare left damaged and must
+	// rebuild it.
 	Commit(ctx context.Context, c *Change, rec *record.Commit) error
 
 	// Abort removes whatever Prepare left of an apply whose commit record

@@ -202,3 +202,50 @@ var (
 	_ errs.Kinded = (*ParseError)(nil)
 	_ errs.Kinded = (*ConflictError)(nil)
 )
+
+// AllowedModes are the only file modes a diff may carry, as "old mode",
+// "new mode", "new file mode", "deleted file mode" or an "index" line's
+// mode: the two git records for a regular file (non-executable and
+// executable).
+var AllowedModes = []string{"100644", "100755"}
+
+// ModeError reports a mode line whose mode is not one of AllowedModes
+// (100664, 100600, 120000 for a symlink, 160000 for a submodule, or no
+// octal number at all). It is an errs.Kinded of kind errs.Invalid whose data
+// is a ModeData: the mode of a file is part of what a reviewer approves,
+// and a mode git cannot record would be written without git ever showing
+// it.
+type ModeError struct {
+	// Line is the 1-based line of the diff that carries the mode.
+	Line int
+	// Text is that line without its newline, clipped to 200 bytes.
+	Text string
+	// Mode is the mode as written on the line.
+	Mode string
+}
+
+// ModeData is the machine-readable data of a ModeError (its ErrorData).
+type ModeData struct {
+	Line    int      `json:"line"`    // 1-based line in the diff
+	Text    string   `json:"text"`    // the line, without its newline
+	Mode    string   `json:"mode"`    // the mode refused
+	Reason  string   `json:"reason"`  // always "mode"
+	Allowed []string `json:"allowed"` // AllowedModes
+}
+
+// Error formats as "unidiff: line N: file mode M is not allowed ...".
+func (e *ModeError) Error() string {
+	return fmt.Sprintf("unidiff: line %d: file mode %q is not allowed (a diff may carry only %s and %s): %q",
+		e.Line, e.Mode, AllowedModes[0], AllowedModes[1], e.Text)
+}
+
+// ErrorKind implements errs.Kinded: a mode outside the allowed ones is
+// invalid input.
+func (e *ModeError) ErrorKind() errs.Kind { return errs.Invalid }
+
+// ErrorData implements errs.Kinded; it returns a ModeData.
+func (e *ModeError) ErrorData() any {
+	return ModeData{Line: e.Line, Text: e.Text, Mode: e.Mode, Reason: "mode", Allowed: AllowedModes}
+}
+
+var _ errs.Kinded = (*ModeError)(nil)

@@ -2,6 +2,7 @@ package unidiff
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -181,4 +182,50 @@ func clip(line string) string {
 		line = line[:60] + "..."
 	}
 	return strconv.Quote(line)
+}
+
+// modeHeaderPrefixes are the extended header lines that carry a file mode;
+// an "index" line may carry one as its third field.
+var modeHeaderPrefixes = []string{"old mode ", "new mode ", "new file mode ", "deleted file mode "}
+
+// checkModes refuses, with its line, every mode in a file header that is
+// not one of AllowedModes. Only header lines count (after a "diff --git"
+// line and before its first hunk): a commit message in the preamble may
+// say anything. A CRLF line is left to scanLayout, which refuses the CRLF
+// diff as a whole.
+func checkModes(lines []string) *ModeError {
+	inHeader := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			inHeader = true
+			continue
+		case strings.HasPrefix(l, "@@ -"):
+			inHeader = false
+		}
+		if !inHeader || strings.HasSuffix(l, "\r\n") {
+			continue
+		}
+		text := strings.TrimSuffix(l, "\n")
+		mode, ok := "", false
+		for _, p := range modeHeaderPrefixes {
+			if m, found := strings.CutPrefix(text, p); found {
+				mode, ok = m, true
+				break
+			}
+		}
+		if rest, found := strings.CutPrefix(text, "index "); found {
+			// "index <old>..<new>[ <mode>]": the mode of both sides.
+			if f := strings.Fields(rest); len(f) > 1 {
+				mode, ok = strings.Join(f[1:], " "), true
+			}
+		}
+		if ok && !slices.Contains(AllowedModes, mode) {
+			if len(text) > 200 {
+				text = text[:200]
+			}
+			return &ModeError{Line: i + 1, Text: text, Mode: mode}
+		}
+	}
+	return nil
 }

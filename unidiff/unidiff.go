@@ -80,9 +80,11 @@ var gitdiffErrRE = regexp.MustCompile(`^gitdiff: line (-?\d+): (.*)$`)
 // a newline (git apply calls that corrupt), contains a line that belongs to
 // no header or hunk (go-gitdiff would skip it silently), has hunks out of
 // order or overlapping, uses a traditional "---/+++" header without a
-// "diff --git" line, is a binary or copy patch, has a non-regular file mode
-// (symlink, submodule), or when two files touch the same path. Parse never
-// panics; a panic inside go-gitdiff is returned as a *ParseError.
+// "diff --git" line, is a binary or copy patch, or when two files touch the
+// same path. It returns a *ModeError (errs.Invalid) for a file header line
+// whose mode is not 100644 or 100755 (AllowedModes): 100664, 100600, a
+// symlink's 120000, a submodule's 160000. Parse never panics; a panic
+// inside go-gitdiff is returned as a *ParseError.
 func Parse(diff []byte) (patches []*FilePatch, err error) {
 	if len(bytes.TrimSpace(diff)) == 0 {
 		return nil, &ParseError{Reason: "empty diff: no file changes"}
@@ -92,6 +94,11 @@ func Parse(diff []byte) (patches []*FilePatch, err error) {
 		return nil, &ParseError{Line: len(lines), Reason: "diff does not end with a newline (truncated?)"}
 	}
 
+	// Modes first: go-gitdiff takes any octal number as a mode, and the
+	// mode a diff names is written to the file.
+	if me := checkModes(lines); me != nil {
+		return nil, me
+	}
 	files, err := parseGitdiff(diff)
 	if err != nil {
 		return nil, err

@@ -344,7 +344,6 @@ func TestParseErrors(t *testing.T) {
 		{"binary", "diff --git a/img b/img\nindex 1..2 100644\nBinary files a/img and b/img differ\n", 1},
 		{"git binary patch", "diff --git a/x.bin b/x.bin\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\nGIT binary patch\nliteral 0\nHcmV?d00001\n\nliteral 0\nHcmV?d00001\n\n", 1},
 		{"copy", "diff --git a/a b/b\nsimilarity index 100%\ncopy from a\ncopy to b\n", 1},
-		{"symlink", "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n", 1},
 		{"paths differ without rename", "diff --git a/f b/g\n--- a/f\n+++ b/g\n@@ -1 +1 @@\n-a\n+b\n", 1},
 		{"hunks out of order", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -10 +10 @@\n-a\n+b\n@@ -1 +1 @@\n-a\n+b\n", 1},
 		{"hunks overlap", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+b\n x\n@@ -2 +2 @@\n-x\n+y\n", 1},

@@ -44,20 +44,22 @@ func Lines(b []byte) []string {
 	return out
 }
 
-// gitMode maps permission bits to the mode git records for a regular file.
-// Git only tracks the owner-executable bit, so anything else collapses to
-// 100644 or 100755; 0 means "unspecified" and is taken as 100644.
-func gitMode(perm uint32) uint32 {
-	if perm&0o100 != 0 {
-		return 0o100755
+// diffMode is the mode a FileDiff line carries for permission bits perm:
+// the regular-file type 0o100000 with the bits exactly, so that what a
+// reviewer reads (and what the diff's sha256 fingerprints) is the mode the
+// file has or gets, not git's folding of it (0600 and 0644 would both be
+// 100644). 0 means "unspecified" and is taken as 0644.
+func diffMode(perm uint32) uint32 {
+	if perm&0o777 == 0 {
+		return 0o100644
 	}
-	return 0o100644
+	return 0o100000 | perm&0o777
 }
 
 // FileDiff returns a git-style unified diff ("git diff" format, GNU diffutils
 // unified hunks with 3 lines of context) that turns old into new, as one
 // "diff --git" section. It returns nil when nothing changes: neither side
-// exists, or both exist with the same path, bytes and git mode.
+// exists, or both exist with the same path, bytes and permission bits.
 //
 // oldExists=false makes it a file creation ("new file mode", "--- /dev/null");
 // newExists=false makes it a deletion ("deleted file mode", "+++ /dev/null");
@@ -67,9 +69,13 @@ func gitMode(perm uint32) uint32 {
 // "b/"; they are C-quoted like git does (core.quotePath=true) when they
 // contain control bytes, '"', '\\' or non-ASCII bytes.
 //
-// oldMode and newMode are permission bits (0o644, 0o755; 0 means 0o644);
-// only the owner-executable bit matters, as in git, and a difference yields
-// "old mode"/"new mode" lines.
+// oldMode and newMode are permission bits (0o644, 0o755; 0 means 0o644).
+// Any difference in them yields "old mode"/"new mode" lines, and every mode
+// line carries the bits exactly (diffMode): a change from 0644 to 0664 is
+// "old mode 100644"/"new mode 100664", never an empty diff. For 0644 and
+// 0755, the only modes git records, that is git's own output; a diff with
+// any other mode is for review and fingerprinting (Parse refuses it, as it
+// refuses such a mode from anyone, ModeError).
 //
 // The output differs from "git diff" only in having no "index" or
 // "similarity index" line, no function-name text after the "@@" headers, a
@@ -88,7 +94,7 @@ func FileDiff(oldPath, newPath string, old, new []byte, oldExists, newExists boo
 	if !newExists {
 		new, newPath = nil, oldPath
 	}
-	om, nm := gitMode(oldMode), gitMode(newMode)
+	om, nm := diffMode(oldMode), diffMode(newMode)
 	same := bytes.Equal(old, new)
 	if oldExists && newExists && oldPath == newPath && om == nm && same {
 		return nil

@@ -381,3 +381,12 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// gitMode maps permission bits to the mode git records for a regular file:
+// git only tracks the owner-executable bit; 0 is taken as 100644.
+func gitMode(perm uint32) uint32 {
+	if perm&0o100 != 0 {
+		return 0o100755
+	}
+	return 0o100644
+}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sync/errgroup"
 
@@ -341,34 +344,39 @@ func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
 // Commit implements tx.Planned: it renames each staged file over its target
 // or removes the target, in the record's order, then fsyncs every parent
 // directory. Each step is idempotent: a staged file already renamed is
-// recognised by its target holding the committed sha256.
+// recognised by its target holding the committed sha256 and mode.
+//
+// What is renamed is what was approved (commitWrite): each staged file is
+// opened, read through that descriptor and checked against the record's
+// sha256 and mode, and renamed only while its name still names that file
+// (sandbox.Dirs.RenameVerified). A staged file that is missing, damaged or
+// replaced (by a file or a symlink: whoever can write in the workspace can
+// do either) is staged again from the kept content, so that a roll-forward
+// ends with the approved content in every target.
 func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit) error {
 	w := pl.w
 	st := w.ws.OpenDirs() // each directory checked and opened once
 	defer st.Close()
+	rs := &restager{pl: pl, c: c, st: st}
+	// Every write's approved bytes are in hand before the first rename:
+	// content that cannot be had fails the commit while the workspace is
+	// as it was, never half-way through the renames.
+	kept := make([][]byte, len(rec.Ops))
+	for i, op := range rec.Ops {
+		if op.Op != record.OpWrite {
+			continue
+		}
+		var err error
+		if kept[i], err = pl.keep(st, rs, op); err != nil {
+			return err
+		}
+	}
 	var paths []string
 	for i, op := range rec.Ops {
 		switch op.Op {
 		case record.OpWrite:
-			ok, err := st.Exists(op.Staged)
-			if err != nil {
-				return w.classify(err)
-			}
-			if ok {
-				if err := st.Rename(op.Staged, op.Path); err != nil {
-					return w.classify(err)
-				}
-			} else {
-				// Renamed before the crash: the target must hold the new bytes.
-				sum, exists, err := st.FileSHA256(op.Path)
-				if err != nil {
-					return w.classify(err)
-				}
-				if !exists || sum != op.SHA256 {
-					return errs.New(errs.LedgerCorrupt,
-						tx.CorruptData{TransactionID: c.TxID, Path: op.Path, Reason: "staged file missing and target does not hold the new content"},
-						"cannot roll forward %s: staged file %s is gone and %s does not hold the committed content", c.TxID, op.Staged, op.Path)
-				}
+			if err := pl.commitWrite(c, st, rs, op, kept[i]); err != nil {
+				return err
 			}
 		case record.OpDelete:
 			if err := w.ws.Remove(op.Path); err != nil {
@@ -392,4 +400,194 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, rec *record.Commit)
 	// created was made durable, with every ancestor, before the commit
 	// record (Prepare), and a rename changes no other directory.
 	return w.syncDirs(paths)
+}
+
+// maxRestages bounds how many times commitWrite stages one file again
+// before it gives up: a writer that replaces the staged file faster than
+// the kernel can rename it must not keep an apply busy for ever. The
+// transaction then stays applying, and the next apply/execute or start-up
+// rolls it forward again.
+const maxRestages = 3
+
+// commitWrite renames op's staged file over its target once it has read
+// it through an open descriptor and found op's sha256 and mode, and the
+// staged name still names that descriptor's file (RenameVerified). A
+// staged file that is absent while the target does not hold op's content
+// and mode, that is a symlink or anything but one regular file, or whose
+// bytes or bits differ, or that is replaced around the rename, is staged
+// again (restager) and checked again, at most maxRestages times.
+func (pl *planned) commitWrite(c *tx.Change, st *sandbox.Dirs, rs *restager, op record.CommitOp, kept []byte) error {
+	w := pl.w
+	verified := kept // op's bytes, as keep or a verified descriptor gave them
+	for attempt := 0; ; attempt++ {
+		f, fi, err := st.OpenStaged(op.Staged)
+		var why string
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			done, err := holdsCommitted(st, op)
+			if err != nil {
+				return w.classify(err)
+			}
+			if done {
+				return nil // renamed before a crash
+			}
+			why = "missing"
+		case errors.Is(err, sandbox.ErrSymlink) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrSwapped):
+			why = "replaced"
+		case err != nil:
+			return w.classify(err)
+		default:
+			data, ok, err := readVerified(f, fi, op)
+			if err == nil && ok {
+				verified = data
+				err = w.fp.Hit(context.Background(), fpBeforeRename)
+				if err == nil {
+					err = st.RenameVerified(op.Staged, op.Path, fi)
+				}
+				why = "replaced"
+			} else {
+				why = "changed"
+			}
+			f.Close() // only now: its inode number cannot be reused before
+			if err == nil && ok {
+				return nil
+			}
+			if err != nil && !errors.Is(err, sandbox.ErrSwapped) {
+				return w.classify(err)
+			}
+		}
+		if attempt == maxRestages {
+			return errs.New(errs.Sandbox, SandboxData{Path: op.Staged, Reason: "swapped", Sandbox: string(w.ws.Mode())},
+				"the staged file %s of %s was %s %d times: the transaction stays applying and rolls forward at the next apply/execute or start-up", op.Staged, op.Path, why, attempt+1)
+		}
+		w.log.Warn("staging a file again: its staged file is not the approved content", "transactionId", c.TxID, "path", op.Path, "staged", op.Staged, "why", why)
+		if err := rs.restage(op, verified); err != nil {
+			return err
+		}
+	}
+}
+
+// keep returns op's approved bytes before any rename: the staged file's,
+// read through a descriptor and checked, or if it is missing, damaged or
+// replaced, the content rebuilt from what the kernel kept (restager). It
+// returns nil when the op was done before a crash (no staged file, and the
+// target holds op's content and mode), and an error when the content
+// cannot be had (errs.LedgerCorrupt).
+func (pl *planned) keep(st *sandbox.Dirs, rs *restager, op record.CommitOp) ([]byte, error) {
+	f, fi, err := st.OpenStaged(op.Staged)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		done, err := holdsCommitted(st, op)
+		if err != nil || done {
+			return nil, pl.w.classify(err)
+		}
+	case errors.Is(err, sandbox.ErrSymlink) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrSwapped):
+	case err != nil:
+		return nil, pl.w.classify(err)
+	default:
+		data, ok, err := readVerified(f, fi, op)
+		f.Close()
+		if err != nil {
+			return nil, pl.w.classify(err)
+		}
+		if ok {
+			return data, nil
+		}
+	}
+	return rs.content(op, nil)
+}
+
+// readVerified reads the staged file f (fstat fi) through its descriptor
+// and reports whether it is op's content with op's bits and one link.
+func readVerified(f *os.File, fi fs.FileInfo, op record.CommitOp) (data []byte, ok bool, err error) {
+	if op.Mode != 0 && fi.Mode().Perm() != fs.FileMode(op.Mode).Perm() {
+		return nil, false, nil
+	}
+	if st, isUnix := fi.Sys().(*syscall.Stat_t); isUnix && st.Nlink != 1 {
+		return nil, false, nil
+	}
+	data, err = io.ReadAll(io.LimitReader(f, fi.Size()+1))
+	if err != nil {
+		return nil, false, err
+	}
+	return data, sha256Hex(data) == op.SHA256, nil
+}
+
+// holdsCommitted reports whether op's target already holds op's content
+// and mode: its staged file was renamed before a crash. The mode counts:
+// a mode-only change has the old content already.
+func holdsCommitted(st *sandbox.Dirs, op record.CommitOp) (bool, error) {
+	data, mode, exists, err := st.ReadFile(op.Path)
+	if err != nil || !exists {
+		return false, err
+	}
+	return sha256Hex(data) == op.SHA256 && (op.Mode == 0 || mode.Perm() == fs.FileMode(op.Mode).Perm()), nil
+}
+
+// restager stages a committed write again from the content the kernel
+// kept: the bytes just read through a verified descriptor, else the
+// proposal's blob of the content (the engine keeps the blobs until the
+// commit is done), else, for a unified diff, whose blob is the diff, the
+// diff applied again to the target's base (not renamed yet, so still the
+// base, which derive checks by hash).
+type restager struct {
+	pl          *planned
+	c           *tx.Change
+	st          *sandbox.Dirs
+	derivations map[string]func() ([]byte, error)
+}
+
+// restage removes whatever is at op's staged name and stages op's content
+// there again, fsynced with its directory.
+func (r *restager) restage(op record.CommitOp, verified []byte) error {
+	w := r.pl.w
+	if err := w.fp.Hit(context.Background(), fpRestage); err != nil {
+		return err
+	}
+	data, err := r.content(op, verified)
+	if err != nil {
+		return err
+	}
+	if err := r.st.RemoveStaged(op.Staged); err != nil {
+		return w.classify(err)
+	}
+	if err := r.st.StageFile(op.Path, op.Staged, data, fs.FileMode(op.Mode), nil); err != nil {
+		return w.classify(err)
+	}
+	// Rare (a damaged staged file), so not worth batching: the new name
+	// is durable before the rename that consumes it.
+	return w.syncDir(path.Dir(op.Path))
+}
+
+// content is op's content from what the kernel kept (see restager).
+func (r *restager) content(op record.CommitOp, verified []byte) ([]byte, error) {
+	if verified != nil {
+		return verified, nil
+	}
+	data, err := r.c.Blob(op.SHA256)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	lost := func(why string) error {
+		return errs.New(errs.LedgerCorrupt,
+			tx.CorruptData{TransactionID: r.c.TxID, Path: op.Path, Reason: "staged file damaged and its content cannot be rebuilt: " + why},
+			"cannot roll forward %s: the staged file %s is missing or damaged and %s", r.c.TxID, op.Staged, why)
+	}
+	if r.pl.p.DiffSHA256 == "" {
+		return nil, lost("the proposal's blobs are gone")
+	}
+	if r.derivations == nil {
+		if r.derivations, err = r.pl.derivations(r.c, r.st); err != nil {
+			return nil, lost("the proposal's diff cannot be read: " + err.Error())
+		}
+	}
+	i := slices.IndexFunc(r.pl.p.Changes, func(ch record.PlannedChange) bool { return ch.Path == op.Path })
+	if i < 0 {
+		return nil, lost("the plan has no change of " + op.Path)
+	}
+	data, err = r.pl.derive(r.derivations, r.pl.p.Changes[i])
+	if err != nil {
+		return nil, lost("the diff no longer applies to " + op.Path + ": " + err.Error())
+	}
+	return data, nil
 }

@@ -65,6 +65,13 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	if err := w.checkPlanned(files); err != nil {
 		return nil, w.classify(err)
 	}
+	// A file the plan leaves as it is (a diff's "old mode 100644"/"new
+	// mode 100644" on a 0644 file) is not part of the patchset, as an
+	// unchanged file of a files proposal is not: its diff would be empty,
+	// and every such change would share the patch id of the empty diff.
+	files = slices.DeleteFunc(files, func(f plannedFile) bool {
+		return f.kind == protocol.ChangeModify && f.oldMode == f.newMode && bytes.Equal(f.old, f.new)
+	})
 	slices.SortFunc(files, func(a, b plannedFile) int { return strings.Compare(a.path, b.path) })
 	raw, redacted, findings := w.canonicalDiff(files)
 	out := &tx.Plan{
@@ -227,6 +234,11 @@ func (w *Target) applyDiff(d *sandbox.Dirs, raw []byte) ([]plannedFile, []protoc
 	patches, err := unidiff.Parse(raw)
 	if err != nil {
 		var pe *unidiff.ParseError
+		var me *unidiff.ModeError
+		if errors.As(err, &me) {
+			return nil, nil, errs.Wrap(errs.Invalid, err, ModeData{Field: "proposal.diff", ModeData: me.ErrorData().(unidiff.ModeData)},
+				"proposal.diff: line %d: file mode %s is not allowed (only 100644 and 100755): %q", me.Line, me.Mode, me.Text)
+		}
 		if errors.As(err, &pe) {
 			return nil, nil, errs.Wrap(errs.Validation, err, pe.ErrorData(), "the diff cannot be parsed: %v", err)
 		}
@@ -264,6 +276,15 @@ func (w *Target) applyDiff(d *sandbox.Dirs, raw []byte) ([]plannedFile, []protoc
 		return nil, nil, conflictsError(conflicts)
 	}
 	return out, hunks, nil
+}
+
+// ModeData is the data of the errs.Invalid error for a diff line whose
+// file mode is not 100644 or 100755: the params field the diff came from,
+// and the line (unidiff.ModeData: line, text, mode, reason "mode",
+// allowed).
+type ModeData struct {
+	Field string `json:"field"`
+	unidiff.ModeData
 }
 
 // patchResult is one file patch of a diff applied: the planned files (two

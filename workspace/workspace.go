@@ -27,6 +27,15 @@ import (
 const (
 	fpBetweenRenames = "apply.between-renames"
 	fpBeforeDirFsync = "apply.before-dir-fsync"
+	// fpBeforeRename: a staged file read and verified through its open
+	// descriptor, before the Lstat that compares its name with it and the
+	// rename: the window a name swap must be caught in.
+	fpBeforeRename = "apply.before-rename"
+	// fpRestage: a staged file found missing, damaged or replaced after
+	// the commit record, before it is staged again. Its error action
+	// turns restaging off, as the power-loss model's negative control
+	// needs (RELIABILITY.md §13).
+	fpRestage = "apply.restage"
 )
 
 // Target is the workspace-files target. It implements tx.Target and is

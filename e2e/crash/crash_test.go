@@ -40,6 +40,7 @@ func crashFailpoints(files int) []string {
 		"apply.after-commit-record=exit",
 		"apply.after-blobs-deleted=exit",
 		"apply.before-dir-fsync=exit",
+		"apply.before-rename=exit",
 		"retire.before-unmark=exit",
 	}
 	for n := 1; n < files; n++ {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
@@ -178,14 +179,14 @@ func (r *recoveryReport) checkStates() {
 // does at start-up, and checks the state it recovered. If finish is set it
 // then completes the work (a new proposal when no transaction survived,
 // approvals, apply) and records where the workspace ends.
-func recoverState(ctx context.Context, ws, dataDir string, c harness.FzfCommit, wsInitial map[string]string, finish bool) (*recoveryReport, error) {
+func recoverState(ctx context.Context, ws, dataDir string, c harness.FzfCommit, wsInitial map[string]string, finish bool, fps *failpoint.Set) (*recoveryReport, error) {
 	w, err := sandbox.Open(ws, sandbox.WorkspaceWrite)
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := tx.Open(ctx, tx.Options{Targets: []tx.Target{wstarget.New(w, nil, log)}, DataDir: dataDir,
+	eng, err := tx.Open(ctx, tx.Options{Targets: []tx.Target{wstarget.New(w, fps, log)}, DataDir: dataDir,
 		Policy: approvals.Untrusted, Logger: log})
 	if err != nil {
 		return &recoveryReport{problems: []string{"recovery failed: " + err.Error()}}, nil

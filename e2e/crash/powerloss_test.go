@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/internal/powerloss"
 )
 
@@ -132,7 +133,7 @@ func powerLossCommit(t *testing.T, c harness.FzfCommit) {
 		t.Fatalf("the trace misses operations the session must perform: %v", counts)
 	}
 
-	stats, n, problems := checkPowerLoss(t, tr, c, wsInitial, methods, *powerlossMax)
+	stats, n, problems := checkPowerLoss(t, tr, c, wsInitial, methods, *powerlossMax, nil)
 	for _, p := range problems[:min(len(problems), 10)] {
 		t.Error(p)
 	}
@@ -145,13 +146,26 @@ func powerLossCommit(t *testing.T, c harness.FzfCommit) {
 
 	// Negative control: the same trace without the fsyncs of the staged
 	// files' directories before the commit record (the bug this model
-	// found) must fail, or the model could not see that bug.
+	// found) must fail, or the model could not see that bug. Recovery
+	// now stages a lost staged file again from the kept blobs
+	// (RELIABILITY.md §13), a second defence that hides the bug: the
+	// control turns it off (apply.restage=error), and reports what the
+	// states give with it on.
+	noRestage, err := failpoint.Parse("apply.restage=error")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cut := withoutStagedDirFsyncs(tr); cut == nil {
 		t.Error("negative control: no staged-directory fsync found before the commit record")
-	} else if _, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4); len(problems) == 0 {
+	} else if _, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4, noRestage); len(problems) == 0 {
 		t.Error("negative control: without the staged-directory fsyncs no state failed; the model cannot see the bug it exists for")
 	} else {
-		t.Logf("negative control: without the staged-directory fsyncs, %d states fail, e.g.\n%s", len(problems), problems[0])
+		t.Logf("negative control: without the staged-directory fsyncs and without restaging, %d states fail, e.g.\n%s", len(problems), problems[0])
+		_, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4, nil)
+		for _, p := range problems[:min(len(problems), 3)] {
+			t.Error("without the staged-directory fsyncs but with restaging: " + p)
+		}
+		t.Logf("without the staged-directory fsyncs but with restaging, %d states fail", len(problems))
 	}
 }
 
@@ -187,7 +201,7 @@ func withoutStagedDirFsyncs(tr *powerloss.Trace) *powerloss.Trace {
 // failing state. Recovery results are cached by the state's digest: the
 // same disk may be reached at many crash points, with different things
 // acknowledged.
-func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsInitial map[string]string, methods map[string]string, maxPerPoint int) (powerloss.Stats, int, []string) {
+func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsInitial map[string]string, methods map[string]string, maxPerPoint int, fps *failpoint.Set) (powerloss.Stats, int, []string) {
 	t.Helper()
 	ctx := context.Background()
 	work := t.TempDir()
@@ -212,7 +226,7 @@ func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsIn
 					return err
 				}
 			}
-			r, err := recoverState(ctx, filepath.Join(dir, "ws"), filepath.Join(dir, "state", "data"), c, wsInitial, true)
+			r, err := recoverState(ctx, filepath.Join(dir, "ws"), filepath.Join(dir, "state", "data"), c, wsInitial, true, fps)
 			if err == nil && len(r.problems) > 0 && *powerlossKeep != "" && len(failing) == 0 {
 				if err := os.CopyFS(*powerlossKeep, os.DirFS(filepath.Join(work, "pristine"))); err != nil {
 					return err
