@@ -226,13 +226,6 @@ func insertVersionHead(ctx context.Context, t *sql.Tx, scope protocol.MemoryScop
 		return 0, internal(err, "prepare fts insert")
 	}
 	defer fts.Close()
-	// A chunk's length in tokens, for BM25 over the visible rows
-	// (memory_bm25.go), as FTS5 counted it.
-	size, err := t.PrepareContext(ctx, `UPDATE mem_chunks SET tokens = ? WHERE id = ?`)
-	if err != nil {
-		return 0, internal(err, "prepare chunk size")
-	}
-	defer size.Close()
 	for _, c := range v.Chunks {
 		r, err := ins.ExecContext(ctx, scope.TenantID, scope.OrganizationID, scope.RepositoryID, vid, c.Key, c.HeadingPath, c.Start, c.End)
 		if err != nil {
@@ -242,13 +235,11 @@ func insertVersionHead(ctx context.Context, t *sql.Tx, scope protocol.MemoryScop
 		if _, err := fts.ExecContext(ctx, id, c.Title, c.Text); err != nil {
 			return 0, internal(err, "index chunk")
 		}
-		var sz []byte
-		if err := t.QueryRowContext(ctx, `SELECT sz FROM mem_fts_docsize WHERE id = ?`, id).Scan(&sz); err != nil {
-			return 0, internal(err, "read chunk size")
-		}
-		if _, err := size.ExecContext(ctx, chunkTokens(sz), id); err != nil {
-			return 0, internal(err, "write chunk size")
-		}
+	}
+	// Each chunk's length in tokens, for BM25 over the visible rows
+	// (memory_bm25.go), as FTS5 counted it.
+	if _, err := t.ExecContext(ctx, `UPDATE mem_chunks SET tokens = txk_fts_tokens((SELECT d.sz FROM mem_fts_docsize d WHERE d.id = mem_chunks.id)) WHERE vid = ?`, vid); err != nil {
+		return 0, internal(err, "write chunk sizes")
 	}
 	return vid, nil
 }
