@@ -25,6 +25,9 @@ func newID(prefix string) string {
 // relationship pinned to target_version_id. The kernel sets created_at. A
 // proposal on a version that is no longer the current one is recorded
 // (the result says stale); it must be rebased before it can be accepted.
+// A principal without read in the scope gets one error (store.ErrNoTarget)
+// whether the element is missing, outside the scope, no document, or has
+// no such version: proposing is no existence oracle.
 func (s *Service) Propose(ctx context.Context, p *protocol.ProposeParams) (*protocol.ProposeResult, error) {
 	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionPropose)
 	if err != nil {
@@ -63,6 +66,11 @@ func (s *Service) Propose(ctx context.Context, p *protocol.ProposeParams) (*prot
 	}
 	np := s.newProposal(scope, pr, p.ElementID, p.TargetVersionID, p.Summary, *p.Body, *p.Provenance)
 	if err := db.Propose(ctx, np); err != nil {
+		if !s.mayRead(pr, scope) {
+			// A principal that may only propose learns nothing of which
+			// element ids exist from the refusal.
+			return nil, hideTarget(err, p.ElementID, p.TargetVersionID)
+		}
 		return nil, err
 	}
 	head, err := db.Head(ctx, scope, p.ElementID)
@@ -237,7 +245,9 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 // the old one's proposer, so the curator who rebases an agent's proposal
 // may still accept it, and a proposer cannot launder its own proposal
 // through a rebase. A proposal that is not stale is refused
-// (errs.Conflict): accept it instead.
+// (errs.Conflict): accept it instead. A principal without read in the
+// scope may rebase only its own proposals; another's is the same
+// errs.NotFound as a proposal that does not exist.
 func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*protocol.RebaseResult, error) {
 	scope, pr, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionPropose, p.ProposalID)
 	if err != nil {
@@ -248,6 +258,11 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	old, err := db.Proposal(ctx, scope, p.ProposalID)
 	if err != nil {
 		return nil, err
+	}
+	if old.PrincipalID != pr.PrincipalID && !s.mayRead(pr, scope) {
+		// Another's proposal does not exist for a principal that may
+		// not read the scope: the same error as a missing one.
+		return nil, store.ErrProposalNotFound(p.ProposalID)
 	}
 	var prov protocol.ProposalProvenance
 	_ = json.Unmarshal(old.Provenance, &prov)

@@ -35,7 +35,11 @@ const ingestBatch = 64
 // source_kind INGESTED_EVIDENCE and provenance {source_repo, commit_sha,
 // path}. commit_sha is the work tree's HEAD, or null when Path is not in a
 // git work tree. An unchanged file makes no version. Binary, non-UTF-8 and
-// oversized files are skipped and reported. What ingest created is then
+// oversized files are skipped and reported. A changed file whose element's
+// current version is curated never replaces it (seed 002 §5: ingested
+// sources are not canonical truth): the store records the evidence
+// version without making it current and opens a proposal for a curator
+// (result.review); it is not published. What ingest created is then
 // published: a promote transaction by the ingesting principal builds a
 // baseline holding it and moves the pointer. The session's $/progress
 // (protocol.SessionOf) gets values under p.WorkDoneToken, which the result
@@ -109,6 +113,12 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 				out.Created++
 			case store.IngestNewVersion:
 				out.NewVersions++
+			case store.IngestForReview:
+				// Curated truth stays published: the evidence waits for
+				// a curator's accept (of r.ProposalID) or reject.
+				out.ForReview++
+				out.Review = append(out.Review, protocol.IngestReview{ElementID: r.ElementID, VersionID: r.VersionID, ProposalID: r.ProposalID})
+				continue
 			default:
 				out.Unchanged++
 			}
@@ -131,6 +141,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 			out.Skipped = append(out.Skipped, *skip)
 			continue
 		}
+		f.Review = s.reviewProposal(scope, pr, f)
 		batch = append(batch, *f)
 		if len(batch) == ingestBatch {
 			if err := flush(i + 1); err != nil {
@@ -264,6 +275,15 @@ func (s *Service) readIngest(rel, m string, repo gitRepo) (*store.MemIngestFile,
 		VersionID: newID("ver_"), Title: title, Body: body, BodyHash: store.HashBody(body),
 		SourceKind: protocol.SourceIngestedEvidence, Provenance: prov, Chunks: Chunks(title, body),
 	}}, nil
+}
+
+// reviewProposal is the proposal the store opens when f's element holds
+// curated truth (store.IngestForReview): f's body as a full replacement,
+// proposed by the ingesting principal (so separation of duties applies:
+// another curator decides), with provenance naming memory/ingest.
+func (s *Service) reviewProposal(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, f *store.MemIngestFile) store.MemNewProposal {
+	return s.newProposal(scope, pr, f.ElementID, "", "re-ingested evidence for review: "+f.ElementID, f.Version.Body,
+		protocol.ProposalProvenance{ActorType: "ingest", ActorID: pr.PrincipalID, ToolID: protocol.MethodMemoryIngest})
 }
 
 func invalidOffset(b []byte) int {

@@ -231,9 +231,13 @@ func proposalInfo(r *store.MemProposalRow) protocol.ProposalInfo {
 
 // Proposal answers memory/proposal: the proposal, its target element's
 // pinned version, the proposed body, a unified diff from the one to the
-// other, and its ledger events.
+// other, and its ledger events. To a principal that neither curates nor
+// publishes in the scope, no body of a version that was never published
+// is shown: the target's body (and the diff) when the target is in no
+// baseline, the proposed body (and the diff) when the proposal was
+// accepted as a version not yet published; result.withheld names them.
 func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*protocol.ProposalResult, error) {
-	scope, _, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionRead, p.ProposalID)
+	scope, pr, db, err := s.onProposal(ctx, p.MemoryRequest, protocol.ActionRead, p.ProposalID)
 	if err != nil {
 		return nil, err
 	}
@@ -253,13 +257,36 @@ func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*pr
 	for i := range hist {
 		history[i] = hist[i]
 	}
-	return &protocol.ProposalResult{
+	out := &protocol.ProposalResult{
 		ProposalInfo: proposalInfo(r),
 		Target:       versionInfo(target),
 		ProposedBody: r.Body,
 		Diff:         string(unidiff.FileDiff(r.ElementID, r.ElementID, []byte(target.Body), []byte(r.Body), true, true, 0o644, 0o644)),
 		History:      history,
-	}, nil
+	}
+	if s.reviews(pr, scope) {
+		return out, nil
+	}
+	// Agents read published truth only: a target never published, or
+	// the body of an accepted proposal whose version is not published
+	// yet, is a curator's to see (seed 002 §3, §4).
+	pub, err := db.Published(ctx, scope, []string{target.VersionID, r.AcceptedVersionID})
+	if err != nil {
+		return nil, err
+	}
+	if !pub[target.VersionID] {
+		out.Target.Body, out.Diff = "", ""
+		out.Withheld = append(out.Withheld, "target.body", "diff")
+	}
+	if r.Status == protocol.ProposalAccepted && !pub[r.AcceptedVersionID] {
+		out.ProposedBody = ""
+		out.Withheld = append(out.Withheld, "proposed_body")
+		if out.Diff != "" {
+			out.Diff = ""
+			out.Withheld = append(out.Withheld, "diff")
+		}
+	}
+	return out, nil
 }
 
 func versionInfo(v *store.MemVersion) protocol.VersionInfo {

@@ -194,6 +194,36 @@ func (s *Service) checkCurator(scope protocol.MemoryScope, pr protocol.MemoryPri
 		"principal %s proposed %s and may not %s it: another curator decides (the memory policy does not allow self-curation)", pr.PrincipalID, row.ProposalID, verb)
 }
 
+// mayRead reports whether pr holds read in scope. A principal that does
+// not is told nothing about what exists in the scope beyond what it made
+// itself (hideTarget, Rebase).
+func (s *Service) mayRead(pr protocol.MemoryPrincipal, scope protocol.MemoryScope) bool {
+	return s.cfg.Policy.Allows(pr, scope, protocol.ActionRead)
+}
+
+// reviews reports whether pr curates or publishes in scope: only such a
+// principal reads a version that was accepted but never published (seed
+// 002: agents propose; curators review and publish).
+func (s *Service) reviews(pr protocol.MemoryPrincipal, scope protocol.MemoryScope) bool {
+	return s.cfg.Policy.Allows(pr, scope, protocol.ActionCurate) || s.cfg.Policy.Allows(pr, scope, protocol.ActionPublish)
+}
+
+// hideTarget turns every error that would tell a principal without read
+// whether a proposal's target exists (element not found, not a document,
+// a version of another element) into the one store.ErrNoTarget.
+func hideTarget(err error, elementID, versionID string) error {
+	kind, data := errs.KindOf(err)
+	switch kind {
+	case errs.NotFound:
+		return store.ErrNoTarget(elementID, versionID)
+	case errs.Invalid:
+		if d, ok := data.(errs.InvalidData); ok && (d.Reason == "other-element" || d.Reason == "not-a-document") {
+			return store.ErrNoTarget(elementID, versionID)
+		}
+	}
+	return err
+}
+
 // checkID refuses an empty, overlong or unprintable id.
 func checkID(field, v string) error {
 	if v == "" {

@@ -183,12 +183,17 @@ type IngestResult struct {
 	// Note says what a host would otherwise have to guess, joined by
 	// "; ": that the glob matched no file, or that the path is not in a
 	// git work tree (commit_sha null).
-	Note        string       `json:"note,omitempty"`
-	Files       int          `json:"files"`
-	Created     int          `json:"created"`
-	NewVersions int          `json:"new_versions"`
-	Unchanged   int          `json:"unchanged"`
-	Skipped     []IngestSkip `json:"skipped"`
+	Note        string `json:"note,omitempty"`
+	Files       int    `json:"files"`
+	Created     int    `json:"created"`
+	NewVersions int    `json:"new_versions"`
+	Unchanged   int    `json:"unchanged"`
+	// ForReview counts the changed files whose element's current version
+	// is curated: their evidence was recorded but not published, and
+	// Review lists the proposals that put it before a curator.
+	ForReview int            `json:"for_review,omitempty"`
+	Review    []IngestReview `json:"review,omitempty"`
+	Skipped   []IngestSkip   `json:"skipped"`
 	// BaselineID is the baseline ingest published (empty when nothing
 	// changed); TransactionID is its promote transaction.
 	BaselineID    string `json:"baseline_id,omitempty"`
@@ -199,6 +204,15 @@ type IngestResult struct {
 	Embedded      int    `json:"embedded"`
 	EmbedError    string `json:"embed_error,omitempty"`
 	WorkDoneToken any    `json:"workDoneToken,omitempty"`
+}
+
+// IngestReview is one re-ingested file whose element holds curated
+// truth: the new evidence version (recorded, not current, not published)
+// and the open proposal that asks a curator to accept or reject it.
+type IngestReview struct {
+	ElementID  string `json:"element_id"`
+	VersionID  string `json:"version_id"`
+	ProposalID string `json:"proposal_id"`
 }
 
 // ProposalProvenance is who made a proposal, with what.
@@ -288,6 +302,11 @@ type ProposalResult struct {
 	Target       VersionInfo `json:"target"`
 	ProposedBody string      `json:"proposed_body"`
 	Diff         string      `json:"diff"`
+	// Withheld names the fields emptied because they would show a
+	// version that was accepted but never published to a principal that
+	// neither curates nor publishes in the scope ("target.body",
+	// "proposed_body", "diff"); absent when nothing was withheld.
+	Withheld []string `json:"withheld,omitempty"`
 	// History is the proposal's ledger events (propose, accept, reject,
 	// rebase), oldest first, each naming its principal.
 	History []any `json:"history"`

@@ -41,9 +41,14 @@ type MemNewVersion struct {
 }
 
 // MemIngestFile is one ingested file: its element id and its version.
+// Review, when its ProposalID is set, is the proposal to open when the
+// element's current version is curated (MemIngest): the store fills in
+// its scope and target; its Version is the proposal's own version (the
+// same body, source_kind PROPOSAL).
 type MemIngestFile struct {
 	ElementID string
 	Version   MemNewVersion
+	Review    MemNewProposal
 }
 
 // Ingest outcomes.
@@ -51,21 +56,41 @@ const (
 	IngestCreated    = "created"
 	IngestNewVersion = "new_version"
 	IngestUnchanged  = "unchanged"
+	// IngestForReview: the element's current version is curated, so the
+	// new evidence version was recorded without becoming current and a
+	// proposal (ProposalID) puts it before a curator (seed 002 §5:
+	// ingested sources are not canonical truth).
+	IngestForReview = "for_review"
 )
 
 // MemIngestOutcome is what ingest did with one file: Status is one of the
-// Ingest* constants; VersionID is the element's newest ingested version.
+// Ingest* constants; VersionID is the element's newest ingested version;
+// ProposalID is the review proposal of an IngestForReview outcome ("" when
+// the file named none).
 type MemIngestOutcome struct {
-	ElementID string
-	Status    string
-	VersionID string
+	ElementID  string
+	Status     string
+	VersionID  string
+	ProposalID string
+}
+
+// ReviewTarget fills in a review proposal's scope and target: the
+// element's curated current version.
+func (f MemIngestFile) ReviewTarget(scope protocol.MemoryScope, headVersionID string) MemNewProposal {
+	p := f.Review
+	p.Scope, p.TargetElementID, p.TargetVersionID = scope, f.ElementID, headVersionID
+	return p
 }
 
 // MemIngest mirrors files as ameide:ingest.backlog_md elements of scope
 // with source_kind INGESTED_EVIDENCE: a new element gets its first
 // version; an element whose newest ingested version has another body hash
-// gets a new version; otherwise nothing is written. An element id used by
-// an element of another type is errs.Conflict.
+// gets a new version; otherwise nothing is written. Ingest never replaces
+// curated truth: when the element's current version is CURATED, the new
+// version is recorded (and indexed) but the current version stays the
+// curated one, and file.Review, if named, is opened as a proposal
+// targeting it (IngestForReview). An element id used by an element of
+// another type is errs.Conflict.
 func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error) {
 	out := make([]MemIngestOutcome, 0, len(files))
 	ts := now()
@@ -76,6 +101,7 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 				return err
 			}
 			status := IngestNewVersion
+			moveHead := true
 			if el == nil {
 				eid, err := insertElement(ctx, t, scope, f.ElementID, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
 				if err != nil {
@@ -96,11 +122,22 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 					out = append(out, MemIngestOutcome{ElementID: f.ElementID, Status: IngestUnchanged, VersionID: vid})
 					continue
 				}
+				if el.headKind == protocol.SourceCurated {
+					status, moveHead = IngestForReview, false
+				}
 			}
-			if _, err := insertVersion(ctx, t, scope, el.eid, f.Version, ts); err != nil {
+			if _, err := insertVersionHead(ctx, t, scope, el.eid, f.Version, ts, moveHead); err != nil {
 				return err
 			}
-			out = append(out, MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID})
+			o := MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
+			if !moveHead && f.Review.ProposalID != "" {
+				p := f.ReviewTarget(scope, el.headID)
+				if err := writeProposal(ctx, t, p, el, el.headVID.Int64, ts); err != nil {
+					return err
+				}
+				o.ProposalID = p.ProposalID
+			}
+			out = append(out, o)
 		}
 		return nil
 	})
@@ -112,16 +149,20 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 
 // memElement is an element row inside a transaction.
 type memElement struct {
-	eid     int64
-	typ     string
-	headVID sql.NullInt64
+	eid      int64
+	typ      string
+	headVID  sql.NullInt64
+	headID   string // the current version's id
+	headKind string // the current version's source_kind
 }
 
 // elementTx finds scope's element id: errs.NotFound when there is none.
 func elementTx(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id string) (*memElement, error) {
 	var e memElement
-	err := t.QueryRowContext(ctx, `SELECT eid, type, head_vid FROM mem_elements WHERE repository_id = ? AND organization_id = ? AND tenant_id = ? AND element_id = ?`,
-		scope.RepositoryID, scope.OrganizationID, scope.TenantID, id).Scan(&e.eid, &e.typ, &e.headVID)
+	err := t.QueryRowContext(ctx, `SELECT e.eid, e.type, e.head_vid, COALESCE(hv.version_id, ''), COALESCE(hv.source_kind, '')
+		FROM mem_elements e LEFT JOIN mem_versions hv ON hv.vid = e.head_vid
+		WHERE e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ? AND e.element_id = ?`,
+		scope.RepositoryID, scope.OrganizationID, scope.TenantID, id).Scan(&e.eid, &e.typ, &e.headVID, &e.headID, &e.headKind)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrElementNotFound(id)
 	}
@@ -146,6 +187,12 @@ func insertElement(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, i
 // insertVersion writes v as eid's next version, makes it the head, and
 // indexes its chunks under scope.
 func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v MemNewVersion, ts string) (int64, error) {
+	return insertVersionHead(ctx, t, scope, eid, v, ts, true)
+}
+
+// insertVersionHead is insertVersion that leaves the head alone unless
+// moveHead.
+func insertVersionHead(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v MemNewVersion, ts string, moveHead bool) (int64, error) {
 	prov := v.Provenance
 	if len(prov) == 0 {
 		prov = json.RawMessage("{}")
@@ -161,8 +208,10 @@ func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, e
 		return 0, internal(err, "insert version")
 	}
 	vid, _ := r.LastInsertId()
-	if _, err := t.ExecContext(ctx, `UPDATE mem_elements SET head_vid = ? WHERE eid = ?`, vid, eid); err != nil {
-		return 0, internal(err, "move head")
+	if moveHead {
+		if _, err := t.ExecContext(ctx, `UPDATE mem_elements SET head_vid = ? WHERE eid = ?`, vid, eid); err != nil {
+			return 0, internal(err, "move head")
+		}
 	}
 	if len(v.Chunks) == 0 {
 		return vid, nil
@@ -186,6 +235,11 @@ func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, e
 		if _, err := fts.ExecContext(ctx, id, c.Title, c.Text); err != nil {
 			return 0, internal(err, "index chunk")
 		}
+	}
+	// Each chunk's length in tokens, for BM25 over the visible rows
+	// (memory_bm25.go), as FTS5 counted it.
+	if _, err := t.ExecContext(ctx, `UPDATE mem_chunks SET tokens = txk_fts_tokens((SELECT d.sz FROM mem_fts_docsize d WHERE d.id = mem_chunks.id)) WHERE vid = ?`, vid); err != nil {
+		return 0, internal(err, "write chunk sizes")
 	}
 	return vid, nil
 }

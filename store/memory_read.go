@@ -9,7 +9,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -234,7 +233,8 @@ func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, 
 // curated version of every element whose curated head is not in bid.
 // Given versions must be document versions of scope (errs.NotFound
 // otherwise); one whose element bid already holds at the same or a newer
-// version is left out, so a promote never moves an element back.
+// version is left out, so a promote never moves an element back; and so
+// is evidence that would replace curated truth (EvidenceOverCurated).
 func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error) {
 	var out []string
 	if len(versions) == 0 {
@@ -261,19 +261,22 @@ func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope
 			continue
 		}
 		seen[id] = true
-		var typ string
+		var typ, kind, pubKind, headKind string
 		var seq int64
 		var pubSeq sql.NullInt64
-		err := s.db.QueryRowContext(ctx, `SELECT e.type, v.seq, (SELECT pv.seq FROM mem_baseline_items bi JOIN mem_versions pv ON pv.vid = bi.vid WHERE bi.bid = ? AND bi.eid = v.eid)
-			FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE `+scopeWhere+` AND v.version_id = ?`,
-			append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &pubSeq)
+		err := s.db.QueryRowContext(ctx, `SELECT e.type, v.seq, v.source_kind, pv.seq, COALESCE(pv.source_kind, ''), COALESCE(hv.source_kind, '')
+			FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+			LEFT JOIN mem_baseline_items bi ON bi.bid = ? AND bi.eid = v.eid LEFT JOIN mem_versions pv ON pv.vid = bi.vid
+			LEFT JOIN mem_versions hv ON hv.vid = e.head_vid
+			WHERE `+scopeWhere+` AND v.version_id = ?`,
+			append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &kind, &pubSeq, &pubKind, &headKind)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
 			return nil, ErrNotDocumentVersion(id)
 		}
 		if err != nil {
 			return nil, internal(err, "read version")
 		}
-		if pubSeq.Valid && pubSeq.Int64 >= seq {
+		if pubSeq.Valid && pubSeq.Int64 >= seq || EvidenceOverCurated(kind, pubKind, headKind) {
 			continue
 		}
 		out = append(out, id)
@@ -337,42 +340,6 @@ type MemHit struct {
 	Score      float64
 }
 
-// MemSearch ranks the versions of baseline bid in scope by the FTS5 BM25
-// score of their best chunk for the MATCH expression match (title
-// weighted wTitle, body 1), best first, at most k. The scope and the
-// baseline are predicates of the ranking query itself: every row it ranks
-// is one the caller may see.
-func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error) {
-	// bm25() cannot run inside an aggregate, so the chunks are ranked in
-	// a materialised step and the best chunk per version picked after.
-	q := `WITH ranked AS MATERIALIZED (
-		SELECT c.vid AS vid, c.id AS cid, c.chunk_key AS ck, c.start_offset AS so, c.end_offset AS eo, bm25(mem_fts, ?, 1.0) AS s
-		FROM mem_fts JOIN mem_chunks c ON c.id = mem_fts.rowid
-		JOIN mem_baseline_items bi ON bi.bid = ? AND bi.vid = c.vid
-		WHERE mem_fts MATCH ? AND c.repository_id = ? AND c.organization_id = ? AND c.tenant_id = ?),
-	hits AS (SELECT vid, cid, ck, so, eo, MIN(s) AS s FROM ranked GROUP BY vid ORDER BY s LIMIT ?)
-	SELECT ` + memVersionCols + `, h.cid, h.ck, h.so, h.eo, -h.s FROM hits h JOIN mem_versions v ON v.vid = h.vid JOIN mem_elements e ON e.eid = v.eid ORDER BY h.s`
-	rows, err := s.db.QueryContext(ctx, q, wTitle, bid, match, scope.RepositoryID, scope.OrganizationID, scope.TenantID, k)
-	if err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q: %v", match, err)
-	}
-	defer rows.Close()
-	var out []MemHit
-	for rows.Next() {
-		var h MemHit
-		v, err := scanVersion(rows, &h.ChunkID, &h.ChunkKey, &h.Start, &h.End, &h.Score)
-		if err != nil {
-			return nil, internal(err, "scan hit")
-		}
-		h.MemVersion = *v
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q", match)
-	}
-	return out, nil
-}
-
 // MemFetch returns the version baseline bid holds for scope's element id:
 // errs.NotFound, the same as for an element that does not exist, when the
 // element is outside scope or not in the baseline.
@@ -386,6 +353,37 @@ func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid
 		return nil, internal(err, "fetch element")
 	}
 	return v, nil
+}
+
+// MemPublished reports which of versions some baseline of scope holds
+// (published now or before): the versions a principal that neither
+// curates nor publishes may read (memory.Service.Proposal). A version
+// outside scope is never published.
+func (s *MemoryStore) Published(ctx context.Context, scope protocol.MemoryScope, versions []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(versions) == 0 {
+		return out, nil
+	}
+	args := scopeArgs(scope)
+	for _, v := range versions {
+		args = append(args, v)
+	}
+	args = append(args, scopeArgs(scope)...)
+	rows, err := s.db.QueryContext(ctx, `SELECT v.version_id FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+		WHERE `+scopeWhere+` AND v.version_id IN (?`+strings.Repeat(", ?", len(versions)-1)+`)
+		AND EXISTS (SELECT 1 FROM mem_baselines e JOIN mem_baseline_items bi ON bi.bid = e.bid AND bi.vid = v.vid WHERE `+scopeWhere+`)`, args...)
+	if err != nil {
+		return nil, internal(err, "read published versions")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, internal(err, "scan published version")
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
 }
 
 // Verdicts of MemVerify (protocol.CitationCheck.Reason).

@@ -13,10 +13,31 @@ import (
 // these, so the conformance suite (store/memtest) and the hosts see one
 // behaviour.
 
+// EvidenceOverCurated reports whether a version of source_kind kind may
+// not be published because its element's published version (pubKind) or
+// current version (headKind) is CURATED while it is not: ingested
+// evidence never replaces curated truth (seed 002 §5), whoever promotes
+// it. A curator who wants the evidence as truth accepts its review
+// proposal, which makes it a CURATED version.
+func EvidenceOverCurated(kind, pubKind, headKind string) bool {
+	return kind != protocol.SourceCurated && (pubKind == protocol.SourceCurated || headKind == protocol.SourceCurated)
+}
+
 // ErrElementNotFound is the one error for an element that does not exist
 // and one outside the caller's scope or baseline: no existence leak.
 func ErrElementNotFound(id string) error {
 	return errs.New(errs.NotFound, map[string]any{"element_id": id}, "element %s not found in this scope", id)
+}
+
+// ErrNoTarget is the one error a principal that may not read the scope
+// gets for a proposal whose target it cannot use: an element that does
+// not exist, one outside the scope, one that is no document, and a
+// target_version_id that is not a version of the element all answer the
+// same kind, message and data, so that proposing never tells such a
+// principal which element ids exist (memory.Service.Propose).
+func ErrNoTarget(elementID, versionID string) error {
+	return errs.New(errs.NotFound, map[string]any{"element_id": elementID, "target_version_id": versionID},
+		"element %s has no version %s in this scope", elementID, versionID)
 }
 
 // ErrElementExists is errs.Exists for an element id taken in its scope.

@@ -35,6 +35,7 @@ type Memory interface {
 	Baselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error)
 	Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error)
 	Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error)
+	Published(ctx context.Context, scope protocol.MemoryScope, versions []string) (map[string]bool, error)
 	Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error)
 	ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]MemChunkText, error)
 	PutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error

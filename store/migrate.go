@@ -289,6 +289,13 @@ var migrations = []string{
 	// a content whose digest is the running kernel's needs no second full
 	// validation after a restart. '' for contents of an older kernel.db.
 	`ALTER TABLE doc_contents ADD COLUMN rules_digest TEXT NOT NULL DEFAULT '';`,
+	// 7: memory's BM25 over the visible rows (memory_bm25.go): each
+	// term's occurrences by term (fts5vocab over mem_fts) and each
+	// chunk's length in tokens, counted here for the chunks indexed
+	// before.
+	`CREATE VIRTUAL TABLE mem_fts_instance USING fts5vocab(mem_fts, instance);
+	ALTER TABLE mem_chunks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+	UPDATE mem_chunks SET tokens = n.n FROM (SELECT doc, count(*) AS n FROM mem_fts_instance GROUP BY doc) AS n WHERE n.doc = mem_chunks.id;`,
 }
 
 // migrate applies the steps above user_version, each in its own SQL

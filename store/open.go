@@ -29,8 +29,13 @@ func init() {
 	// extension: every connection opened afterwards has vec0.
 	vec.Auto()
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;", nil)
-		return err
+		if _, err := c.Exec("PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;", nil); err != nil {
+			return err
+		}
+		// txk_fts_tokens(sz): a chunk's length in tokens from its FTS5
+		// docsize row (memory_bm25.go), so that one statement per version
+		// stores its chunks' lengths.
+		return c.RegisterFunc("txk_fts_tokens", chunkTokens, true)
 	}})
 }
 

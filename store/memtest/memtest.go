@@ -8,7 +8,9 @@ package memtest
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +31,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Memory) {
 		{"ByIDStaysInScope", byIDStaysInScope},
 		{"ClaimsSerialiseCuration", claimsSerialiseCuration},
 		{"IngestOutcomes", ingestOutcomes},
+		{"IngestNeverReplacesCuratedTruth", ingestNeverReplacesCuratedTruth},
+		{"ScoresIgnoreOtherScopes", scoresIgnoreOtherScopes},
+		{"PublishedVersions", publishedVersions},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
@@ -345,6 +350,210 @@ func claimsSerialiseCuration(t *testing.T, m store.Memory) {
 	cur, err = m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-q"})
 	if !errs.KindIs(err, errs.Stale) || cur != "bl" {
 		t.Fatalf("a pointer claim after the promote: %q %v, want stale at bl (and no conflict: the commit released tx-p's claim)", cur, err)
+	}
+}
+
+// publishAll ingests files into sc and publishes every version the
+// ingest names, as transaction tx.
+func publishAll(t *testing.T, m store.Memory, sc protocol.MemoryScope, tx string, files ...store.MemIngestFile) []store.MemIngestOutcome {
+	t.Helper()
+	ctx := context.Background()
+	out, err := m.Ingest(ctx, sc, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []string
+	for _, o := range out {
+		vs = append(vs, o.VersionID)
+	}
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// curate proposes body on element id's current version and accepts it
+// (transaction tx): the element's new CURATED version, not yet published.
+func curate(t *testing.T, m store.Memory, sc protocol.MemoryScope, id, body, tx string) string {
+	t.Helper()
+	ctx := context.Background()
+	head, err := m.Head(ctx, sc, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := protocol.MemoryPrincipal{PrincipalID: "agent"}
+	if err := m.Propose(ctx, store.MemNewProposal{Scope: sc, Principal: pr, ProposalID: "prop_" + tx, TargetElementID: id, TargetVersionID: head.VersionID,
+		Summary: "s", Version: store.MemNewVersion{VersionID: "ver_prop_" + tx, Title: id, Body: body, BodyHash: store.HashBody(body), SourceKind: protocol.SourceProposal}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CommitAccept(ctx, store.MemAccept{Scope: sc, Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}, ProposalID: "prop_" + tx, TxID: tx,
+		VersionID: "ver_" + tx, DecisionID: "dec_" + tx}); err != nil {
+		t.Fatal(err)
+	}
+	return "ver_" + tx
+}
+
+// ingestNeverReplacesCuratedTruth (seed 002 §5: ingested sources are not
+// canonical truth): once an element's current version is curated, a
+// re-ingest of a changed file records the evidence without making it
+// current or publishable, opens the review proposal the file names
+// (targeting the curated version, holding the evidence), and an
+// unchanged re-ingest does nothing; no promote, explicit or not, puts
+// evidence over a curated version; an element never curated still
+// follows its file.
+func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	publishAll(t, m, sc, "tx1", memTestFile("a.md", "alpha one"), memTestFile("b.md", "beta one"))
+	for _, c := range []struct {
+		name      string
+		published bool // the curated version is promoted before the re-ingest
+	}{{"accepted-unpublished", false}, {"published", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			id := "a.md"
+			if c.published {
+				id = "b.md"
+			}
+			curated := curate(t, m, sc, id, "curated "+c.name, "tx-cur-"+c.name)
+			if c.published {
+				if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx-pub-" + c.name, BaselineID: "bl-pub-" + c.name, Versions: []string{curated}, Reason: "promote", DecisionID: "dec-pub-" + c.name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, bid, err := m.Pointer(ctx, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := m.Fetch(ctx, sc, bid, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := memTestFile(id, "evidence "+c.name)
+			f.Review = store.MemNewProposal{Principal: protocol.MemoryPrincipal{PrincipalID: "ingester"}, ProposalID: "prop-review-" + c.name, Summary: "review",
+				Version: store.MemNewVersion{VersionID: "ver-review-" + c.name, Title: id, Body: f.Version.Body, BodyHash: f.Version.BodyHash, SourceKind: protocol.SourceProposal}}
+			out, err := m.Ingest(ctx, sc, []store.MemIngestFile{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 1 || out[0].Status != store.IngestForReview || out[0].VersionID != f.Version.VersionID || out[0].ProposalID != "prop-review-"+c.name {
+				t.Fatalf("re-ingest over curated truth: %+v, want for_review with the proposal", out)
+			}
+			if head, err := m.Head(ctx, sc, id); err != nil || head.VersionID != curated || head.SourceKind != protocol.SourceCurated {
+				t.Fatalf("current version after the re-ingest: %+v %v, want the curated %s", head, err, curated)
+			}
+			if ev, err := m.VersionByID(ctx, sc, f.Version.VersionID); err != nil || ev.SourceKind != protocol.SourceIngestedEvidence || ev.Body != f.Version.Body {
+				t.Fatalf("the evidence version is not recorded: %+v %v", ev, err)
+			}
+			row, err := m.Proposal(ctx, sc, "prop-review-"+c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Status != protocol.ProposalOpen || row.ElementID != id || row.TargetVersionID != curated || row.CurrentVersionID != curated || row.Body != f.Version.Body || row.PrincipalID != "ingester" {
+				t.Fatalf("review proposal %+v: want open, on %s@%s, holding the evidence, proposed by the ingester", row, id, curated)
+			}
+			for _, vs := range [][]string{{f.Version.VersionID}, nil} {
+				got, err := m.Promotable(ctx, sc, bid, vs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(got, f.Version.VersionID) {
+					t.Fatalf("Promotable(%v) = %v: evidence over curated truth", vs, got)
+				}
+			}
+			if after, err := m.Fetch(ctx, sc, bid, id); err != nil || after.VersionID != before.VersionID {
+				t.Fatalf("published %s moved to %+v %v", before.VersionID, after, err)
+			}
+			again, err := m.Ingest(ctx, sc, []store.MemIngestFile{f})
+			if err != nil || len(again) != 1 || again[0].Status != store.IngestUnchanged || again[0].ProposalID != "" {
+				t.Fatalf("the same file again: %+v %v, want unchanged and no second proposal", again, err)
+			}
+		})
+	}
+	// c.md was never curated: its file still moves its current version.
+	publishAll(t, m, sc, "tx-c", memTestFile("c.md", "gamma one"))
+	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("c.md", "gamma two")})
+	if err != nil || out[0].Status != store.IngestNewVersion {
+		t.Fatalf("evidence over evidence: %+v %v", out, err)
+	}
+	if head, _ := m.Head(ctx, sc, "c.md"); head == nil || head.Body != "gamma two" {
+		t.Fatalf("c.md's head: %+v", head)
+	}
+}
+
+// scoresIgnoreOtherScopes: a caller's BM25 scores come from the rows it
+// may see only: another tenant's ingest, another repository's of the same
+// tenant, and an unpublished version in the caller's own repository leave
+// every score bit-identical.
+func scoresIgnoreOtherScopes(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	mine := protocol.MemoryScope{TenantID: "t1", OrganizationID: "o", RepositoryID: "r"}
+	publishAll(t, m, mine, "tx-mine", memTestFile("a.md", "the harbour lantern burns through the night"),
+		memTestFile("b.md", "lantern oil and wicks for the harbour"), memTestFile("c.md", "a note on tides"))
+	_, bid, err := m.Pointer(ctx, mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const match = `"harbour" OR "lantern" OR "tides"`
+	scores := func() string {
+		hits, err := m.Search(ctx, mine, bid, match, 10, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		for _, h := range hits {
+			fmt.Fprintf(&sb, "%s@%s:%s:%016x\n", h.ElementID, h.VersionID, h.ChunkKey, math.Float64bits(h.Score))
+		}
+		return sb.String()
+	}
+	want := scores()
+	if strings.Count(want, "\n") != 3 {
+		t.Fatalf("want 3 hits, got:\n%s", want)
+	}
+	for i, other := range []protocol.MemoryScope{
+		{TenantID: "t2", OrganizationID: "o", RepositoryID: "r"},
+		{TenantID: "t1", OrganizationID: "o", RepositoryID: "r2"},
+	} {
+		var files []store.MemIngestFile
+		for j := range 20 {
+			f := memTestFile(fmt.Sprintf("x%d.md", j), strings.Repeat("lantern harbour ", j+1))
+			f.Version.VersionID += fmt.Sprintf("_%d", i)
+			files = append(files, f)
+		}
+		publishAll(t, m, other, fmt.Sprintf("tx-other-%d", i), files...)
+		if got := scores(); got != want {
+			t.Fatalf("%+v ingested, and the caller's scores changed:\n%s\nwant\n%s", other, got, want)
+		}
+	}
+	if _, err := m.Ingest(ctx, mine, []store.MemIngestFile{memTestFile("c.md", "tides tides lantern lantern harbour")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scores(); got != want {
+		t.Fatalf("an unpublished version changed the published baseline's scores:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// publishedVersions: Published names the versions some baseline of the
+// scope holds (the current one or an earlier one), never one only
+// accepted, never another scope's.
+func publishedVersions(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	other := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
+	v1 := publishAll(t, m, sc, "tx1", memTestFile("a.md", "one"))[0].VersionID
+	v2 := curate(t, m, sc, "a.md", "two", "tx2")
+	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx3", BaselineID: "bl3", Versions: []string{v2}, Reason: "promote", DecisionID: "dec3"}); err != nil {
+		t.Fatal(err)
+	}
+	v3 := curate(t, m, sc, "a.md", "three", "tx4")
+	got, err := m.Published(ctx, sc, []string{v1, v2, v3, "ver_missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[v1] || !got[v2] || got[v3] || got["ver_missing"] || len(got) != 2 {
+		t.Fatalf("Published = %v; want %s (an earlier baseline) and %s (the current one) only", got, v1, v2)
+	}
+	if got, err := m.Published(ctx, other, []string{v1, v2}); err != nil || len(got) != 0 {
+		t.Fatalf("another scope's Published = %v %v", got, err)
 	}
 }
 

@@ -45,6 +45,9 @@ type ingestState struct {
 	lastID   string
 	lastHash string
 	seq      int64
+	headVID  int64  // the current version (0: none yet)
+	headID   string // its version id
+	headKind string // its source_kind: CURATED keeps it current (store.MemIngest)
 }
 
 func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []store.MemIngestFile, ts string) ([]store.MemIngestOutcome, error) {
@@ -60,9 +63,15 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 	var created []string
 	var versions []versionIn
 	var owners []*ingestState // owners[i] is versions[i]'s element
+	type review struct {
+		st *ingestState
+		p  store.MemNewProposal
+	}
+	var reviews []review
 	for _, f := range files {
 		st, ok := state[f.ElementID]
 		status := store.IngestNewVersion
+		keepHead := false
 		switch {
 		case !ok:
 			st = &ingestState{typ: protocol.ElementBacklogMD}
@@ -74,12 +83,20 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 		case st.lastHash == f.Version.BodyHash:
 			out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestUnchanged, VersionID: st.lastID})
 			continue
+		case st.headKind == protocol.SourceCurated:
+			// Ingest never replaces curated truth: recorded, not current.
+			status, keepHead = store.IngestForReview, true
 		}
 		st.seq++
 		st.lastID, st.lastHash = f.Version.VersionID, f.Version.BodyHash
-		versions = append(versions, versionIn{seq: st.seq, v: f.Version})
+		versions = append(versions, versionIn{seq: st.seq, v: f.Version, keepHead: keepHead})
 		owners = append(owners, st)
-		out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID})
+		o := store.MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
+		if keepHead && f.Review.ProposalID != "" {
+			reviews = append(reviews, review{st: st, p: f.ReviewTarget(scope, st.headID)})
+			o.ProposalID = f.Review.ProposalID
+		}
+		out = append(out, o)
 	}
 	if len(created) > 0 {
 		rows, err := tx.Query(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
@@ -108,6 +125,11 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 	if _, err := insertVersions(ctx, tx, scope, versions, ts); err != nil {
 		return nil, err
 	}
+	for _, r := range reviews {
+		if err := writeProposal(ctx, tx, r.p, &element{eid: r.st.eid, typ: r.st.typ}, r.st.headVID, ts); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -115,8 +137,10 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 // ingested version and their newest sequence number.
 func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, ids []string) (map[string]*ingestState, error) {
 	rows, err := tx.Query(ctx, `SELECT e.element_id, e.eid, e.type, COALESCE(l.version_id, ''), COALESCE(l.body_hash, ''),
-			(SELECT COALESCE(max(seq), 0) FROM mem_versions WHERE eid = e.eid)
+			(SELECT COALESCE(max(seq), 0) FROM mem_versions WHERE eid = e.eid),
+			COALESCE(hv.vid, 0), COALESCE(hv.version_id, ''), COALESCE(hv.source_kind, '')
 		FROM mem_elements e
+		LEFT JOIN mem_versions hv ON hv.vid = e.head_vid
 		LEFT JOIN LATERAL (SELECT version_id, body_hash FROM mem_versions
 			WHERE eid = e.eid AND source_kind = $5 ORDER BY seq DESC LIMIT 1) l ON true
 		WHERE e.tenant_id = $1 AND e.organization_id = $2 AND e.repository_id = $3 AND e.element_id = ANY($4)`,
@@ -129,7 +153,7 @@ func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 	for rows.Next() {
 		var id string
 		var st ingestState
-		if err := rows.Scan(&id, &st.eid, &st.typ, &st.lastID, &st.lastHash, &st.seq); err != nil {
+		if err := rows.Scan(&id, &st.eid, &st.typ, &st.lastID, &st.lastHash, &st.seq, &st.headVID, &st.headID, &st.headKind); err != nil {
 			return nil, internal(err, "read elements")
 		}
 		state[id] = &st
@@ -140,9 +164,10 @@ func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 // versionIn is a version to write: its element, its sequence number
 // within the element, and the version.
 type versionIn struct {
-	eid int64
-	seq int64
-	v   store.MemNewVersion
+	eid      int64
+	seq      int64
+	v        store.MemNewVersion
+	keepHead bool // recorded without becoming its element's head
 }
 
 // insertVersion writes v as eid's next version, makes it the head and
@@ -217,7 +242,9 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 			return nil, internal(errors.New("a version was not returned by its insert"), "insert versions")
 		}
 		vids[i] = vid
-		head[x.eid] = vid
+		if !x.keepHead {
+			head[x.eid] = vid
+		}
 		for _, c := range x.v.Chunks {
 			chunks = append(chunks, chunkIn{vid: vid, c: c})
 		}

@@ -225,22 +225,52 @@ func (m *Memory) Promotable(ctx context.Context, scope protocol.MemoryScope, bid
 				continue
 			}
 			seen[id] = true
-			var typ string
+			var typ, kind, pubKind, headKind string
 			var seq int64
 			var pubSeq *int64
-			err := tx.QueryRow(ctx, `SELECT e.type, v.seq, (SELECT pv.seq FROM mem_baseline_items bi JOIN mem_versions pv ON pv.vid = bi.vid WHERE bi.bid = $1 AND bi.eid = v.eid)
-				FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid WHERE `+scopeAt(2)+` AND v.version_id = $5`,
-				append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &pubSeq)
+			err := tx.QueryRow(ctx, `SELECT e.type, v.seq, v.source_kind, pv.seq, COALESCE(pv.source_kind, ''), COALESCE(hv.source_kind, '')
+				FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+				LEFT JOIN mem_baseline_items bi ON bi.bid = $1 AND bi.eid = v.eid LEFT JOIN mem_versions pv ON pv.vid = bi.vid
+				LEFT JOIN mem_versions hv ON hv.vid = e.head_vid
+				WHERE `+scopeAt(2)+` AND v.version_id = $5`,
+				append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &kind, &pubSeq, &pubKind, &headKind)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
 				return store.ErrNotDocumentVersion(id)
 			}
 			if err != nil {
 				return internal(err, "read version")
 			}
-			if pubSeq != nil && *pubSeq >= seq {
+			if pubSeq != nil && *pubSeq >= seq || store.EvidenceOverCurated(kind, pubKind, headKind) {
 				continue
 			}
 			out = append(out, id)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Published implements store.Memory (store.MemoryStore.Published).
+func (m *Memory) Published(ctx context.Context, scope protocol.MemoryScope, versions []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(versions) == 0 {
+		return out, nil
+	}
+	err := m.read(ctx, scope, func(tx pgx.Tx) error {
+		clear(out)
+		rows, err := tx.Query(ctx, `SELECT v.version_id FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
+			WHERE `+scopeAt(1)+` AND v.version_id = ANY($4)
+			AND EXISTS (SELECT 1 FROM mem_baselines b JOIN mem_baseline_items bi ON bi.bid = b.bid AND bi.vid = v.vid
+				WHERE b.tenant_id = $1 AND b.organization_id = $2 AND b.repository_id = $3)`, append(scopeArgs(scope), versions)...)
+		if err != nil {
+			return internal(err, "read published versions")
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return internal(err, "read published versions")
+		}
+		for _, id := range ids {
+			out[id] = true
 		}
 		return nil
 	})

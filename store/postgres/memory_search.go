@@ -29,9 +29,9 @@ const (
 // searchQuery ranks the chunks of baseline $2 in scope $3..$5 by Okapi
 // BM25 for the lexemes of $1, keeps each version's best chunk, and
 // returns the k ($7) best versions. N, the average length and each
-// term's document frequency are computed over the visible rows only: the
-// SQLite store's FTS5 bm25() uses the whole table's, so there other
-// tenants' text shifts a caller's scores; here it cannot. A term's
+// term's document frequency are computed over the visible rows only, as
+// the SQLite store computes them (store.BM25): other tenants' text never
+// shifts a caller's scores. A term's
 // frequency counts its positions, those in the chunk's title times $6, as
 // FTS5's column weight does; it is read from mem_postings, by index on
 // the scope and the lexemes (given as one array, which the index
