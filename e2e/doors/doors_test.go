@@ -3,7 +3,6 @@ package doors
 import (
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -159,33 +158,6 @@ var classification = map[string][]string{
 	"mcp:memory_propose":       {ruleToolIsItsMethod},
 }
 
-// pendingMerge are the probes whose rule another helper's branch moves into
-// the target, engine or record layer: key "rule" (every door) or
-// "rule|door", value "<branch>: what the probe expects". The probe is
-// written and skipped; after merging the branch, delete its entries and
-// the probes must pass.
-var pendingMerge = map[string]string{
-	ruleIngestNeverReplacesCurated: "w-memory: after a curated version is accepted and promoted, memory/ingest of a changed source keeps the curated version as the published one",
-	ruleTenantIsolatedIndex:        "w-memory: memory/ingest into one tenant leaves another tenant's read_context scores unchanged",
-}
-
-// runPendingEnv, when set (to anything), runs the pendingMerge probes
-// instead of skipping them: after a merge, to see which now pass.
-const runPendingEnv = "TXKERNEL_DOORS_PENDING"
-
-// skipIfPending skips t when rule at door waits for another branch.
-func skipIfPending(t *testing.T, rule, door string) {
-	t.Helper()
-	if os.Getenv(runPendingEnv) != "" {
-		return
-	}
-	for _, key := range []string{rule + "|" + door, rule} {
-		if why, ok := pendingMerge[key]; ok {
-			t.Skipf("pending merge of %s", why)
-		}
-	}
-}
-
 // targetKinds opens the three targets the binary wires (cmd/txkernel's
 // setup) on a throwaway workspace and store and returns each one's name
 // and kinds, internal ones included.
@@ -277,15 +249,6 @@ func TestDoors(t *testing.T) {
 				}
 			}
 		}
-		for key := range pendingMerge {
-			rule, door, _ := strings.Cut(key, "|")
-			if probes[rule] == nil {
-				t.Errorf("pendingMerge key %q names no rule", key)
-			}
-			if door != "" && door != "governance" && !slices.Contains(classification[door], rule) {
-				t.Errorf("pendingMerge key %q: door %s is not classified with %s", key, door, rule)
-			}
-		}
 	})
 	rules := map[string][]string{}
 	for d, rs := range classification {
@@ -304,7 +267,6 @@ func TestDoors(t *testing.T) {
 		t.Run(r, func(t *testing.T) {
 			for _, d := range doors {
 				t.Run(strings.NewReplacer("/", "_", ":", "_", "@", "_at_").Replace(d), func(t *testing.T) {
-					skipIfPending(t, r, d)
 					probes[r](t, e, d)
 				})
 			}
