@@ -386,7 +386,7 @@ func appliedItem(t *transaction) (*protocol.Item, error) {
 // a deny recorded by an earlier release without its state is completed;
 // a terminal transaction that was not retired yet is retired. rolled
 // reports a roll-forward (for start-up's recovery line).
-func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err error) {
+func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, removed int64, err error) {
 	if commit, after := lastCommit(t.led.events); commit != nil {
 		if !slices.ContainsFunc(after, func(ev record.Event) bool { return ev.Type == protocol.EventTxClose }) {
 			e.log.Info("rolling forward a committed apply", "transactionId", t.id)
@@ -394,9 +394,9 @@ func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err 
 			if rb := (*rolledBack)(nil); errors.As(err, &rb) {
 				// The target refused what the caller asked: the transaction
 				// is closed, not unavailable.
-				return false, nil
+				return false, 0, nil
 			}
-			return true, err
+			return true, 0, err
 		}
 	}
 	if protocol.Terminal(t.meta.State) {
@@ -404,21 +404,23 @@ func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, err 
 			// Closed after a refused commit, maybe without its abort.
 			e.abortFailed(t)
 		}
-		return false, e.retire(t)
+		return false, 0, e.retire(t)
 	}
 	if t.meta.State == protocol.StateProposed {
 		// An apply may have prepared and died before its commit record;
 		// nothing in the ledger says so, and Abort is idempotent.
-		if err := t.planned.Abort(ctx, e.change(t)); err != nil {
-			return false, err
+		c := e.change(t)
+		if err := t.planned.Abort(ctx, c); err != nil {
+			return false, c.removed.Load(), err
 		}
+		removed = c.removed.Load()
 		for _, d := range approvals.Fold(t.led.events).Decisions {
 			if d.Decision == protocol.DecisionDeny {
-				return false, e.deny(t)
+				return false, removed, e.deny(t)
 			}
 		}
 	}
-	return false, ctx.Err()
+	return false, removed, ctx.Err()
 }
 
 // Respond records a decision on an approval request (approval/respond).

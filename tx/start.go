@@ -85,11 +85,16 @@ func (e *Engine) start(ctx context.Context) error {
 		rec.Go(func() error {
 			t := live[i]
 			hadBlobs := exists(filepath.Join(t.dir, BlobFile))
-			rolled := false
+			rolled, removed := false, int64(0)
 			unlock, err := e.keys.lock(ctx, e.lockKeys(t))
 			if err == nil {
-				rolled, err = e.recover(ctx, t)
+				rolled, removed, err = e.recover(ctx, t)
 				unlock()
+			}
+			if removed > 0 {
+				// An apply that staged and died before its commit record.
+				stats.aborted.Add(1)
+				stats.stagedRemoved.Add(removed)
 			}
 			if err != nil {
 				e.log.Error("recovery failed", "transactionId", t.id, "err", err)
@@ -113,7 +118,7 @@ func (e *Engine) start(ctx context.Context) error {
 	// One line an operator can read after a crash: what start-up found and
 	// did (PROTOCOL.md §6.3).
 	e.log.Info("recovery done", "resumed", stats.resumed.Load(), "rolledForward", stats.rolledForward.Load(),
-		"aborted", stats.aborted.Load(), "blobsSwept", stats.blobsSwept.Load(), "refused", stats.refused.Load())
+		"aborted", stats.aborted.Load(), "stagedRemoved", stats.stagedRemoved.Load(), "blobsSwept", stats.blobsSwept.Load(), "refused", stats.refused.Load())
 	return err
 }
 
@@ -121,11 +126,13 @@ func (e *Engine) start(ctx context.Context) error {
 // resumed, the transactions loaded that still wait for the host (proposed,
 // or applying after a failed roll-forward); rolledForward, the committed
 // applies it finished; aborted, the proposals that never finished (never
-// acknowledged) it discarded; blobsSwept, the blob files of transactions
+// acknowledged) and the applies that died before their commit record, it
+// discarded; stagedRemoved, what Abort removed of those applies (staged
+// files); blobsSwept, the blob files of transactions
 // that no longer need them it deleted; refused, the transactions it could
 // not load or recover.
 type recoveryStats struct {
-	resumed, rolledForward, aborted, blobsSwept, refused atomic.Int64
+	resumed, rolledForward, aborted, stagedRemoved, blobsSwept, refused atomic.Int64
 }
 
 // exists reports whether path exists (a dangling name counts).

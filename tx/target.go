@@ -3,6 +3,7 @@ package tx
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/protocol"
@@ -220,7 +221,14 @@ type Change struct {
 	// TxID is the transaction id: the key that makes Commit idempotent.
 	TxID string
 	blob func(sum string) ([]byte, error)
+	// removed counts what Abort reported removing (Removed).
+	removed atomic.Int64
 }
+
+// Removed is how an Abort reports what it removed of an apply that never
+// committed (n staged files, or rows), so that start-up's recovery line
+// says what it cleaned up instead of "aborted=0". Safe for concurrent use.
+func (c *Change) Removed(n int) { c.removed.Add(int64(n)) }
 
 // Blob returns the verified bytes stored for sum (sha256 hex) by the
 // proposal. It fails with errs.LedgerCorrupt if the blob is damaged, and

@@ -336,7 +336,9 @@ func (pl *planned) Abort(ctx context.Context, c *tx.Change) error {
 		w.log.Info("removing a staged file of an uncommitted apply", "transactionId", c.TxID, "staged", staged)
 		if err := w.ws.Remove(staged); err != nil {
 			w.log.Warn("could not remove staged file", "transactionId", c.TxID, "staged", staged, "err", err)
+			continue
 		}
+		c.Removed(1)
 	}
 	return ctx.Err()
 }

@@ -50,7 +50,9 @@ func TestDebugLogsEveryRequest(t *testing.T) {
 // TestInfoLogsRecovery: at the default level, start-up says what recovery
 // did: a proposal left waiting is resumed, an apply killed after its
 // commit record is rolled forward, a proposal that never finished is
-// aborted, and blobs nothing needs any more are swept.
+// aborted, an apply that staged its files and died before its commit
+// record is aborted with the staged files it removed counted, and blobs
+// nothing needs any more are swept.
 func TestInfoLogsRecovery(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
@@ -63,17 +65,28 @@ func TestInfoLogsRecovery(t *testing.T) {
 	args := []string{"serve", "--workspace", ws, "--data-dir", data, "--approval-policy", "never"}
 	p := harness.Start(t, nil, args...)
 	p.Initialize()
-	if line := recoveryLine(t, p); !strings.Contains(line, "resumed=0 rolledForward=0 aborted=0 blobsSwept=0 refused=0") {
+	if line := recoveryLine(t, p); !strings.Contains(line, "resumed=0 rolledForward=0 aborted=0 stagedRemoved=0 blobsSwept=0 refused=0") {
 		t.Errorf("a fresh data dir: %s", line)
 	}
 	waiting := harness.Str(p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "2\n"}}}})["transactionId"])
 	applied := harness.Str(p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "b.txt", "content": "2\n"}}}})["transactionId"])
 	p.Kill()
 
+	// Die after staging a.txt, before the commit record.
+	p = harness.Start(t, []string{"TXKERNEL_FAILPOINTS=apply.before-commit-record=exit"}, args...)
+	p.Initialize()
+	p.Send(`{"jsonrpc":"2.0","id":98,"method":"apply/execute","params":{"transactionId":"` + waiting + `"}}`)
+	if err := p.Exit(); err == nil {
+		t.Fatal("the failpoint did not stop the kernel")
+	}
 	// Die right after the commit record of b.txt's apply, before its
 	// blobs are deleted.
 	p = harness.Start(t, []string{"TXKERNEL_FAILPOINTS=apply.after-commit-record=exit"}, args...)
 	p.Initialize()
+	// Its start removed the staged a.txt of the apply that died.
+	if line := recoveryLine(t, p); !strings.Contains(line, "resumed=2 rolledForward=0 aborted=1 stagedRemoved=1 blobsSwept=0 refused=0") {
+		t.Errorf("after an apply died before its commit record: %s", line)
+	}
 	p.Send(`{"jsonrpc":"2.0","id":99,"method":"apply/execute","params":{"transactionId":"` + applied + `"}}`)
 	if err := p.Exit(); err == nil {
 		t.Fatal("the failpoint did not stop the kernel")
@@ -85,7 +98,7 @@ func TestInfoLogsRecovery(t *testing.T) {
 	p = harness.Start(t, nil, args...)
 	p.Initialize()
 	line := recoveryLine(t, p)
-	if !strings.Contains(line, "resumed=1 rolledForward=1 aborted=1 blobsSwept=1 refused=0") {
+	if !strings.Contains(line, "resumed=1 rolledForward=1 aborted=1 stagedRemoved=0 blobsSwept=1 refused=0") {
 		t.Errorf("after the crash: %s", line)
 	}
 	if st := p.MustResult("tx/status", map[string]any{"transactionId": applied}); st["state"] != "completed" {
