@@ -155,6 +155,34 @@ func TestProtocolCommandLine(t *testing.T) {
 	}
 }
 
+// TestReadmeCommandLine checks the README's synopsis against the binary:
+// every subcommand its usage line names has a `bin/txkernel SUB` line, and
+// every flag of `serve -h` that decides who may do what (the memory
+// policy and store, the approval policies, the sandbox) is shown.
+func TestReadmeCommandLine(t *testing.T) {
+	bin := binary(t)
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	usage, _ := exec.Command(bin).CombinedOutput()
+	for _, m := range regexp.MustCompile(`txkernel ([a-z]+)`).FindAllStringSubmatch(string(usage), -1) {
+		if !strings.Contains(readme, "bin/txkernel "+m[1]) {
+			t.Errorf("README's synopsis has no bin/txkernel %s line", m[1])
+		}
+	}
+	help, _ := exec.Command(bin, "serve", "-h").CombinedOutput()
+	for _, flag := range []string{"memory-policy", "memory-store", "approval-policy", "document-approval-policy", "sandbox"} {
+		if !strings.Contains(string(help), "-"+flag) {
+			t.Errorf("serve -h has no --%s: the check is out of date", flag)
+		}
+		if !strings.Contains(readme, "[--"+flag) {
+			t.Errorf("README's synopsis does not show --%s", flag)
+		}
+	}
+}
+
 // TestProtocolInitializeExample checks that §3's initialize example is the
 // binary's real answer: the same members and values, but for the paths and
 // the version, which depend on the machine and the build.
