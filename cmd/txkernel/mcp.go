@@ -32,8 +32,12 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tokenFile := fs.String("token-file", "", "with --http: file holding the bearer token every request must send (a regular file of one line, not readable by group or others)")
 	approveByElicit := fs.Bool("approve-by-elicitation", false, "an answer to apply_execute's elicitation counts as a person's approval (default true on stdio, where the client is the person's editor; false with --http, where a program holding the token could answer its own question)")
 	hf := mcpHTTPFlags(fs)
+	rf := newReviewFlags(fs)
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
+	}
+	if !rf.check(stderr) {
+		return 2
 	}
 	if (*httpAddr == "") != (*tokenFile == "") {
 		fmt.Fprintln(stderr, "txkernel: --http and --token-file go together")
@@ -74,6 +78,14 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *pid != "" {
 		opts.Principal = &protocol.MemoryPrincipal{PrincipalID: *pid, Roles: splitList(*roles), Purpose: *purpose}
 	}
+	d, err := rf.start(ctx, k, hf.opts.Token, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "txkernel: %v\n", err)
+		return 1
+	}
+	if d != nil {
+		opts.ReviewURL = d.ReviewURL
+	}
 	if *httpAddr != "" {
 		// Seed 004: an HTTP caller is external, so the corpus's default
 		// route is linear_tail.
@@ -87,6 +99,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Each durable ledger event updates its transaction's resource for
 	// the sessions subscribed to it.
 	k.cfg.Engine.SetNotify(func(ev protocol.Event) {
+		if d != nil {
+			d.Notify(ev)
+		}
 		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: mcpserver.TxURI(ev.TransactionID)}); err != nil {
 			k.log.Debug("resource update not sent", "err", err)
 		}
