@@ -80,7 +80,6 @@ var ErrNotLoopback = errors.New("the review desk binds loopback only (it speaks 
 const (
 	sessionTTL = 12 * time.Hour
 	onceTTL    = 24 * time.Hour
-	cookieName = "txkernel_desk"
 )
 
 // Server is a listening desk.
@@ -88,6 +87,7 @@ type Server struct {
 	opts   Options
 	ln     net.Listener
 	base   string // http://host:port, the desk's own origin
+	cookie string // the session cookie's name: per port, since cookies ignore ports and another loopback server must not see or set it
 	hosts  map[string]bool
 	log    *slog.Logger
 	tmpl   map[string]*template.Template
@@ -161,6 +161,7 @@ func Listen(opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, ln: ln, log: opts.Logger, tmpl: tmpl, static: static,
 		base:     "http://" + net.JoinHostPort(host, bound),
+		cookie:   "txkernel_desk_" + bound,
 		sessions: map[string]*session{}, once: map[string]onceCode{}, subs: map[chan struct{}]bool{},
 		journal: j,
 	}
@@ -253,7 +254,7 @@ func randomToken() string {
 
 // session returns the signed-in reviewer's session of r, or nil.
 func (s *Server) session(r *http.Request) *session {
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(s.cookie)
 	if err != nil || c.Value == "" {
 		return nil
 	}
@@ -282,7 +283,7 @@ func (s *Server) signIn(w http.ResponseWriter, rv Reviewer) {
 	}
 	s.sessions[id] = &session{reviewer: rv, csrf: randomToken(), expires: now.Add(sessionTTL)}
 	s.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
+	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
 	s.log.Info("review desk: signed in", "principal", rv.PrincipalID)
 }
 
