@@ -145,6 +145,10 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	rv, ok := match(s.opts.Reviewers, strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
+		// A pause per failure slows guessing; a token is long and random
+		// when the operator follows PROTOCOL.md §15.1, so it only has to
+		// make guessing pointless, not impossible.
+		time.Sleep(250 * time.Millisecond)
 		s.log.Warn("review desk: sign-in refused")
 		s.render(w, http.StatusUnauthorized, "login", page{Title: "Sign in", Error: "That token is not a reviewer's."})
 		return
@@ -211,6 +215,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	rc := http.NewResponseController(w)
+	// The server's ReadTimeout would end a stream that outlives it: a
+	// stream reads nothing after its request.
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()

@@ -305,15 +305,7 @@ func TestAgentTokenCannotOpenDesk(t *testing.T) {
 	}
 	// A desk session's cookie is nothing to /mcp.
 	c := httpSignIn(t, k.base, ann.token)
-	var mcpURL string
-	for _, l := range strings.Split(k.p.StderrText(), "\n") {
-		if i := strings.Index(l, "url="); i >= 0 && strings.Contains(l, "streamable HTTP") {
-			mcpURL = strings.Fields(l[i+4:])[0]
-		}
-	}
-	if mcpURL == "" {
-		t.Fatalf("no MCP url on stderr:\n%s", k.p.StderrText())
-	}
+	mcpURL := mcpURLOf(t, k)
 	u, _ := url.Parse(k.base)
 	req, _ := http.NewRequest("POST", mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
