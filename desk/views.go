@@ -97,11 +97,23 @@ func parseTime(s string) time.Time {
 func (s *Server) inbox(ctx context.Context, rv Reviewer) ([]item, []string) {
 	var items []item
 	var notes []string
-	var list protocol.TxListResult
-	if perr := s.call(ctx, protocol.MethodTxList, protocol.TxListParams{State: protocol.ListActive, Limit: 200}, &list); perr != nil {
-		notes = append(notes, "transactions: "+perr.Message)
+	var rows []protocol.TxSummary
+	cursor := ""
+	for page := 0; page < maxInboxPages; page++ {
+		var list protocol.TxListResult
+		if perr := s.call(ctx, protocol.MethodTxList, protocol.TxListParams{State: protocol.ListActive, Limit: protocol.TxListMaxLimit, Cursor: cursor}, &list); perr != nil {
+			notes = append(notes, "transactions: "+perr.Message)
+			break
+		}
+		rows = append(rows, list.Transactions...)
+		if cursor = list.NextCursor; cursor == "" {
+			break
+		}
 	}
-	for _, row := range list.Transactions {
+	if cursor != "" {
+		notes = append(notes, fmt.Sprintf("more than %d transactions in flight: the oldest are not listed", maxInboxPages*protocol.TxListMaxLimit))
+	}
+	for _, row := range rows {
 		pendingPS := row.Kind == protocol.KindRecipePatchSet && row.State == protocol.StateProposed
 		if row.PendingApprovals == 0 && !pendingPS {
 			continue
@@ -153,6 +165,11 @@ func (s *Server) inbox(ctx context.Context, rv Reviewer) ([]item, []string) {
 	slices.SortStableFunc(items, func(a, b item) int { return b.When.Compare(a.When) })
 	return items, notes
 }
+
+// maxInboxPages bounds the tx/list pages one inbox reads (of
+// protocol.TxListMaxLimit rows each): a page is rendered every second for
+// each open inbox.
+const maxInboxPages = 5
 
 // inboxKey is what the live inbox compares: it changes when an entry
 // comes or goes.

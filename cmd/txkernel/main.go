@@ -87,7 +87,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return status
 	}
 	defer k.close()
-	d, err := rf.start(ctx, k, nil, stderr)
+	// The desk ends with the session, before the services it calls close.
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	d, err := rf.start(dctx, k, nil, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "txkernel: %v\n", err)
 		return 1

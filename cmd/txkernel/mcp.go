@@ -78,7 +78,10 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *pid != "" {
 		opts.Principal = &protocol.MemoryPrincipal{PrincipalID: *pid, Roles: splitList(*roles), Purpose: *purpose}
 	}
-	d, err := rf.start(ctx, k, hf.opts.Token, stderr)
+	// The desk ends with the server, before the services it calls close.
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	d, err := rf.start(dctx, k, hf.opts.Token, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "txkernel: %v\n", err)
 		return 1
