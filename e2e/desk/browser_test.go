@@ -3,6 +3,7 @@ package desk
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
@@ -11,11 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
 	"github.com/txkernel/txkernel/desk"
@@ -288,4 +292,43 @@ func proposeAndAsk(t *testing.T, p *harness.Proc, diff string) (string, []string
 		ids = append(ids, harness.Str(pa.(map[string]any)["approvalRequestId"]))
 	}
 	return txID, ids
+}
+
+// axNode is a node of the page's accessibility tree: its role and
+// accessible name as the browser computes them.
+type axNode struct{ role, name string }
+
+// axNames returns the accessible names of the page's nodes of the given
+// roles, in document order, from the browser's accessibility tree (what a
+// screen reader announces).
+func axNames(t *testing.T, ctx context.Context, roles ...string) []axNode {
+	t.Helper()
+	str := func(v *accessibility.Value) string {
+		var s string
+		if v != nil {
+			_ = json.Unmarshal(v.Value, &s)
+		}
+		return s
+	}
+	return value(t, ctx, "accessibility tree", chromedp.Action[[]axNode](func(ctx context.Context, tg *chromedp.Target) ([]axNode, error) {
+		res, err := cdp.Call(ctx, tg, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+		if err != nil {
+			return nil, err
+		}
+		var out []axNode
+		for _, n := range res.Nodes {
+			if r := str(n.Role); !n.Ignored && slices.Contains(roles, r) {
+				out = append(out, axNode{r, str(n.Name)})
+			}
+		}
+		return out, nil
+	}))
+}
+
+// wantAX checks that the page's nodes of those roles are exactly want.
+func wantAX(t *testing.T, ctx context.Context, want []axNode, roles ...string) {
+	t.Helper()
+	if got := axNames(t, ctx, roles...); !slices.Equal(got, want) {
+		t.Errorf("accessible %v: %v, want %v", roles, got, want)
+	}
 }

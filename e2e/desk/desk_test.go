@@ -62,12 +62,7 @@ func TestApproveOnDesk(t *testing.T) {
 	if loc != reviewURL || !strings.Contains(diff, "+review desk") || !strings.Contains(diff, "-world") {
 		t.Fatalf("transaction page %s shows:\n%s", loc, diff)
 	}
-	for _, name := range []string{"Approve", "Approve for session", "Deny"} {
-		nodes := value(t, ctx, "button "+name, chromedp.Nodes(chromedp.Search(button(name))))
-		if len(nodes) != 1 {
-			t.Fatalf("%d buttons named %q", len(nodes), name)
-		}
-	}
+	wantAX(t, ctx, []axNode{{"button", "Sign out"}, {"button", "Approve"}, {"button", "Approve for session"}, {"button", "Deny"}}, "button")
 	shot(t, ctx, "transaction")
 	run(t, ctx, "approve", chromedp.Click(chromedp.Search(button("Approve"))), chromedp.WaitVisible(chromedp.CSS(`p.flash`)))
 
@@ -105,10 +100,20 @@ func TestDenySticks(t *testing.T) {
 	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"})
 	txID, _ := proposeAndAsk(t, k.p, helloDiff)
 	signIn(t, ctx, k.base, ann.token)
-	run(t, ctx, "deny by keyboard",
-		chromedp.Navigate(k.base+"/tx/"+txID),
-		chromedp.Focus(chromedp.Search(button("Deny"))),
-		chromedp.KeyEvent(kb.Enter),
+	// Keyboard only: Tab from the top of the page to Deny, then Enter.
+	run(t, ctx, "open", chromedp.Navigate(k.base+"/tx/"+txID), chromedp.WaitVisible(chromedp.Search(button("Deny"))))
+	var path []string
+	for len(path) < 20 {
+		run(t, ctx, "tab", chromedp.KeyEvent(kb.Tab))
+		path = append(path, value(t, ctx, "focus", chromedp.Evaluate[string](`document.activeElement.textContent.trim() || document.activeElement.tagName`)))
+		if path[len(path)-1] == "Deny" {
+			break
+		}
+	}
+	if path[0] != "Skip to content" || path[len(path)-1] != "Deny" {
+		t.Fatalf("Tab order from the top: %q", path)
+	}
+	run(t, ctx, "deny by keyboard", chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.Search(`//section[@aria-label="Decisions"]`)))
 	resp, _ := k.p.Call("apply/execute", map[string]any{"transactionId": txID})
 	if code, _ := harness.RPCError(resp); code != int(protocol.CodeApprovalDenied) {
@@ -183,6 +188,7 @@ func TestPatchSetAccepted(t *testing.T) {
 	if removed != "200 g blueberries" || !strings.Contains(locked, "locked") || !strings.Contains(avoid, "walnut") || !strings.Contains(avoid, "overridden") {
 		t.Fatalf("review: removed %q, lock %q, avoid %q", removed, locked, avoid)
 	}
+	wantAX(t, ctx, []axNode{{"button", "Sign out"}, {"textbox", "Reason"}, {"button", "Accept"}, {"button", "Reject"}}, "button", "textbox")
 	run(t, ctx, "reason", chromedp.SendKeys(chromedp.Search(`//input[@id=//label[normalize-space()="Reason"]/@for]`), "we have walnuts"))
 	shot(t, ctx, "patchset")
 	run(t, ctx, "accept", chromedp.Click(chromedp.Search(button("Accept"))), chromedp.WaitVisible(chromedp.CSS(`p.flash`)))
@@ -264,6 +270,7 @@ func TestCuratorAcceptsAndPromotes(t *testing.T) {
 	if !strings.Contains(diff, "+The lang team confirmed the rule.") {
 		t.Fatalf("memory diff:\n%s", diff)
 	}
+	wantAX(t, ctx, []axNode{{"button", "Sign out"}, {"textbox", "Rationale"}, {"button", "Accept"}, {"button", "Reject"}}, "button", "textbox")
 	shot(t, ctx, "memory")
 	run(t, ctx, "accept", chromedp.SendKeys(chromedp.Search(`//input[@id=//label[normalize-space()="Rationale"]/@for]`), "confirmed upstream"),
 		chromedp.Click(chromedp.Search(button("Accept"))), chromedp.WaitVisible(chromedp.Search(button("Promote"))))
@@ -299,6 +306,7 @@ func TestAgentTokenCannotOpenDesk(t *testing.T) {
 	if !strings.Contains(body, "not a reviewer's") {
 		t.Fatalf("the agent's token on /login: %s", body)
 	}
+	wantAX(t, ctx, []axNode{{"textbox", "Token"}, {"button", "Sign in"}}, "button", "textbox")
 	shot(t, ctx, "login")
 	if code, _ := get(t, &http.Client{}, k.base+"/"); code != http.StatusOK { // redirected to /login
 		t.Fatalf("GET / without a session: %d", code)
