@@ -282,6 +282,31 @@ func TestCuratorAcceptsAndPromotes(t *testing.T) {
 	if accepted == "" || got != accepted {
 		t.Fatalf("agent reads version %q after the desk's promote, want the accepted %q", got, accepted)
 	}
+
+	// A proposal pinned to the old version is stale: the desk says so and
+	// offers Rebase, which pins a new proposal to the current version.
+	old := harness.Str(k.p.MustResult("memory/propose", map[string]any{"scope": scope, "principal": agent, "element_id": elem, "target_version_id": v0,
+		"body": body + "\nAnother note.\n", "summary": "another note", "provenance": map[string]any{"actor_type": "agent", "actor_id": "agent-7"}})["proposal_id"])
+	cc := httpSignIn(t, k.base, cora.token)
+	_, list := get(t, cc, k.base+"/inbox/list")
+	if !strings.Contains(list, "memory proposal (stale)") {
+		t.Fatalf("a stale proposal is not labelled so:\n%s", list)
+	}
+	_, page = get(t, cc, k.base+"/memory/0/"+old)
+	if m = csrfRe.FindStringSubmatch(page); m == nil || !strings.Contains(page, ">Rebase</button>") {
+		t.Fatalf("a stale proposal's page has no Rebase:\n%s", page)
+	}
+	req, _ = http.NewRequest("POST", k.base+"/memory/0/"+old, strings.NewReader(url.Values{"csrf": {m[1]}, "action": {"rebase"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", k.base)
+	if resp, err = cc.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "Rebased onto "+accepted) || resp.Request.URL.Path == "/memory/0/"+old {
+		t.Fatalf("rebase on the desk (at %s):\n%s", resp.Request.URL.Path, b)
+	}
 }
 
 // TestAgentTokenCannotOpenDesk: over MCP's HTTP transport the agent's
