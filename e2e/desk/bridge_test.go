@@ -83,12 +83,15 @@ func TestMCPOverHTTPApprovedOnDesk(t *testing.T) {
 	}
 }
 
-// mcpURLOf is the MCP endpoint's URL, from the kernel's log.
+// mcpURLOf is the MCP endpoint's URL, from the kernel's log (written
+// after the desk's lines, once the server runs).
 func mcpURLOf(t *testing.T, k *kernel) string {
 	t.Helper()
-	for _, l := range strings.Split(k.p.StderrText(), "\n") {
-		if i := strings.Index(l, "url="); i >= 0 && strings.Contains(l, "streamable HTTP") {
-			return strings.Fields(l[i+4:])[0]
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range strings.Split(k.p.StderrText(), "\n") {
+			if i := strings.Index(l, "url="); i >= 0 && strings.Contains(l, "streamable HTTP") {
+				return strings.Fields(l[i+4:])[0]
+			}
 		}
 	}
 	t.Fatalf("no MCP url on stderr:\n%s", k.p.StderrText())
