@@ -221,3 +221,36 @@ func TestPatchSetFlags(t *testing.T) {
 		t.Fatalf("notes %+v", v.Notes)
 	}
 }
+
+func TestHighlight(t *testing.T) {
+	diff := "diff --git a/m.go b/m.go\n--- a/m.go\n+++ b/m.go\n@@ -1 +1 @@\n-package m\n+func f() string { return \"<b>\" }\n" +
+		"diff --git a/notes.unknownext b/notes.unknownext\n--- a/notes.unknownext\n+++ b/notes.unknownext\n@@ -1 +1 @@\n+func <i>\n"
+	lines := diffLines(diff)
+	for _, tc := range []struct {
+		line      int
+		has       []string
+		plain     bool
+		prefix    string
+		textEqual string
+	}{
+		{4, []string{`<span class="kn">package</span>`}, false, "-", "-package m"},
+		{5, []string{`<span class="kd">func</span>`, `&lt;b&gt;`}, false, "+", `+func f() string { return "<b>" }`},
+		{10, nil, true, "", "+func <i>"},
+	} {
+		d := lines[tc.line]
+		if d.Text != tc.textEqual {
+			t.Errorf("line %d text %q, want %q", tc.line, d.Text, tc.textEqual)
+		}
+		if tc.plain != (d.HTML == "") || d.Prefix != tc.prefix {
+			t.Errorf("line %d: html %q prefix %q", tc.line, d.HTML, d.Prefix)
+		}
+		for _, h := range tc.has {
+			if !strings.Contains(string(d.HTML), h) {
+				t.Errorf("line %d: %q lacks %q", tc.line, d.HTML, h)
+			}
+		}
+		if strings.Contains(string(d.HTML), "<b>") {
+			t.Errorf("line %d: unescaped code in %q", tc.line, d.HTML)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"slices"
 	"strings"
 	"time"
@@ -188,6 +189,11 @@ type diffLine struct {
 	Class  string // add | del | hunk | meta | mode | ctx
 	Text   string
 	Secret bool // the kernel redacted a secret on this line
+	// Prefix and HTML are the line highlighted (highlight): its diff
+	// marker and its code as escaped, classed spans. HTML is empty when
+	// the line is shown as Text.
+	Prefix string
+	HTML   template.HTML
 }
 
 // diffLines classifies a unified diff's lines for display.
@@ -209,6 +215,7 @@ func diffLines(diff string) []diffLine {
 		}
 		out = append(out, d)
 	}
+	highlight(out)
 	return out
 }
 

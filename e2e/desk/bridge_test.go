@@ -56,7 +56,7 @@ func TestMCPOverHTTPApprovedOnDesk(t *testing.T) {
 	if err := os.WriteFile(tf, []byte(agentToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k := startKernel(t, "mcp", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"}, "--http", "127.0.0.1:0", "--token-file", tf, "--log-level", "info")
+	k := startKernel(t, "mcp", []reviewer{ann}, map[string]string{"hello.go": helloBase}, "--http", "127.0.0.1:0", "--token-file", tf, "--log-level", "info")
 	mcpURL := mcpURLOf(t, k)
 	client := sdk.NewClient(&sdk.Implementation{Name: "desk-test", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -78,8 +78,8 @@ func TestMCPOverHTTPApprovedOnDesk(t *testing.T) {
 	if ap = tool(t, cs, "apply_execute", map[string]any{"transactionId": txID}); ap["ok"] != true {
 		t.Fatalf("apply_execute after the desk's approval: %v", ap)
 	}
-	if b, _ := os.ReadFile(filepath.Join(k.ws, "hello.txt")); string(b) != "hello\nreview desk\n" {
-		t.Fatalf("hello.txt = %q", b)
+	if b, _ := os.ReadFile(filepath.Join(k.ws, "hello.go")); string(b) != helloAfter {
+		t.Fatalf("hello.go = %q", b)
 	}
 }
 
@@ -101,16 +101,16 @@ func mcpURLOf(t *testing.T, k *kernel) string {
 // TestStaleBaseNamed: a file changed after the proposal is named on the
 // transaction page as a stale base.
 func TestStaleBaseNamed(t *testing.T) {
-	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"})
+	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.go": helloBase})
 	txID, _ := proposeAndAsk(t, k.p, helloDiff)
 	c := httpSignIn(t, k.base, ann.token)
 	if _, page := get(t, c, k.base+"/tx/"+txID); strings.Contains(page, "Stale bases") {
 		t.Fatalf("a fresh proposal shows stale bases:\n%s", page)
 	}
-	if err := os.WriteFile(filepath.Join(k.ws, "hello.txt"), []byte("hello\nsomeone else\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(k.ws, "hello.go"), []byte(helloBase+"// someone else\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, page := get(t, c, k.base+"/tx/"+txID); !strings.Contains(page, "Stale bases") || !strings.Contains(page, "hello.txt (changed since the proposal)") {
+	if _, page := get(t, c, k.base+"/tx/"+txID); !strings.Contains(page, "Stale bases") || !strings.Contains(page, "hello.go (changed since the proposal)") {
 		t.Fatalf("the stale base is not named:\n%s", page)
 	}
 }

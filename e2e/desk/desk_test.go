@@ -27,7 +27,12 @@ var (
 		Scopes: []protocol.MemoryScope{{TenantID: "t1", OrganizationID: "o1", RepositoryID: "r1"}}}, token: "bob-desk-token-77aa01"}
 )
 
-const helloDiff = "diff --git a/hello.txt b/hello.txt\n--- a/hello.txt\n+++ b/hello.txt\n@@ -1,2 +1,2 @@\n hello\n-world\n+review desk\n"
+// helloBase is hello.go before helloDiff, helloAfter after it.
+const (
+	helloBase  = "package hello\n\n// Greeting is what Hello says.\nfunc Hello() string { return \"world\" }\n"
+	helloAfter = "package hello\n\n// Greeting is what Hello says.\nfunc Hello() string { return \"review desk\" }\n"
+	helloDiff  = "diff --git a/hello.go b/hello.go\n--- a/hello.go\n+++ b/hello.go\n@@ -1,4 +1,4 @@\n package hello\n \n // Greeting is what Hello says.\n-func Hello() string { return \"world\" }\n+func Hello() string { return \"review desk\" }\n"
+)
 
 // TestApproveOnDesk: the host proposes over stdio and apply/execute waits,
 // with reviewUrl in approval/request; the reviewer signs in by the
@@ -36,7 +41,7 @@ const helloDiff = "diff --git a/hello.txt b/hello.txt\n--- a/hello.txt\n+++ b/he
 // records source "review-desk" and the history who decided.
 func TestApproveOnDesk(t *testing.T) {
 	ctx := tab(t)
-	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"})
+	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.go": helloBase})
 	res := k.p.MustResult("turn/start", harness.DiffParams([]byte(helloDiff)))
 	txID := harness.Str(res["transactionId"])
 	resp, notes := k.p.Call("apply/execute", map[string]any{"transactionId": txID})
@@ -55,11 +60,11 @@ func TestApproveOnDesk(t *testing.T) {
 
 	// The one-time link signs in once.
 	run(t, ctx, "one-time link", chromedp.Navigate(k.once["ann"]), chromedp.WaitVisible(chromedp.Search(`//h1[normalize-space()="Inbox"]`)))
-	run(t, ctx, "inbox entry", chromedp.WaitVisible(chromedp.Search(link("workspace: hello.txt"))))
+	run(t, ctx, "inbox entry", chromedp.WaitVisible(chromedp.Search(link("workspace: hello.go"))))
 	shot(t, ctx, "inbox")
-	run(t, ctx, "open the transaction", chromedp.Click(chromedp.Search(link("workspace: hello.txt"))), chromedp.WaitVisible(chromedp.CSS(`pre.diff`)))
+	run(t, ctx, "open the transaction", chromedp.Click(chromedp.Search(link("workspace: hello.go"))), chromedp.WaitVisible(chromedp.CSS(`pre.diff`)))
 	diff, loc := text(t, ctx, "pre.diff"), value(t, ctx, "location", chromedp.Location())
-	if loc != reviewURL || !strings.Contains(diff, "+review desk") || !strings.Contains(diff, "-world") {
+	if loc != reviewURL || !strings.Contains(diff, `+func Hello() string { return "review desk" }`) || !strings.Contains(diff, `-func Hello() string { return "world" }`) {
 		t.Fatalf("transaction page %s shows:\n%s", loc, diff)
 	}
 	wantAX(t, ctx, []axNode{{"button", "Sign out"}, {"button", "Approve"}, {"button", "Approve for session"}, {"button", "Deny"}}, "button")
@@ -70,8 +75,8 @@ func TestApproveOnDesk(t *testing.T) {
 	if ap["ok"] != true {
 		t.Fatalf("apply/execute after the desk's approval: %v", ap)
 	}
-	if b, _ := os.ReadFile(filepath.Join(k.ws, "hello.txt")); string(b) != "hello\nreview desk\n" {
-		t.Fatalf("hello.txt = %q", b)
+	if b, _ := os.ReadFile(filepath.Join(k.ws, "hello.go")); string(b) != helloAfter {
+		t.Fatalf("hello.go = %q", b)
 	}
 	st := k.p.MustResult("tx/status", map[string]any{"transactionId": txID})
 	if src, _ := harness.JSONString(st, "decisions.0.source"); src != protocol.SourceReviewDesk {
@@ -97,7 +102,7 @@ func TestApproveOnDesk(t *testing.T) {
 // apply/execute is refused, and so is the same patch proposed again.
 func TestDenySticks(t *testing.T) {
 	ctx := tab(t)
-	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"})
+	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.go": helloBase})
 	txID, _ := proposeAndAsk(t, k.p, helloDiff)
 	signIn(t, ctx, k.base, ann.token)
 	// Keyboard only: Tab from the top of the page to Deny, then Enter.
@@ -128,8 +133,8 @@ func TestDenySticks(t *testing.T) {
 	if code, _ := harness.RPCError(resp); code != int(protocol.CodeApprovalDenied) {
 		t.Fatalf("the same patch again after a deny: %v", resp)
 	}
-	if b, _ := os.ReadFile(filepath.Join(k.ws, "hello.txt")); string(b) != "hello\nworld\n" {
-		t.Fatalf("hello.txt changed after a deny: %q", b)
+	if b, _ := os.ReadFile(filepath.Join(k.ws, "hello.go")); string(b) != helloBase {
+		t.Fatalf("hello.go changed after a deny: %q", b)
 	}
 }
 
@@ -370,7 +375,7 @@ func TestAgentTokenCannotOpenDesk(t *testing.T) {
 // wrong CSRF token.
 func TestCrossSitePostRefused(t *testing.T) {
 	ctx := tab(t)
-	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"})
+	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.go": helloBase})
 	txID, ids := proposeAndAsk(t, k.p, helloDiff)
 	signIn(t, ctx, k.base, ann.token)
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -420,13 +425,13 @@ func TestCrossSitePostRefused(t *testing.T) {
 // TestInboxLive: the open inbox shows a new proposal without a reload.
 func TestInboxLive(t *testing.T) {
 	ctx := tab(t)
-	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.txt": "hello\nworld\n"})
+	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.go": helloBase})
 	signIn(t, ctx, k.base, ann.token)
 	run(t, ctx, "empty inbox", chromedp.WaitVisible(chromedp.CSS(`p.empty`)))
 	value(t, ctx, "mark the page", chromedp.Evaluate[bool](`window.__notReloaded = true`))
 	run(t, ctx, "the events stream opens", chromedp.Sleep(300*time.Millisecond))
 	proposeAndAsk(t, k.p, helloDiff)
-	run(t, ctx, "live entry", chromedp.WaitVisible(chromedp.Search(link("workspace: hello.txt"))))
+	run(t, ctx, "live entry", chromedp.WaitVisible(chromedp.Search(link("workspace: hello.go"))))
 	if !value(t, ctx, "the mark", chromedp.Evaluate[bool](`window.__notReloaded === true`)) {
 		t.Fatal("the page reloaded to show the new entry")
 	}
