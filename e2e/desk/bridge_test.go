@@ -98,14 +98,19 @@ func mcpURLOf(t *testing.T, k *kernel) string {
 	return ""
 }
 
-// TestStaleBaseNamed: a file changed after the proposal is named on the
-// transaction page as a stale base.
+// TestStaleBaseNamed: the transaction page shows the proposal's plan, and
+// names a file changed after the proposal as a stale base.
 func TestStaleBaseNamed(t *testing.T) {
 	k := startKernel(t, "serve", []reviewer{ann}, map[string]string{"hello.go": helloBase})
-	txID, _ := proposeAndAsk(t, k.p, helloDiff)
+	params := harness.DiffParams([]byte(helloDiff))
+	params["plan"] = []any{map[string]any{"step": "Greet the review desk", "status": "in_progress"}}
+	txID := harness.Str(k.p.MustResult("turn/start", params)["transactionId"])
+	if ap := k.p.MustResult("apply/execute", map[string]any{"transactionId": txID}); ap["ok"] != false {
+		t.Fatalf("apply/execute before approval: %v", ap)
+	}
 	c := httpSignIn(t, k.base, ann.token)
-	if _, page := get(t, c, k.base+"/tx/"+txID); strings.Contains(page, "Stale bases") {
-		t.Fatalf("a fresh proposal shows stale bases:\n%s", page)
+	if _, page := get(t, c, k.base+"/tx/"+txID); strings.Contains(page, "Stale bases") || !strings.Contains(page, "Greet the review desk") {
+		t.Fatalf("a fresh proposal shows stale bases, or not its plan:\n%s", page)
 	}
 	if err := os.WriteFile(filepath.Join(k.ws, "hello.go"), []byte(helloBase+"// someone else\n"), 0o644); err != nil {
 		t.Fatal(err)
