@@ -186,6 +186,25 @@ func TestGate(t *testing.T) {
 	if resp := do(c, "GET", "/history", nil, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("history with a session: %s", resp.Status)
 	}
+	// Sign out ends the session: its cookie opens nothing after.
+	sess := resp.Cookies()[0]
+	csrf := ""
+	s.mu.Lock()
+	for _, ss := range s.sessions {
+		csrf = ss.csrf
+	}
+	s.mu.Unlock()
+	if resp := do(c, "POST", "/logout", same, url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign out: %s", resp.Status)
+	}
+	replay := &http.Client{CheckRedirect: noRedirect, Timeout: 5 * time.Second}
+	req, _ := http.NewRequest("GET", base+"/history", nil)
+	req.AddCookie(sess)
+	if resp, err := replay.Do(req); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the signed-out cookie: %v %v", resp.Status, err)
+	} else {
+		resp.Body.Close()
+	}
 }
 
 func TestDiffLines(t *testing.T) {

@@ -239,6 +239,10 @@ func TestCuratorAcceptsAndPromotes(t *testing.T) {
 	rc := k.p.MustResult("memory/read_context", map[string]any{"scope": scope, "principal": agent, "element_id": elem})
 	v0, _ := harness.JSONString(rc, "items.0.version_id")
 	body, _ := harness.JSONString(rc, "items.0.content")
+	// cora's inbox is open when the agent proposes: the proposal, which
+	// is no transaction, arrives by the inbox's poll, without a reload.
+	signIn(t, ctx, k.base, cora.token)
+	run(t, ctx, "the events stream opens", chromedp.Sleep(300*time.Millisecond))
 	prop := k.p.MustResult("memory/propose", map[string]any{"scope": scope, "principal": agent, "element_id": elem, "target_version_id": v0,
 		"body": body + "\nThe lang team confirmed the rule.\n", "summary": "add the confirmation", "provenance": map[string]any{"actor_type": "agent", "actor_id": "agent-7"}})
 	pid := harness.Str(prop["proposal_id"])
@@ -267,9 +271,12 @@ func TestCuratorAcceptsAndPromotes(t *testing.T) {
 		t.Fatalf("after bob's refused accept the proposal is %q", st)
 	}
 
-	signIn(t, ctx, k.base, cora.token)
 	title := "memory element " + elem + ": add the confirmation"
-	run(t, ctx, "inbox entry", chromedp.WaitVisible(chromedp.Search(link(title))), chromedp.Click(chromedp.Search(link(title))),
+	run(t, ctx, "live inbox entry", chromedp.WaitVisible(chromedp.Search(link(title))))
+	if !value(t, ctx, "no reload", chromedp.Evaluate[bool](`document.getElementById("inbox").hasAttribute("data-updated")`)) {
+		t.Fatal("the memory proposal reached the inbox by a reload, not the live update")
+	}
+	run(t, ctx, "open the proposal", chromedp.Click(chromedp.Search(link(title))),
 		chromedp.WaitVisible(chromedp.Search(button("Accept"))))
 	diff := text(t, ctx, "pre.diff")
 	if !strings.Contains(diff, "+The lang team confirmed the rule.") {
