@@ -72,6 +72,14 @@ type Config struct {
 	MaxMessageBytes int64  // 0 means DefaultMaxMessageBytes
 	Version         string // server version reported by initialize
 	Logger          *slog.Logger
+	// ReviewURL, when set (the review desk is on, PROTOCOL.md §15),
+	// returns the desk's page of a transaction: Serve puts it in each
+	// approval/request notification as reviewUrl.
+	ReviewURL func(txID string) string
+	// Observe, when set, receives each ledger event after Serve sent it
+	// (the review desk's live inbox). It must not block or call the
+	// engine.
+	Observe func(protocol.Event)
 }
 
 // Server serves one host connection. It is created per Serve call.
@@ -375,8 +383,14 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	defer cancel()
 	conn := jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(slogAdapter{s.log}))
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
+		if ev.Type == protocol.EventApprovalRequest && cfg.ReviewURL != nil {
+			ev.ReviewURL = cfg.ReviewURL(ev.TransactionID)
+		}
 		if err := s.stream.WriteNotification(ev.Type, ev); err != nil {
 			s.log.Debug("notification not sent", "type", ev.Type, "err", err)
+		}
+		if cfg.Observe != nil {
+			cfg.Observe(ev)
 		}
 	})
 	defer cfg.Engine.SetNotify(nil)

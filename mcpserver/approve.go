@@ -31,7 +31,7 @@ func (f *facade) applyExecute(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	var ar protocol.ApplyResult
 	if err := json.Unmarshal(res, &ar); err != nil || ar.OK || len(ar.PendingApprovals) == 0 || !f.opts.ApproveByElicitation || !canElicit(req) {
-		return toolResult(res), nil
+		return toolResult(f.withReviewURL(res)), nil
 	}
 	answers := req.Params.InputResponses
 	if len(answers) == 0 {
@@ -65,13 +65,33 @@ func (f *facade) applyExecute(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 	}
 	if !answered {
-		return toolResult(res), nil
+		return toolResult(f.withReviewURL(res)), nil
 	}
 	res, perr = f.inv.Invoke(ctx, protocol.MethodApplyExecute, args, f.session(ctx, req, ""))
 	if perr != nil {
 		return toolError(perr), nil
 	}
-	return toolResult(res), nil
+	return toolResult(f.withReviewURL(res)), nil
+}
+
+// withReviewURL adds the review desk's page (reviewUrl) to an
+// apply/execute result that waits for approvals, when the desk is on:
+// over HTTP, where elicitation is no person's answer, it is where the
+// person decides.
+func (f *facade) withReviewURL(res json.RawMessage) json.RawMessage {
+	if f.opts.ReviewURL == nil {
+		return res
+	}
+	var ar protocol.ApplyResult
+	if err := json.Unmarshal(res, &ar); err != nil || ar.OK || len(ar.PendingApprovals) == 0 {
+		return res
+	}
+	ar.ReviewURL = f.opts.ReviewURL(ar.TransactionID)
+	out, err := json.Marshal(ar)
+	if err != nil {
+		return res
+	}
+	return out
 }
 
 // inputID names the input request of one approval.

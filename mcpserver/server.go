@@ -58,6 +58,11 @@ type Options struct {
 	// false, apply_execute never asks and answers ok:false with
 	// pendingApprovals.
 	ApproveByElicitation bool
+	// ReviewURL, when set (the review desk is on, PROTOCOL.md §15),
+	// returns the desk's page of a transaction: apply_execute's ok:false
+	// answer with pendingApprovals carries it as reviewUrl, so the host
+	// can send its person there.
+	ReviewURL func(txID string) string
 	// Version is reported as the server's version.
 	Version string
 	// Logger receives the facade's logs; nil means slog.Default().

@@ -41,6 +41,11 @@ type Event struct {
 	AppliedFiles  []string          `json:"appliedFiles,omitempty"` // apply/complete
 	Recovered     bool              `json:"recovered,omitempty"`    // apply/complete written by recovery
 	Reason        string            `json:"reason,omitempty"`       // tx/close: completed | discarded | denied
+	// ReviewURL is set on an approval/request notification when the
+	// review desk is on (--review, PROTOCOL.md §15): the page where a
+	// person decides it. Never in the ledger: the kernel fills it as it
+	// sends the notification.
+	ReviewURL string `json:"reviewUrl,omitempty"`
 }
 
 // Item types carried by turn/item (seed 001).

@@ -322,6 +322,10 @@ type ApplyResult struct {
 	PendingApprovals []ApprovalRequest `json:"pendingApprovals,omitempty"`
 	AppliedFiles     []string          `json:"appliedFiles,omitempty"`
 	AlreadyApplied   bool              `json:"alreadyApplied,omitempty"` // true when an earlier call applied it
+	// ReviewURL is the review desk's page of this transaction, set by the
+	// MCP facade when approvals are pending and the desk is on (--review,
+	// PROTOCOL.md §15).
+	ReviewURL string `json:"reviewUrl,omitempty"`
 }
 
 // Approval kinds. A patchset approval's fingerprint is "patchset:{patch_id}";
@@ -369,6 +373,7 @@ type ApprovalDecision struct {
 const (
 	SourceUser        = "user"        // approval/respond over JSON-RPC
 	SourceElicitation = "elicitation" // the MCP facade asked the person through the client
+	SourceReviewDesk  = "review-desk" // a reviewer decided on the review desk (--review, PROTOCOL.md §15)
 )
 
 // ApprovalRespondParams are the params of approval/respond.

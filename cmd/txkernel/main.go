@@ -73,8 +73,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf := newServeFlags(fs)
+	rf := newReviewFlags(fs)
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
+	}
+	if !rf.check(stderr) {
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -83,8 +87,19 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return status
 	}
 	defer k.close()
+	// The desk ends with the session, before the services it calls close.
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	d, err := rf.start(dctx, k, nil, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "txkernel: %v\n", err)
+		return 1
+	}
+	if d != nil {
+		k.cfg.ReviewURL, k.cfg.Observe = d.ReviewURL, d.Notify
+	}
 	k.log.Info("serving", "workspace", k.cfg.Workspace.Dir(), "dataDir", k.dataDir, "sandbox", k.cfg.Workspace.Mode(), "approvalPolicy", k.cfg.Policy, "framing", k.cfg.Framing)
-	err := kernel.Serve(ctx, k.cfg, stdin, stdout)
+	err = kernel.Serve(ctx, k.cfg, stdin, stdout)
 	if errors.Is(err, kernel.ErrExitWithoutShutdown) {
 		return 1
 	}

@@ -34,6 +34,7 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tokenFile := fs.String("token-file", "", "with --http: file holding the bearer token every request must send (a regular file of one line, not readable by group or others)")
 	approveByElicit := fs.Bool("approve-by-elicitation", false, "an answer to apply_execute's elicitation counts as a person's approval (default true on stdio, where the client is the person's editor; false with --http, where a program holding the token could answer its own question)")
 	hf := mcpHTTPFlags(fs)
+	rf := newReviewFlags(fs)
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
 	}
@@ -44,6 +45,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if fixedScope != nil && *pid == "" {
 		fmt.Fprintln(stderr, "txkernel: --scope needs --principal-id: without a principal no memory tool is offered")
+		return 2
+	}
+	if !rf.check(stderr) {
 		return 2
 	}
 	if (*httpAddr == "") != (*tokenFile == "") {
@@ -86,6 +90,17 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		opts.Principal = &protocol.MemoryPrincipal{PrincipalID: *pid, Roles: splitList(*roles), Purpose: *purpose}
 		opts.Scope = fixedScope
 	}
+	// The desk ends with the server, before the services it calls close.
+	dctx, dcancel := context.WithCancel(ctx)
+	defer dcancel()
+	d, err := rf.start(dctx, k, hf.opts.Token, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "txkernel: %v\n", err)
+		return 1
+	}
+	if d != nil {
+		opts.ReviewURL = d.ReviewURL
+	}
 	if *httpAddr != "" {
 		// Seed 004: an HTTP caller is external, so the corpus's default
 		// route is linear_tail.
@@ -99,6 +114,9 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Each durable ledger event updates its transaction's resource for
 	// the sessions subscribed to it.
 	k.cfg.Engine.SetNotify(func(ev protocol.Event) {
+		if d != nil {
+			d.Notify(ev)
+		}
 		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: mcpserver.TxURI(ev.TransactionID)}); err != nil {
 			k.log.Debug("resource update not sent", "err", err)
 		}
