@@ -202,6 +202,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		ContainsSecretIntroductions: len(plan.Findings) > 0,
 		SecretFindings:              plan.Findings,
 		Hunks:                       plan.Hunks,
+		Tolerances:                  plan.Tolerances,
 	}
 	if utf8.Valid(plan.Redacted) {
 		sum.Diff = string(plan.Redacted)
