@@ -130,14 +130,14 @@ func (p *envParser) section() (Section, error) {
 	line := p.lineNo(p.i)
 	at := p.i
 	pathOf := func(marker string) (string, error) {
-		path := strings.TrimSpace(strings.TrimPrefix(header, marker))
+		path := strings.TrimSpace(strings.TrimPrefix(header+" ", marker))
 		if path == "" {
 			return "", fail(ErrorData{Field: p.field, Line: line, Reason: ReasonEmptyPath}, "%s: line %d: %q names no path", p.field, line, header)
 		}
 		return path, nil
 	}
 	switch {
-	case strings.HasPrefix(header, addMarker):
+	case strings.HasPrefix(header+" ", addMarker):
 		path, err := pathOf(addMarker)
 		if err != nil {
 			return Section{}, err
@@ -151,7 +151,7 @@ func (p *envParser) section() (Section, error) {
 			p.i++
 		}
 		return Section{Op: OpAdd, Path: path, Contents: b.String(), Line: line}, nil
-	case strings.HasPrefix(header, deleteMarker):
+	case strings.HasPrefix(header+" ", deleteMarker):
 		path, err := pathOf(deleteMarker)
 		if err != nil {
 			return Section{}, err
@@ -159,7 +159,7 @@ func (p *envParser) section() (Section, error) {
 		p.padded(at)
 		p.i++
 		return Section{Op: OpDelete, Path: path, Line: line}, nil
-	case strings.HasPrefix(header, updateMarker):
+	case strings.HasPrefix(header+" ", updateMarker):
 		path, err := pathOf(updateMarker)
 		if err != nil {
 			return Section{}, err
@@ -167,8 +167,8 @@ func (p *envParser) section() (Section, error) {
 		p.padded(at)
 		p.i++
 		s := Section{Op: OpUpdate, Path: path, Line: line}
-		if p.i < len(p.lines) && strings.HasPrefix(strings.TrimSpace(p.lines[p.i]), moveMarker) {
-			s.MoveTo = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(p.lines[p.i]), moveMarker))
+		if p.i < len(p.lines) && strings.HasPrefix(strings.TrimSpace(p.lines[p.i])+" ", moveMarker) {
+			s.MoveTo = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(p.lines[p.i])+" ", moveMarker))
 			if s.MoveTo == "" {
 				return Section{}, fail(ErrorData{Field: p.field, Path: path, Line: p.lineNo(p.i), Reason: ReasonEmptyPath}, "%s: line %d: \"*** Move to:\" names no path", p.field, p.lineNo(p.i))
 			}
