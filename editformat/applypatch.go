@@ -280,7 +280,11 @@ type Match struct {
 // position moves after it; then its old lines are sought from there (at
 // the end of the file for an "*** End of File" hunk; when they are not
 // found and end with an empty line, once more without it), and the
-// position moves after them. A hunk without old lines is inserted after
+// position moves after them. The lines found are replaced by the hunk's
+// new lines as the patch writes them (its context lines included), so a
+// match by a tolerance also rewrites the white space or punctuation the
+// tolerance ignored, as Codex does; the canonical diff shows it. A hunk
+// without old lines is inserted after
 // its last context line, or at the end of the file when it has none. The
 // replacements are made together, and the result always ends with a
 // newline. It returns the new content and, for each hunk (or context
