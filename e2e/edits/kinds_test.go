@@ -174,8 +174,27 @@ func TestApplyPatchTolerances(t *testing.T) {
 	t.Parallel()
 	p, ws, _ := kernel(t, map[string]string{"a.py": "def f():\n    return 1   \n\ndef g():\n    return \u201cg\u201d\n", "b.txt": "b\n"})
 	patch := "*** Begin Patch\n*** Update File: a.py\n@@ def f():\n-    return 1\n+    return 2\n@@ def g():\n-    return \"g\"\n+    return \"G\"\n*** Update File: b.txt\n*** Move to: c.txt\n@@\n-b\n+c\n*** End Patch\n"
-	prop := proposeApply(t, p, map[string]any{"kind": "apply_patch", "patch": patch})
+	resp, notes := p.Call("turn/start", map[string]any{"proposal": map[string]any{"kind": "apply_patch", "patch": patch}})
+	res, ok := resp["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("turn/start: %v", resp["error"])
+	}
+	if ap := p.MustResult("apply/execute", map[string]any{"transactionId": res["transactionId"]}); ap["ok"] != true {
+		t.Fatalf("apply/execute: %v", ap)
+	}
+	prop := res["proposal"].(map[string]any)
 	tols, _ := prop["tolerances"].([]any)
+	// The ledger's fileChange item carries them too.
+	found := false
+	for _, n := range notes {
+		if item, ok := harness.JSONPath(n.Value, "params.item"); ok && item.(map[string]any)["type"] == "fileChange" {
+			it, _ := item.(map[string]any)["tolerances"].([]any)
+			found = len(it) == len(tols) && len(it) > 0
+		}
+	}
+	if !found {
+		t.Errorf("the fileChange item does not carry the %d tolerances", len(tols))
+	}
 	var got []string
 	for _, tl := range tols {
 		m := tl.(map[string]any)
