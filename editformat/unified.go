@@ -336,9 +336,12 @@ func (n *normalizer) traditionalFile(i int) (int, error) {
 		kind = "delete"
 		path, err = name(first, "")
 	default:
-		var def string
-		if def, err = name(first, ""); err == nil {
-			path, err = name(second, def)
+		// A name strip cannot shorten names nothing; git then takes the
+		// other side's (find_name_common's def).
+		def, err1 := name(first, "")
+		path, err = name(second, def)
+		if err != nil && err1 == nil {
+			path, err = def, nil
 		}
 		switch {
 		case hasEpoch(first):

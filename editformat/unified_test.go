@@ -2,6 +2,7 @@ package editformat
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,4 +199,48 @@ func TestNormalizeDiffKeepsGitDiffs(t *testing.T) {
 	if err != nil || !bytes.Equal(out, in) || len(tols) != 0 {
 		t.Fatalf("got %q %v %v", out, tols, err)
 	}
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+// applyOurs is NormalizeDiff then unidiff, as the workspace plans a
+// unified_diff: missing and existing files checked as the workspace
+// checks them.
+func applyOurs(diff string, files map[string]string) (map[string]string, error) {
+	out, _, err := NormalizeDiff("proposal.diff", []byte(diff), DiffOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ps, err := unidiff.Parse(out)
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]string{}
+	for k, v := range files {
+		res[k] = v
+	}
+	for _, p := range ps {
+		old, exists := res[p.OldPath]
+		switch {
+		case p.Kind == unidiff.KindAdd:
+			if _, there := res[p.NewPath]; there {
+				return nil, errors.New(p.NewPath + " exists")
+			}
+		case !exists:
+			return nil, errors.New(p.OldPath + " does not exist")
+		}
+		nb, err := p.Apply([]byte(old))
+		if err != nil {
+			return nil, err
+		}
+		switch p.Kind {
+		case unidiff.KindDelete:
+			delete(res, p.OldPath)
+		case unidiff.KindAdd:
+			res[p.NewPath] = string(nb)
+		default:
+			res[p.OldPath] = string(nb)
+		}
+	}
+	return res, nil
 }
