@@ -297,12 +297,13 @@ func UpdateFile(field, path string, s *Section, base []byte) ([]byte, []Match, e
 	}
 	var repls []repl
 	var matches []Match
+	sk := &seeker{lines: lines}
 	pos := 0
 	for hi := range s.Hunks {
 		h := &s.Hunks[hi]
 		n := hi + 1
 		for _, c := range h.Contexts {
-			at, tol := seekSequence(lines, []string{c}, pos, false)
+			at, tol := sk.seekSequence([]string{c}, pos, false)
 			if at < 0 {
 				return nil, nil, conflict(ErrorData{Field: field, Path: path, Hunk: n, Line: h.Line, Reason: ReasonContextNotFound, Expected: clipText(c)},
 					"%s: hunk %d of %s (line %d): the context %q is not in the file", field, n, path, h.Line, clipText(c))
@@ -321,13 +322,13 @@ func UpdateFile(field, path string, s *Section, base []byte) ([]byte, []Match, e
 			continue
 		}
 		old, nw := h.Old, h.New
-		at, tol := seekSequence(lines, old, pos, h.EOF)
+		at, tol := sk.seekSequence(old, pos, h.EOF)
 		if at < 0 && old[len(old)-1] == "" {
 			old = old[:len(old)-1]
 			if len(nw) > 0 && nw[len(nw)-1] == "" {
 				nw = nw[:len(nw)-1]
 			}
-			if at, tol = seekSequence(lines, old, pos, h.EOF); at >= 0 && tol == "" {
+			if at, tol = sk.seekSequence(old, pos, h.EOF); at >= 0 && tol == "" {
 				tol = "final-blank-line"
 			}
 		}
@@ -362,12 +363,33 @@ func UpdateFile(field, path string, s *Section, base []byte) ([]byte, []Match, e
 	return []byte(res), matches, nil
 }
 
-// seekSequence finds pattern in lines at or after start, as Codex's
+// seeker finds hunks in one file's lines. Each tolerance's normalised
+// copy of the lines is made once, on first use, so that seeking costs
+// string comparisons only, whatever the number of hunks.
+type seeker struct {
+	lines []string
+	norm  [len(seekPasses)][]string
+}
+
+// seekPasses are Codex's seek_sequence passes, in order, with the
+// tolerance each names.
+var seekPasses = [...]struct {
+	name string
+	norm func(string) string
+}{
+	{"", nil},
+	{"trailing-whitespace", func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }},
+	{"surrounding-whitespace", strings.TrimSpace},
+	{"unicode-punctuation", normalisePunct},
+}
+
+// seekSequence finds pattern in the lines at or after start, as Codex's
 // seek_sequence does, and names the tolerance it needed: "" (exact),
 // "trailing-whitespace", "surrounding-whitespace" or
 // "unicode-punctuation". With eof, only a match ending at the last line
 // counts. It returns -1 when there is none.
-func seekSequence(lines, pattern []string, start int, eof bool) (int, string) {
+func (sk *seeker) seekSequence(pattern []string, start int, eof bool) (int, string) {
+	lines := sk.lines
 	if len(pattern) == 0 {
 		return start, ""
 	}
@@ -378,28 +400,24 @@ func seekSequence(lines, pattern []string, start int, eof bool) (int, string) {
 	if eof {
 		from = len(lines) - len(pattern)
 	}
-	if from < 0 {
-		from = 0
-	}
-	passes := []struct {
-		name string
-		norm func(string) string
-	}{
-		{"", func(s string) string { return s }},
-		{"trailing-whitespace", func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }},
-		{"surrounding-whitespace", strings.TrimSpace},
-		{"unicode-punctuation", normalisePunct},
-	}
-	for _, pass := range passes {
-		for i := from; i+len(pattern) <= len(lines); i++ {
-			ok := true
-			for j, p := range pattern {
-				if pass.norm(lines[i+j]) != pass.norm(p) {
-					ok = false
-					break
+	from = max(from, 0)
+	for k, pass := range seekPasses {
+		ls, pat := lines, pattern
+		if pass.norm != nil {
+			if sk.norm[k] == nil {
+				sk.norm[k] = make([]string, len(lines))
+				for i, l := range lines {
+					sk.norm[k][i] = pass.norm(l)
 				}
 			}
-			if ok {
+			ls = sk.norm[k]
+			pat = make([]string, len(pattern))
+			for i, p := range pattern {
+				pat[i] = pass.norm(p)
+			}
+		}
+		for i := from; i+len(pat) <= len(ls); i++ {
+			if slices.Equal(ls[i:i+len(pat)], pat) {
 				return i, pass.name
 			}
 		}
