@@ -2,6 +2,7 @@ package editformat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -92,11 +93,19 @@ func NormalizeDiff(field string, diff []byte, opt DiffOptions) ([]byte, []protoc
 	} else {
 		err = n.traditional()
 	}
+	if errors.Is(err, errNoFiles) {
+		// Not a diff at all: package unidiff refuses it as it always has.
+		return diff, nil, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return n.out.Bytes(), n.tols, nil
 }
+
+// errNoFiles: a text without "diff --git" lines holds no "---"/"+++"
+// pair either.
+var errNoFiles = errors.New("no file headers")
 
 type normalizer struct {
 	field   string
@@ -297,7 +306,7 @@ func (n *normalizer) traditional() error {
 		i++
 	}
 	if !seen {
-		return fail(ErrorData{Field: n.field, Reason: ReasonEmptyPatch}, "%s: no file headers (\"diff --git\", or \"---\" and \"+++\" lines) found", n.field)
+		return errNoFiles
 	}
 	return nil
 }

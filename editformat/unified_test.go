@@ -175,7 +175,6 @@ func TestNormalizeDiffRefusals(t *testing.T) {
 		{"strip too far", "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-b\n+c\n", DiffOptions{Strip: intp(3)}, ReasonNoFileName, 1},
 		{"strip on a git diff", "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-b\n+c\n", DiffOptions{Strip: intp(0)}, ReasonBadStrip, 0},
 		{"negative strip", "--- a/f\n+++ b/f\n", DiffOptions{Strip: intp(-1)}, ReasonBadStrip, 0},
-		{"no files", "hello\nworld\n", DiffOptions{}, ReasonEmptyPatch, 0},
 		{"bad hunk header", "--- a/f\n+++ b/f\n@@ -x +1 @@\n", DiffOptions{}, ReasonCorrupt, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,12 +191,15 @@ func TestNormalizeDiffRefusals(t *testing.T) {
 }
 
 // TestNormalizeDiffKeepsGitDiffs: a git-style diff that needs no
-// tolerance comes back byte for byte, so its patch id is unchanged.
+// tolerance comes back byte for byte, so its patch id is unchanged; so
+// does a text that is no diff at all, which package unidiff refuses as
+// it always has.
 func TestNormalizeDiffKeepsGitDiffs(t *testing.T) {
-	in := []byte("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-b\r\n+c\r\n")
-	out, tols, err := NormalizeDiff("proposal.diff", in, DiffOptions{})
-	if err != nil || !bytes.Equal(out, in) || len(tols) != 0 {
-		t.Fatalf("got %q %v %v", out, tols, err)
+	for _, in := range []string{"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-b\r\n+c\r\n", "hello\nworld\n", "  \n"} {
+		out, tols, err := NormalizeDiff("proposal.diff", []byte(in), DiffOptions{})
+		if err != nil || !bytes.Equal(out, []byte(in)) || len(tols) != 0 {
+			t.Errorf("%q: got %q %v %v", in, out, tols, err)
+		}
 	}
 }
 
