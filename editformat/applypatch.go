@@ -1,7 +1,6 @@
 package editformat
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"unicode"
@@ -441,9 +440,4 @@ func normalisePunct(s string) string {
 		}
 		return r
 	}, strings.TrimSpace(s))
-}
-
-// String describes m for logs.
-func (m Match) String() string {
-	return fmt.Sprintf("hunk %d at line %d (%s)", m.Hunk, m.Line, m.Tolerance)
 }

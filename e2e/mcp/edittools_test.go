@@ -98,6 +98,7 @@ func TestEditTools(t *testing.T) {
 		{map[string]any{"command": "insert", "path": "a.txt", "insert_line": 9, "new_str": "x"}, -32005, "line-out-of-range"},
 		{map[string]any{"command": "view", "path": "a.txt"}, -32602, "unknown-command"},
 		{map[string]any{"command": "delete", "path": "../x"}, -32004, "escape"},
+		{map[string]any{"command": "str_replace", "path": "a.txt", "old_string": "A3", "new_str": "x"}, -32602, "invalid"}, // a misspelt member is no silent no-op
 	} {
 		res, isErr := call(t, cs2, "edit", tc.args)
 		data, _ := res["data"].(map[string]any)
