@@ -19,9 +19,10 @@ import (
 	"github.com/txkernel/txkernel/sandbox"
 )
 
-// editInput holds the members of Input only the edit-format kinds read.
+// EditFormats holds the members of Input only the edit-format kinds read
+// (PROTOCOL.md §4.1).
 // Input embeds it so that workspace.go and plan.go keep their shape.
-type editInput struct {
+type EditFormats struct {
 	// Patch is an apply_patch proposal's envelope ("*** Begin Patch" …).
 	Patch *string `json:"patch,omitempty"`
 	// Edits are an edits proposal's commands, applied in order.

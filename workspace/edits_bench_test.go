@@ -124,8 +124,8 @@ func BenchmarkProposeFormats(b *testing.B) {
 	}{
 		{"git_diff", protocol.KindUnifiedDiff, workspace.Input{Diff: &g}},
 		{"diff_ruN", protocol.KindUnifiedDiff, workspace.Input{Diff: &t}},
-		{"apply_patch", protocol.KindApplyPatch, func() (in workspace.Input) { in.Patch = &env; return }()},
-		{"edits", protocol.KindEdits, func() (in workspace.Input) { in.Edits = edits; return }()},
+		{"apply_patch", protocol.KindApplyPatch, workspace.Input{EditFormats: workspace.EditFormats{Patch: &env}}},
+		{"edits", protocol.KindEdits, workspace.Input{EditFormats: workspace.EditFormats{Edits: edits}}},
 	}
 	// The same change in every format: the same patch id.
 	ids := map[string]bool{}

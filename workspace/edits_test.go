@@ -25,25 +25,18 @@ func TestEditFormatsPlanLikeFiles(t *testing.T) {
 		in   workspace.Input
 	}{
 		{protocol.KindFiles, workspace.Input{Files: []protocol.FileInput{content("a.txt", "one\n2\nthree\n"), content("new.txt", "hi\n"), {Path: "gone.txt", Delete: true}}}},
-		{protocol.KindEdits, func() workspace.Input {
-			var in workspace.Input
-			in.Edits = []protocol.EditInput{
-				{Command: "str_replace", Path: "a.txt", OldStr: strp("two"), NewStr: strp("2")},
-				{Command: "create", Path: "new.txt", FileText: strp("hi\n")},
-				{Command: "delete", Path: "gone.txt"},
-			}
-			return in
-		}()},
-		{protocol.KindApplyPatch, func() workspace.Input {
-			var in workspace.Input
-			in.Patch = strp("*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+2\n*** Add File: new.txt\n+hi\n*** Delete File: gone.txt\n*** End Patch\n")
-			return in
-		}()},
-		{protocol.KindUnifiedDiff, func() workspace.Input {
-			in := workspace.Input{Diff: strp("--- a.txt\t2024-01-01 00:00:00.000000000 +0000\n+++ a.txt\t2024-01-02 00:00:00.000000000 +0000\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n--- /dev/null\n+++ new.txt\n@@ -0,0 +1 @@\n+hi\n--- gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n")}
-			in.Strip = intp(0)
-			return in
-		}()},
+		{protocol.KindEdits, workspace.Input{EditFormats: workspace.EditFormats{Edits: []protocol.EditInput{
+			{Command: "str_replace", Path: "a.txt", OldStr: strp("two"), NewStr: strp("2")},
+			{Command: "create", Path: "new.txt", FileText: strp("hi\n")},
+			{Command: "delete", Path: "gone.txt"},
+		}}}},
+		{protocol.KindApplyPatch, workspace.Input{EditFormats: workspace.EditFormats{
+			Patch: strp("*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+2\n*** Add File: new.txt\n+hi\n*** Delete File: gone.txt\n*** End Patch\n"),
+		}}},
+		{protocol.KindUnifiedDiff, workspace.Input{
+			Diff:        strp("--- a.txt\t2024-01-01 00:00:00.000000000 +0000\n+++ a.txt\t2024-01-02 00:00:00.000000000 +0000\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n--- /dev/null\n+++ new.txt\n@@ -0,0 +1 @@\n+hi\n--- gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"),
+			EditFormats: workspace.EditFormats{Strip: intp(0)},
+		}},
 		{protocol.KindUnifiedDiff, workspace.Input{Diff: strp("diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\ndiff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\ndiff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n")}},
 	} {
 		f := newFixture(t, files)

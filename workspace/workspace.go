@@ -91,9 +91,9 @@ type Input struct {
 	Files       []protocol.FileInput `json:"files,omitempty"`
 	Needle      string               `json:"needle,omitempty"`
 	TargetFiles []string             `json:"targetFiles,omitempty"`
-	// editInput: apply_patch's Patch, edits' Edits, and unified_diff's
+	// EditFormats: apply_patch's Patch, edits' Edits, and unified_diff's
 	// Strip and Recount (edits.go).
-	editInput
+	EditFormats
 }
 
 // Proposal is in as the engine's envelope for kind, for Go callers (the
