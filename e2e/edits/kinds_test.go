@@ -216,6 +216,15 @@ func TestApplyPatchTolerances(t *testing.T) {
 	refused(t, p, map[string]any{"kind": "apply_patch", "patch": "*** Begin Patch\n*** Update File: /etc/passwd\n@@\n-x\n+y\n*** End Patch\n"}, -32004,
 		map[string]any{"field": "proposal.patch", "reason": "absolute"})
 	refused(t, p, map[string]any{"kind": "apply_patch"}, -32602, map[string]any{"field": "proposal.patch"})
+	// The sandbox's rules hold as for every kind: a protected path, a
+	// symlink, an escape.
+	if err := os.Symlink("a.py", filepath.Join(ws, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	for path, reason := range map[string]string{".git/config": "protected", "link.py": "symlink", "x/../../out": "escape"} {
+		refused(t, p, map[string]any{"kind": "apply_patch", "patch": "*** Begin Patch\n*** Add File: " + path + "\n+x\n*** End Patch\n"}, -32004, map[string]any{"reason": reason})
+		refused(t, p, map[string]any{"kind": "edits", "edits": []any{map[string]any{"command": "create", "path": path, "file_text": "x", "overwrite": true}}}, -32004, map[string]any{"reason": reason})
+	}
 	p.Stop()
 	if _, err := os.Stat(filepath.Join(ws, "new.txt")); err == nil {
 		t.Error("a refused patch wrote new.txt")
