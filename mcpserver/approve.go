@@ -24,7 +24,12 @@ import (
 // Options.ApproveByElicitation, the handler never asks: the client's
 // answer would not be known to be a person's.
 func (f *facade) applyExecute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	args := req.Params.Arguments
+	return f.approveApply(ctx, req, req.Params.Arguments)
+}
+
+// approveApply is apply_execute's flow for apply/execute's params args;
+// the edit tools (edittools.go) run it on the transaction they proposed.
+func (f *facade) approveApply(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage) (*mcp.CallToolResult, error) {
 	res, perr := f.inv.Invoke(ctx, protocol.MethodApplyExecute, args, f.session(ctx, req, ""))
 	if perr != nil {
 		return toolError(perr), nil

@@ -99,6 +99,9 @@ func New(inv *kernel.Invoker, opts Options) (*mcp.Server, error) {
 		}
 		s.AddTool(t, h)
 	}
+	if err := f.addEditTools(s); err != nil {
+		return nil, err
+	}
 	f.addResources(s)
 	return s, nil
 }

@@ -58,13 +58,17 @@ const (
 // Item is a turn item. A later turn/item with the same ID replaces the earlier
 // one (an upsert): apply sets Metadata.Applied on the fileChange item.
 type Item struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Changes  []FileChange `json:"changes,omitempty"` // fileChange
-	Diff     string       `json:"diff,omitempty"`    // turnDiff: the redacted canonical diff
-	Text     string       `json:"text,omitempty"`    // plan given as text (redacted)
-	Steps    []PlanStep   `json:"steps,omitempty"`   // plan given as steps (redacted)
-	Metadata ItemMetadata `json:"metadata"`
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	Changes []FileChange `json:"changes,omitempty"` // fileChange
+	// Tolerances (fileChange, when proposed): what the proposal was
+	// accepted by only through a tolerance (PROTOCOL.md §4.1), for the
+	// reviewer reading the ledger.
+	Tolerances []Tolerance  `json:"tolerances,omitempty"`
+	Diff       string       `json:"diff,omitempty"`  // turnDiff: the redacted canonical diff
+	Text       string       `json:"text,omitempty"`  // plan given as text (redacted)
+	Steps      []PlanStep   `json:"steps,omitempty"` // plan given as steps (redacted)
+	Metadata   ItemMetadata `json:"metadata"`
 }
 
 // ItemMetadata is an item's metadata.

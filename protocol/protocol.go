@@ -154,7 +154,10 @@ const (
 //     is removed from each target (seed 001, checkpoint 10);
 //   - json_patch: DocID and Patch, seed 000's envelope (patch/validate);
 //   - recipe_patchset: DocID, RecipeVersion and PatchSet, seed 003's
-//     PatchSet (patchset/propose).
+//     PatchSet (patchset/propose);
+//   - apply_patch: Patch as a string, Codex's "*** Begin Patch" envelope;
+//   - edits: Edits, text-editor commands (EditInput); unified_diff also
+//     takes Strip and Recount (git apply's -p and --recount).
 //
 // Patch and PatchSet stay raw: their decoders match member names by exact
 // case and refuse unknown members, which encoding/json cannot.
@@ -169,6 +172,9 @@ type ProposalInput struct {
 	Patch         json.RawMessage `json:"patch,omitempty"`
 	RecipeVersion *int64          `json:"recipeVersion,omitempty"`
 	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
+	Edits         []EditInput     `json:"edits,omitempty"`   // edits: text-editor commands
+	Strip         *int            `json:"strip,omitempty"`   // unified_diff: git apply -p for a traditional diff
+	Recount       bool            `json:"recount,omitempty"` // unified_diff: git apply --recount
 }
 
 // FileInput is one entry of a files proposal: Content or ContentBase64 for a
@@ -202,7 +208,8 @@ type ProposalSummary struct {
 	DiffBase64                  string          `json:"diffBase64,omitempty"`
 	ContainsSecretIntroductions bool            `json:"containsSecretIntroductions"`
 	SecretFindings              []SecretFinding `json:"secretFindings,omitempty"`
-	Hunks                       []HunkOffset    `json:"hunks,omitempty"` // hunks that applied at an offset
+	Hunks                       []HunkOffset    `json:"hunks,omitempty"`      // hunks that applied at an offset
+	Tolerances                  []Tolerance     `json:"tolerances,omitempty"` // what was accepted only by a tolerance
 }
 
 // HunkOffset reports a unified-diff hunk that applied at another line than

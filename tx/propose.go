@@ -151,7 +151,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	tmp := filepath.Join(e.txRoot, ".tmp-"+txID)
 	final := filepath.Join(e.txRoot, txID)
 	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1), target: tg, planned: planned}
-	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes}
+	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes, Tolerances: plan.Tolerances}
 	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(redacted)}
 	// The turn's events: turn/start, the plan item when turn/start has a
 	// plan (seed 001 lists plan items before fileChange), the fileChange
@@ -247,6 +247,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		ContainsSecretIntroductions: len(plan.Findings) > 0,
 		SecretFindings:              plan.Findings,
 		Hunks:                       plan.Hunks,
+		Tolerances:                  plan.Tolerances,
 	}
 	if utf8.Valid(redacted) {
 		sum.Diff = string(redacted)

@@ -213,6 +213,9 @@ type Plan struct {
 	Blobs map[string][]byte
 	// Hunks reports the hunks that applied at an offset (unified diffs).
 	Hunks []protocol.HunkOffset
+	// Tolerances report what was accepted only by a tolerance (the edit
+	// formats, PROTOCOL.md §4.1), for the reviewer.
+	Tolerances []protocol.Tolerance
 }
 
 // Change is a transaction as a Planned sees it during an apply: its id

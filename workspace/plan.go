@@ -75,13 +75,14 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	slices.SortFunc(files, func(a, b plannedFile) int { return strings.Compare(a.path, b.path) })
 	raw, redacted, findings := w.canonicalDiff(files)
 	out := &tx.Plan{
-		Pointer:   record.Proposal{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
-		Canonical: raw,
-		Redacted:  redacted,
-		Findings:  findings,
-		Blobs:     map[string][]byte{},
-		Hunks:     hunks,
-		Changes:   make([]protocol.FileChange, 0, len(files)),
+		Pointer:    record.Proposal{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
+		Canonical:  raw,
+		Redacted:   redacted,
+		Findings:   findings,
+		Blobs:      map[string][]byte{},
+		Hunks:      hunks,
+		Tolerances: in.tolerances,
+		Changes:    make([]protocol.FileChange, 0, len(files)),
 	}
 	// A unified diff keeps the diff rather than every new content: the
 	// apply applies it again to the same bases (their hashes are checked
@@ -90,7 +91,7 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 	// shrinks with it.
 	var diff []byte
 	if kind == protocol.KindUnifiedDiff {
-		if diff, err = diffInput(in); err != nil {
+		if diff, err = normalizedDiff(in); err != nil {
 			return nil, err
 		}
 		out.Pointer.DiffSHA256 = sha256Hex(diff)
@@ -200,7 +201,7 @@ type emptyPathData struct {
 }
 
 func (w *Target) planDiff(d *sandbox.Dirs, in *Input) ([]plannedFile, []protocol.HunkOffset, error) {
-	raw, err := diffInput(in)
+	raw, err := normalizedDiff(in)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -74,13 +74,16 @@ func New(ws *sandbox.Workspace, fp *failpoint.Set, log *slog.Logger, opts ...Opt
 // Name implements tx.Target: "workspace".
 func (w *Target) Name() string { return protocol.TargetWorkspace }
 
-// Kinds implements tx.Target: unified_diff, files and remove_todo_multi,
+// Kinds implements tx.Target: unified_diff, files, remove_todo_multi,
+// apply_patch and edits,
 // under the target's approval policy (WithPolicy).
 func (w *Target) Kinds() []tx.Kind {
 	return []tx.Kind{
 		{Name: protocol.KindUnifiedDiff, DefaultPolicy: w.policy},
 		{Name: protocol.KindFiles, DefaultPolicy: w.policy},
 		{Name: protocol.KindRemoveTodoMulti, DefaultPolicy: w.policy},
+		{Name: protocol.KindApplyPatch, DefaultPolicy: w.policy},
+		{Name: protocol.KindEdits, DefaultPolicy: w.policy},
 	}
 }
 
@@ -97,6 +100,9 @@ type Input struct {
 	Files       []protocol.FileInput `json:"files,omitempty"`
 	Needle      string               `json:"needle,omitempty"`
 	TargetFiles []string             `json:"targetFiles,omitempty"`
+	// EditFormats: apply_patch's Patch, edits' Edits, and unified_diff's
+	// Strip and Recount (edits.go).
+	EditFormats
 }
 
 // Proposal is in as the engine's envelope for kind, for Go callers (the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/kernel"
+	"github.com/txkernel/txkernel/mcpserver"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
@@ -129,6 +130,8 @@ var classification = map[string][]string{
 	"kind:unified_diff":      {ruleProposalWritesNothing, ruleNoRawSecret},
 	"kind:files":             {ruleProposalWritesNothing, ruleNoRawSecret},
 	"kind:remove_todo_multi": {ruleProposalWritesNothing, ruleNoRawSecret},
+	"kind:apply_patch":       {ruleProposalWritesNothing, ruleNoRawSecret},
+	"kind:edits":             {ruleProposalWritesNothing, ruleNoRawSecret},
 	"kind:json_patch":        {ruleProposalWritesNothing, ruleNoRawSecret, ruleProposedNeverCommits, rulePatchSetOnlyByDecide, ruleEmptyPatchRefused, ruleAppliedPatchIDRefused, ruleOverrideNeedsPerson},
 	"kind:recipe_patchset":   {ruleInternalKindNotTurnStart},
 	"kind:memory_accept":     {ruleInternalKindNotTurnStart},
@@ -156,6 +159,9 @@ var classification = map[string][]string{
 	"mcp:corpus_rebuild":       {ruleToolIsItsMethod},
 	"mcp:memory_ingest":        {ruleToolIsItsMethod},
 	"mcp:memory_propose":       {ruleToolIsItsMethod},
+	// The edit tools propose (turn/start) and then run apply_execute's flow.
+	"mcp:apply_patch": {ruleApplyNeedsApproval},
+	"mcp:edit":        {ruleApplyNeedsApproval},
 }
 
 // targetKinds opens the three targets the binary wires (cmd/txkernel's
@@ -212,6 +218,10 @@ func doorsFound(t *testing.T, e *env) []string {
 	}
 	for _, tl := range e.mcpTools(t) {
 		eff, ok := effects[tl.Title]
+		if tl.Name == mcpserver.ToolApplyPatch || tl.Name == mcpserver.ToolEdit {
+			out = append(out, "mcp:"+tl.Name) // turn/start, then apply/execute
+			continue
+		}
 		if !ok {
 			t.Errorf("MCP tool %s names method %q, which is not in the method table", tl.Name, tl.Title)
 			continue

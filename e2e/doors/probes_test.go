@@ -88,6 +88,10 @@ func propose(t *testing.T, k *kit, door string) string {
 		params = map[string]any{"proposal": map[string]any{"kind": "unified_diff", "diff": unifiedDiff("done one")}}
 	case "kind:remove_todo_multi":
 		params = map[string]any{"proposal": map[string]any{"kind": "remove_todo_multi", "needle": "TODO", "targetFiles": []any{"a.txt"}}}
+	case "kind:apply_patch":
+		params = map[string]any{"proposal": map[string]any{"kind": "apply_patch", "patch": "*** Begin Patch\n*** Add File: ap-" + k.next() + ".txt\n+x\n*** End Patch\n"}}
+	case "kind:edits":
+		params = map[string]any{"proposal": map[string]any{"kind": "edits", "edits": []any{map[string]any{"command": "create", "path": "ed-" + k.next() + ".txt", "file_text": "x\n"}}}}
 	case "kind:json_patch", "tx/close@document", "apply/execute@document":
 		params = jsonPatchProposal("j", envelope("p-"+k.next(), k.rev(t, "j"), "", op("replace", "/a", 2)))
 	default:
@@ -122,7 +126,7 @@ func probeProposalWritesNothing(t *testing.T, e *env, door string) {
 		acc := k.must(t, "memory/accept", map[string]any{"scope": scope("rfcs"), "principal": curator, "proposal_id": p["proposal_id"]})
 		before = k.fingerprint(t)
 		k.call(t, "tx/close", map[string]any{"transactionId": acc["transaction_id"]}) // refused or a no-op: either changes nothing
-	case "rpc:turn/start", "kind:files", "kind:unified_diff", "kind:remove_todo_multi", "kind:json_patch":
+	case "rpc:turn/start", "kind:files", "kind:unified_diff", "kind:remove_todo_multi", "kind:json_patch", "kind:apply_patch", "kind:edits":
 		before = k.fingerprint(t)
 		propose(t, k, door)
 	case "rpc:doc/create":
@@ -157,6 +161,22 @@ func probeProposalWritesNothing(t *testing.T, e *env, door string) {
 }
 
 func probeApplyNeedsApproval(t *testing.T, e *env, door string) {
+	if door == "mcp:apply_patch" || door == "mcp:edit" {
+		cs := e.mcp(t)
+		before := treeHash(t, e.mcpWS)
+		args := map[string]any{"input": "*** Begin Patch\n*** Add File: tool.txt\n+x\n*** End Patch\n"}
+		if door == "mcp:edit" {
+			args = map[string]any{"command": "create", "path": "tool.txt", "file_text": "x\n"}
+		}
+		res, isErr := callTool(t, cs, strings.TrimPrefix(door, "mcp:"), args)
+		if isErr || res["ok"] == true {
+			t.Errorf("%s without a person's approval answered %v", door, res)
+		}
+		if treeHash(t, e.mcpWS) != before {
+			t.Errorf("%s without approval changed the workspace", door)
+		}
+		return
+	}
 	if door == "mcp:apply_execute" {
 		cs := e.mcp(t)
 		res, isErr := callTool(t, cs, "turn_start", filesProposal("a.txt", "needs approval\n"))
@@ -420,6 +440,10 @@ func probeNoRawSecret(t *testing.T, e *env, door string) {
 		call("turn/start", filesProposal("aws-"+k.next()+".env", "AWS_ACCESS_KEY_ID="+secret+"\n"))
 	case "kind:unified_diff":
 		call("turn/start", map[string]any{"proposal": map[string]any{"kind": "unified_diff", "diff": unifiedDiff("AWS_ACCESS_KEY_ID=" + secret)}})
+	case "kind:apply_patch":
+		call("turn/start", map[string]any{"proposal": map[string]any{"kind": "apply_patch", "patch": "*** Begin Patch\n*** Add File: aws-" + k.next() + ".env\n+AWS_ACCESS_KEY_ID=" + secret + "\n*** End Patch\n"}})
+	case "kind:edits":
+		call("turn/start", map[string]any{"proposal": map[string]any{"kind": "edits", "edits": []any{map[string]any{"command": "create", "path": "aws-" + k.next() + ".env", "file_text": "AWS_ACCESS_KEY_ID=" + secret + "\n"}}}})
 	case "kind:remove_todo_multi":
 		if err := os.WriteFile(filepath.Join(k.ws, "todo.txt"), []byte("keep\nTODO "+secret+"\n"), 0o644); err != nil {
 			t.Fatal(err)

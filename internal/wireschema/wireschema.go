@@ -123,6 +123,8 @@ var enums = map[reflect.Type]map[string][]any{
 	reflect.TypeFor[protocol.InitializeParams]():      {"caller": {protocol.CallerExternal, protocol.CallerResident}},
 	reflect.TypeFor[protocol.Item]():                  {"type": {protocol.ItemPlan, protocol.ItemFileChange, protocol.ItemTurnDiff}},
 	reflect.TypeFor[protocol.Event]():                 {"type": eventTypes()},
+	reflect.TypeFor[protocol.ProposalInput]():         {"kind": {protocol.KindUnifiedDiff, protocol.KindFiles, protocol.KindRemoveTodoMulti, protocol.KindApplyPatch, protocol.KindEdits, protocol.KindJSONPatch}},
+	reflect.TypeFor[protocol.EditInput]():             {"command": {"str_replace", "insert", "create", "delete"}},
 }
 
 // eventTypes are the ledger event types, each also a notification method.
