@@ -38,6 +38,7 @@ type serveFlags struct {
 	docMaxDepth                                                *int
 	validationTTL                                              *time.Duration
 	ef                                                         embedFlags
+	maxInflight                                                *int64
 }
 
 func newServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -55,6 +56,7 @@ func newServeFlags(fs *flag.FlagSet) *serveFlags {
 		memStore:    fs.String("memory-store", protocol.MemoryStoreSQLite, "where memory lives: sqlite (the data dir's kernel.db) or a postgres:// URL (libpq syntax; a unix socket directory in ?host=) that a team's kernels share; the password comes from PGPASSWORD or ~/.pgpass, never from this flag"),
 		memPolicy:   fs.String("memory-policy", "", "JSON file of memory grants: {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused"),
 	}
+	f.maxInflight = fs.Int64("max-inflight-bytes", kernel.DefaultMaxInflightBytes, "budget of params of requests read and not yet answered, in bytes; once used up, no further message is read until answers free it (back-pressure, nothing is refused)")
 	f.validationTTL = fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
 	f.ef.register(fs)
 	return f
@@ -109,6 +111,9 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	dpol, err := approvals.ParsePolicy(*f.docPolicy)
 	if err != nil {
 		return fail("--document-approval-policy: %v", err)
+	}
+	if *f.maxInflight <= 0 {
+		return fail("--max-inflight-bytes must be positive")
 	}
 	if *f.docMaxBytes <= 0 || *f.docMaxDepth <= 0 || *f.validationTTL <= 0 {
 		return fail("--doc-max-bytes, --doc-max-depth and --validation-ttl must be positive")
@@ -230,6 +235,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	k.cfg = kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,
 		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: version, Logger: log,
+		MaxInflightBytes: *f.maxInflight,
 	}
 	return k, 0
 }
