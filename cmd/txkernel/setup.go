@@ -225,6 +225,17 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 		return fail("open data dir: %v", err)
 	}
 	k.closers = append(k.closers, func() { eng.Close() })
+	// Once the data dir is ours: where kernel.db.id records a kernel.db,
+	// open it now, so that one that has disappeared, is empty or is
+	// another database refuses the start-up (store.IdentityError) rather
+	// than the first document, corpus or memory call.
+	if _, recorded, err := store.ReadIdentity(filepath.Join(dd, store.FileName)); err != nil {
+		return fail("%v", err)
+	} else if recorded {
+		if _, err := kdb.Open(ctx); err != nil {
+			return fail("%v", err)
+		}
+	}
 	emb, err := f.ef.embedder()
 	if err != nil {
 		return fail("%v", err)
