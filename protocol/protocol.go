@@ -322,6 +322,18 @@ type ApplyResult struct {
 	PendingApprovals []ApprovalRequest `json:"pendingApprovals,omitempty"`
 	AppliedFiles     []string          `json:"appliedFiles,omitempty"`
 	AlreadyApplied   bool              `json:"alreadyApplied,omitempty"` // true when an earlier call applied it
+
+	// LedgerDegraded is set when the apply passed its commit point and
+	// its target committed (the change is in place: OK is true, State
+	// "applied"), but a later write of the ledger failed (a full disk):
+	// the transaction is finished at the next start (PROTOCOL.md §4.4).
+	LedgerDegraded *LedgerDegraded `json:"ledgerDegraded,omitempty"`
+}
+
+// LedgerDegraded says why an applied transaction's ledger lags behind it:
+// Reason is the failed write's error (e.g. "no space left on device").
+type LedgerDegraded struct {
+	Reason string `json:"reason"`
 }
 
 // Approval kinds. A patchset approval's fingerprint is "patchset:{patch_id}";

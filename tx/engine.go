@@ -67,6 +67,7 @@ const (
 	fpAfterCommitRecord   = "apply.after-commit-record"
 	fpAfterBlobsDeleted   = "apply.after-blobs-deleted"
 	fpLedgerMidAppend     = "ledger.mid-append"
+	fpLedgerNoSpace       = "ledger.no-space" // error: the append fails as on a full disk (ENOSPC)
 	fpMetaMidReplace      = "meta.mid-replace"
 	fpProposeBeforeRename = "propose.before-rename"
 	fpRetireBeforeUnmark  = "retire.before-unmark"
