@@ -15,7 +15,7 @@ import (
 // TestStreamInflightBudget pipelines more params than the budget holds to
 // an async handler that answers slowly. The reader must pause while the
 // budget is used up (held never exceeds the budget by more than one
-// request's params), and every request must still be answered: the budget
+// request's charge), and every request must still be answered: the budget
 // delays, it never refuses.
 func TestStreamInflightBudget(t *testing.T) {
 	const (
@@ -27,9 +27,9 @@ func TestStreamInflightBudget(t *testing.T) {
 		budget int64
 		waits  bool
 	}{
-		{"budget of three requests", 3 * params, true},
+		{"budget of three requests", 3 * InflightFactor * params, true},
 		{"budget below one request", params / 2, true},
-		{"budget above everything", n * 2 * params, false},
+		{"budget above everything", n * 2 * InflightFactor * params, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestStreamInflightBudget(t *testing.T) {
 			if held != 0 {
 				t.Errorf("held = %d after every answer, want 0", held)
 			}
-			if bound := max(c.budget, params) + params; maxHeld > bound {
+			if bound := max(c.budget, InflightFactor*params) + InflightFactor*params; maxHeld > bound {
 				t.Errorf("held up to %d bytes of params, want <= %d", maxHeld, bound)
 			}
 			t.Logf("budget %d: %d waits, at most %d bytes held", c.budget, waits, maxHeld)

@@ -32,6 +32,14 @@ const DefaultMaxMessageBytes int64 = 32 << 20
 // leaves it zero or negative: 256 MiB.
 const DefaultMaxInflightBytes int64 = 256 << 20
 
+// InflightFactor is what a request is charged against MaxInflightBytes,
+// per byte of its params: the working set of a turn/start carrying a
+// large diff, measured at about four times the diff (the params kept,
+// the decoded diff, the plan's new content and redacted diff, and the
+// answer and turnDiff event, each carrying the diff back). Charging the
+// params alone let 12 such requests of 20 MB run at once: 2 GB.
+const InflightFactor = 4
+
 // StreamOptions configures NewStream. The zero value is usable: framing
 // detected from the first bytes, a 32 MiB limit, a 256 MiB in-flight
 // budget and no logging.
@@ -44,14 +52,16 @@ type StreamOptions struct {
 	// data {"reason": ReasonTooLarge, "limit": MaxMessageBytes}. <= 0 means
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int64
-	// MaxInflightBytes is the budget, in bytes, of the params of requests
-	// read and not yet answered (the stream keeps them for Params). Once
-	// it is used up, ReadObject reads no further frame until answers free
-	// some of it: back-pressure on the host's pipe, never a refusal. One
-	// frame is always read when nothing is in flight, so a budget below
-	// MaxMessageBytes only serialises large requests. While the reader
-	// waits, a $/cancelRequest behind the waiting frames waits too. <= 0
-	// means DefaultMaxInflightBytes.
+	// MaxInflightBytes is the budget, in bytes, of the memory that requests
+	// read and not yet answered may take, each charged InflightFactor
+	// times its params' size (the stream keeps the params for Params, and
+	// the handler works on copies of them). Once it is used up,
+	// ReadObject reads no further frame until answers free some of it:
+	// back-pressure on the host's pipe, never a refusal. One frame is
+	// always read when nothing is in flight, so a budget below a request's
+	// charge only serialises large requests. While the reader waits, a
+	// $/cancelRequest behind the waiting frames waits too. <= 0 means
+	// DefaultMaxInflightBytes.
 	MaxInflightBytes int64
 	// Logger receives protocol diagnostics (rejected messages at Warn,
 	// dropped client responses at Debug). nil discards them. Message bodies
@@ -112,7 +122,7 @@ type Stream struct {
 	seq      uint64
 	inflight map[string]*inflight
 	byOrig   map[string][]string // canonical original id -> internal ids, oldest first
-	held     int64               // bytes of params kept for the requests in inflight
+	held     int64               // InflightFactor × bytes of params of the requests in inflight
 	waits    int64               // times ReadObject waited for the budget (tests, logs)
 
 	closed    atomic.Bool

@@ -540,7 +540,11 @@ func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protoc
 	defer t.release()
 	res := &protocol.TxEventsResult{TransactionID: id, Events: []protocol.Event{}, LastSeq: t.led.lastSeq()}
 	if afterSeq < int64(len(t.led.events)) {
-		for _, ev := range t.led.events[afterSeq:] {
+		evs, err := loadDiffs(t, t.led.events[afterSeq:])
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
 			res.Events = append(res.Events, ev.Wire())
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -115,6 +116,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	if *f.maxInflight <= 0 {
 		return fail("--max-inflight-bytes must be positive")
 	}
+	setMemoryLimit(*f.maxInflight, log)
 	if *f.docMaxBytes <= 0 || *f.docMaxDepth <= 0 || *f.validationTTL <= 0 {
 		return fail("--doc-max-bytes, --doc-max-depth and --validation-ttl must be positive")
 	}
@@ -249,6 +251,25 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 		MaxInflightBytes: *f.maxInflight,
 	}
 	return k, 0
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit (GC target) of
+// twice the in-flight budget plus 256 MiB, unless GOMEMLIMIT sets one.
+// Without it the heap may grow to twice the live data before a
+// collection: 20 pipelined 20 MB turn/start requests, held to the
+// budget, still peaked at 1.07 GB RSS with 64 MiB of params in flight,
+// and 670 MB with a 600 MiB limit. An idle kernel is far below it, so it
+// costs nothing there.
+func setMemoryLimit(inflight int64, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := 2*inflight + 256<<20
+	if limit < inflight { // overflow: no limit
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	log.Debug("soft memory limit", "bytes", limit)
 }
 
 // hasPassword reports a URL that names a password, in its user
