@@ -39,8 +39,7 @@ const (
 // cannot continue a JSON object; bytes inside nested values are only
 // counted for depth and string state. The zero value is ready to use.
 type idScan struct {
-	n     int64 // bytes fed
-	depth int   // container depth; the top-level object is 1
+	depth int // container depth; the top-level object is 1
 	inStr bool
 	esc   bool
 	phase int
@@ -62,7 +61,6 @@ type idScan struct {
 // Write feeds p to the scan. It never fails: it satisfies io.Writer so
 // that a skipped body can be copied through it.
 func (s *idScan) Write(p []byte) (int, error) {
-	s.n += int64(len(p))
 	for i := 0; i < len(p) && !s.dead; i++ {
 		s.step(p[i])
 	}

@@ -33,11 +33,13 @@ const DefaultMaxMessageBytes int64 = 32 << 20
 const DefaultMaxInflightBytes int64 = 256 << 20
 
 // InflightFactor is what a request is charged against MaxInflightBytes,
-// per byte of its params: the working set of a turn/start carrying a
-// large diff, measured at about four times the diff (the params kept,
-// the decoded diff, the plan's new content and redacted diff, and the
-// answer and turnDiff event, each carrying the diff back). Charging the
-// params alone let 12 such requests of 20 MB run at once: 2 GB.
+// per byte of its params: an estimate of a handler's working set. A
+// turn/start carrying a 20 MB diff was measured at up to 127 MB live (the
+// params kept, the decoded diff, the plan's new content and redacted
+// diff, and the answer and turnDiff event, each carrying the diff back),
+// but not all of it at once for its whole run. Charging the params alone
+// let 12 such requests run at once (2.0 GB RSS); at 4× the default budget
+// holds 20 pipelined ones to 808 MiB (e2e/hostile).
 const InflightFactor = 4
 
 // StreamOptions configures NewStream. The zero value is usable: framing
@@ -48,9 +50,10 @@ type StreamOptions struct {
 	Framing Framing
 	// MaxMessageBytes bounds one incoming message (one NDJSON line without
 	// its line ending, or one Content-Length body), in bytes. A larger
-	// message is discarded unbuffered and answered with -32600, id null and
-	// data {"reason": ReasonTooLarge, "limit": MaxMessageBytes}. <= 0 means
-	// DefaultMaxMessageBytes.
+	// message is discarded unbuffered and answered with -32600, the
+	// request's id when idScan finds it in the skipped bytes (else null),
+	// and data {"reason": ReasonTooLarge, "limit": MaxMessageBytes,
+	// "size": its size}. <= 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int64
 	// MaxInflightBytes is the budget, in bytes, of the memory that requests
 	// read and not yet answered may take, each charged InflightFactor
