@@ -15,6 +15,9 @@ type wireError struct {
 	code    int64
 	message string
 	data    any
+	// id is the id to answer with when the stream answers a frame it
+	// did not read whole (an oversize request, idScan); nil means null.
+	id json.RawMessage
 }
 
 // requestMessage builds what jsonrpc2 reads: its anyMessage decoder needs

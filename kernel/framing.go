@@ -8,6 +8,7 @@ package kernel
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,18 +135,31 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 			frags    = one[:0]
 			n        int64
 			oversize bool
+			scan     *idScan // the oversize line's id, found as it streams past
+			tail     [2]byte // the line's last two bytes: is the line ending "\r\n"?
 		)
 	frag:
 		for {
 			f, err := s.br.ReadSlice('\n')
 			n += int64(len(f))
-			if !oversize {
-				// +2 leaves room for the "\r\n" that does not count.
-				if n-2 > s.max {
-					oversize, frags = true, nil
-				} else if len(f) > 0 {
-					frags = append(frags, bytes.Clone(f))
+			switch {
+			case oversize:
+				scan.Write(f)
+			// +2 leaves room for the "\r\n" that does not count.
+			case n-2 > s.max:
+				oversize, scan = true, &idScan{}
+				for _, g := range frags {
+					scan.Write(g)
 				}
+				scan.Write(f)
+				frags = nil
+			case len(f) > 0:
+				frags = append(frags, bytes.Clone(f))
+			}
+			if len(f) >= 2 {
+				tail = [2]byte{f[len(f)-2], f[len(f)-1]}
+			} else if len(f) == 1 {
+				tail = [2]byte{tail[1], f[0]}
 			}
 			switch {
 			case err == nil:
@@ -163,13 +177,22 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 			}
 		}
 		if oversize {
-			return nil, s.oversize(n), nil
+			// The size reported is the message's, without its line ending.
+			if tail[1] == '\n' {
+				n--
+				if tail[0] == '\r' {
+					n--
+				}
+			}
+			return nil, s.oversize(n, scan.ID()), nil
 		}
 		buf := joinFragments(frags, n)
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
 		if int64(len(buf)) > s.max {
-			return nil, s.oversize(int64(len(buf))), nil
+			var scan idScan
+			scan.Write(buf)
+			return nil, s.oversize(int64(len(buf)), scan.ID()), nil
 		}
 		if len(trimWS(buf)) == 0 {
 			s.msgStart = s.offset()
@@ -237,15 +260,20 @@ func joinFragments(frags [][]byte, n int64) []byte {
 	return buf
 }
 
-func (s *Stream) oversize(n int64) *wireError {
-	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max)
-	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: tooLargeData{Reason: ReasonTooLarge, Limit: s.max}}
+// oversize is the -32600 for a message of n bytes over the limit, answered
+// with id (the one idScan found in it; nil: null).
+func (s *Stream) oversize(n int64, id json.RawMessage) *wireError {
+	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max, "idFound", id != nil)
+	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", id: id,
+		data: tooLargeData{Reason: ReasonTooLarge, Limit: s.max, Size: n}}
 }
 
-// tooLargeData is the data of the -32600 for a message over the limit.
+// tooLargeData is the data of the -32600 for a message over the limit:
+// the limit and the message's size, in bytes (PROTOCOL.md §2).
 type tooLargeData struct {
 	Reason string `json:"reason"`
 	Limit  int64  `json:"limit"`
+	Size   int64  `json:"size"`
 }
 
 // ParseErrorData is the data of every -32700: why, and the byte offset in
@@ -378,13 +406,22 @@ func (s *Stream) readContentLength() ([]byte, *wireError, error) {
 	}
 	if reason != "" || length > s.max {
 		// The length is known, so skipping the body resynchronises exactly.
-		if _, err := io.CopyN(io.Discard, s.br, length); err != nil && !errors.Is(err, io.EOF) {
+		// An oversize body streams through idScan on its way to nowhere,
+		// so that its answer carries its id.
+		var (
+			scan idScan
+			sink io.Writer = io.Discard
+		)
+		if reason == "" {
+			sink = &scan
+		}
+		if _, err := io.CopyN(sink, s.br, length); err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, err
 		}
 		if reason != "" {
 			return nil, s.parseError(reason), nil
 		}
-		return nil, s.oversize(length), nil
+		return nil, s.oversize(length, scan.ID()), nil
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.br, body); err != nil {

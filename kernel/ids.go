@@ -104,6 +104,7 @@ func (s *Stream) registerLocked(orig, params json.RawMessage, b *batch, slot int
 	key, _ := canonicalID(orig)
 	f := &inflight{orig: orig, params: params, key: key, batch: b, slot: slot}
 	s.inflight[internal] = f
+	s.held += InflightFactor * int64(len(params))
 	s.byOrig[key] = append(s.byOrig[key], internal)
 	return internal
 }
@@ -115,6 +116,7 @@ func (s *Stream) forgetLocked(internal string) {
 		return
 	}
 	delete(s.inflight, internal)
+	s.held -= InflightFactor * int64(len(f.params))
 	ids := s.byOrig[f.key]
 	for i, id := range ids {
 		if id == internal {

@@ -31,11 +31,12 @@ const (
 	ReasonEOFInBody             = "input ended inside a body"
 )
 
-// Invalid Request reasons: -32600, data {reason} (and data.limit for
-// ReasonTooLarge). The id is the request's when it could be read, else null.
+// Invalid Request reasons: -32600, data {reason} (and data.limit and
+// data.size for ReasonTooLarge). The id is the request's when it could be
+// read, else null.
 //
 //	reason                                          cause
-//	"message exceeds the size limit"                over MaxMessageBytes (data.limit); skipped unbuffered, id null
+//	"message exceeds the size limit"                over MaxMessageBytes (data.limit, data.size); skipped unbuffered, id found by idScan or null
 //	"empty batch"                                   "[]" (JSON-RPC 2.0 §6: one response, not an array)
 //	"message is not a JSON object"                  a frame or batch member that is not an object
 //	"jsonrpc member must be the string 2.0"         JSON-RPC 2.0 §4

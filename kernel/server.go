@@ -80,6 +80,11 @@ type Config struct {
 	// (the review desk's live inbox). It must not block or call the
 	// engine.
 	Observe func(protocol.Event)
+
+	// MaxInflightBytes bounds the params of requests read and not yet
+	// answered (StreamOptions.MaxInflightBytes); 0 means
+	// DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 }
 
 // Server serves one host connection. It is created per Serve call.
@@ -378,7 +383,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		cfg.Framing = FramingAuto
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
-	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, Logger: cfg.Logger})
+	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: cfg.Logger})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	conn := jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(slogAdapter{s.log}))

@@ -28,17 +28,44 @@ import (
 // leaves it zero or negative: 32 MiB.
 const DefaultMaxMessageBytes int64 = 32 << 20
 
+// DefaultMaxInflightBytes is the MaxInflightBytes used when StreamOptions
+// leaves it zero or negative: 256 MiB.
+const DefaultMaxInflightBytes int64 = 256 << 20
+
+// InflightFactor is what a request is charged against MaxInflightBytes,
+// per byte of its params: an estimate of a handler's working set. A
+// turn/start carrying a 20 MB diff was measured at up to 127 MB live (the
+// params kept, the decoded diff, the plan's new content and redacted
+// diff, and the answer and turnDiff event, each carrying the diff back),
+// but not all of it at once for its whole run. Charging the params alone
+// let 12 such requests run at once (2.0 GB RSS); at 4× the default budget
+// holds 20 pipelined ones to 808 MiB (e2e/hostile).
+const InflightFactor = 4
+
 // StreamOptions configures NewStream. The zero value is usable: framing
-// detected from the first bytes, a 32 MiB limit and no logging.
+// detected from the first bytes, a 32 MiB limit, a 256 MiB in-flight
+// budget and no logging.
 type StreamOptions struct {
 	// Framing is the wire framing; "" means FramingAuto.
 	Framing Framing
 	// MaxMessageBytes bounds one incoming message (one NDJSON line without
 	// its line ending, or one Content-Length body), in bytes. A larger
-	// message is discarded unbuffered and answered with -32600, id null and
-	// data {"reason": ReasonTooLarge, "limit": MaxMessageBytes}. <= 0 means
-	// DefaultMaxMessageBytes.
+	// message is discarded unbuffered and answered with -32600, the
+	// request's id when idScan finds it in the skipped bytes (else null),
+	// and data {"reason": ReasonTooLarge, "limit": MaxMessageBytes,
+	// "size": its size}. <= 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int64
+	// MaxInflightBytes is the budget, in bytes, of the memory that requests
+	// read and not yet answered may take, each charged InflightFactor
+	// times its params' size (the stream keeps the params for Params, and
+	// the handler works on copies of them). Once it is used up,
+	// ReadObject reads no further frame until answers free some of it:
+	// back-pressure on the host's pipe, never a refusal. One frame is
+	// always read when nothing is in flight, so a budget below a request's
+	// charge only serialises large requests. While the reader waits, a
+	// $/cancelRequest behind the waiting frames waits too. <= 0 means
+	// DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 	// Logger receives protocol diagnostics (rejected messages at Warn,
 	// dropped client responses at Debug). nil discards them. Message bodies
 	// are never logged, only sizes and reasons.
@@ -77,6 +104,7 @@ type Stream struct {
 	framing Framing      // FramingAuto until detect has read the first bytes
 	used    atomic.Value // the Framing in use (Framing reads it from any goroutine)
 	max     int64
+	budget  int64 // MaxInflightBytes
 	log     *slog.Logger
 	closer  io.Closer
 
@@ -97,6 +125,8 @@ type Stream struct {
 	seq      uint64
 	inflight map[string]*inflight
 	byOrig   map[string][]string // canonical original id -> internal ids, oldest first
+	held     int64               // InflightFactor × bytes of params of the requests in inflight
+	waits    int64               // times ReadObject waited for the budget (tests, logs)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -123,6 +153,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *
 	s := &Stream{
 		framing:  opts.Framing,
 		max:      opts.MaxMessageBytes,
+		budget:   opts.MaxInflightBytes,
 		log:      opts.Logger,
 		closer:   closer,
 		cr:       cr,
@@ -138,6 +169,9 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *
 	s.used.Store(s.framing)
 	if s.max <= 0 {
 		s.max = DefaultMaxMessageBytes
+	}
+	if s.budget <= 0 {
+		s.budget = DefaultMaxInflightBytes
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -194,6 +228,10 @@ func (s *Stream) ReadObject(v any) error {
 				return err
 			}
 		}
+		s.awaitBudget()
+		if s.closed.Load() {
+			return io.EOF
+		}
 		s.msgStart = s.offset()
 		if s.framing == FramingContentLength {
 			data, we, err = s.readContentLength()
@@ -208,7 +246,7 @@ func (s *Stream) ReadObject(v any) error {
 		case err != nil:
 			return err
 		case we != nil:
-			if err := s.writeFrame(errorMessage(nil, we)); err != nil {
+			if err := s.writeFrame(errorMessage(we.id, we)); err != nil {
 				return err
 			}
 		case data != nil:
@@ -244,6 +282,25 @@ func (s *Stream) drain() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.inflight) > 0 && !s.closed.Load() {
+		s.cond.Wait()
+	}
+}
+
+// awaitBudget blocks, before the next frame is read, while the params of
+// the requests in flight fill the budget (StreamOptions.MaxInflightBytes)
+// and the stream is open. Not reading is the back-pressure: the host's
+// writes block once the pipe is full, and every request is still answered
+// in turn. Without it, 60 pipelined 30 MB turn/start requests were all
+// held at once and the kernel peaked at 7.8 GB RSS.
+func (s *Stream) awaitBudget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held < s.budget || s.closed.Load() {
+		return
+	}
+	s.waits++
+	s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget, "requests", len(s.inflight))
+	for s.held >= s.budget && !s.closed.Load() {
 		s.cond.Wait()
 	}
 }

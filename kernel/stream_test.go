@@ -176,9 +176,10 @@ func invalid(id, reason string) string {
 
 func arr(elems ...string) string { return "[" + strings.Join(elems, ",") + "]" }
 
-// tooLarge is the -32600 for a message over the limit.
-func tooLarge(limit int) string {
-	return rpcErr("null", -32600, "Invalid Request", `{"reason":"`+ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`}`)
+// tooLarge is the -32600 for a message of size bytes over the limit,
+// answered with id (raw JSON).
+func tooLarge(id string, limit, size int) string {
+	return rpcErr(id, -32600, "Invalid Request", `{"reason":"`+ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`,"size":`+strconv.Itoa(size)+`}`)
 }
 
 var (
@@ -268,13 +269,13 @@ func TestStreamNDJSON(t *testing.T) {
 			name:  "oversize line",
 			max:   1024,
 			input: lines(bigRequest("1", 10<<10), req("2", "echo", `[2]`)),
-			want:  []string{tooLarge(1024), res("2", `[2]`)},
+			want:  []string{tooLarge("1", 1024, 10<<10), res("2", `[2]`)},
 		},
 		{
 			name:  "line at the limit",
 			max:   1024,
 			input: bigRequest("1", 1024) + "\r\n" + bigRequest("2", 1025) + "\n",
-			want:  []string{res("1", `["`+strings.Repeat("x", 1024-len(req("1", "echo", `[""]`)))+`"]`), tooLarge(1024)},
+			want:  []string{res("1", `["`+strings.Repeat("x", 1024-len(req("1", "echo", `[""]`)))+`"]`), tooLarge("2", 1024, 1025)},
 		},
 		{
 			// Longer than the 64 KiB read buffer: read in fragments, joined.
@@ -283,7 +284,7 @@ func TestStreamNDJSON(t *testing.T) {
 			input: bigRequest("1", 300<<10) + "\r\n" + bigRequest("2", 300<<10+1) + "\n" + bigRequest("3", 200<<10),
 			want: []string{
 				res("1", `["`+strings.Repeat("x", 300<<10-len(req("1", "echo", `[""]`)))+`"]`),
-				tooLarge(307200),
+				tooLarge("2", 307200, 300<<10+1),
 				res("3", `["`+strings.Repeat("x", 200<<10-len(req("3", "echo", `[""]`)))+`"]`),
 			},
 		},
@@ -291,7 +292,25 @@ func TestStreamNDJSON(t *testing.T) {
 			name:  "oversize unterminated last line",
 			max:   1024,
 			input: req("1", "echo", `[1]`) + "\n" + bigRequest("2", 4096),
-			want:  []string{res("1", `[1]`), tooLarge(1024)},
+			want:  []string{res("1", `[1]`), tooLarge("2", 1024, 4096)},
+		},
+		{
+			name:  "oversize line with its id after the params and CRLF",
+			max:   1024,
+			input: `{"jsonrpc":"2.0","method":"echo","params":["` + strings.Repeat("y", 3000) + `"],"id":"late"}` + "\r\n" + req("2", "echo", `[2]`) + "\n",
+			want:  []string{tooLarge(`"late"`, 1024, 3000+len(`{"jsonrpc":"2.0","method":"echo","params":[""],"id":"late"}`)), res("2", `[2]`)},
+		},
+		{
+			name:  "oversize batch has no id to find",
+			max:   1024,
+			input: lines(arr(bigRequest("1", 2048)), req("2", "echo", `[2]`)),
+			want:  []string{tooLarge("null", 1024, 2050), res("2", `[2]`)},
+		},
+		{
+			name:  "oversize line whose id is an object",
+			max:   1024,
+			input: lines(`{"jsonrpc":"2.0","id":{"a":1},"method":"echo","params":["`+strings.Repeat("z", 2000)+`"]}`, req("2", "echo", `[2]`)),
+			want:  []string{tooLarge("null", 1024, 2000+len(`{"jsonrpc":"2.0","id":{"a":1},"method":"echo","params":[""]}`)), res("2", `[2]`)},
 		},
 	}
 	runCases(t, FramingNDJSON, cases)
@@ -317,7 +336,7 @@ func TestStreamContentLength(t *testing.T) {
 			name:  "oversize body",
 			max:   1024,
 			input: cl(bigRequest("1", 10<<10), q2),
-			want:  []string{tooLarge(1024), r2},
+			want:  []string{tooLarge("1", 1024, 10<<10), r2},
 		},
 		{
 			name:  "garbled Content-Length",

@@ -333,6 +333,18 @@ type ApplyResult struct {
 	// MCP facade when approvals are pending and the desk is on (--review,
 	// PROTOCOL.md §15).
 	ReviewURL string `json:"reviewUrl,omitempty"`
+
+	// LedgerDegraded is set when the apply passed its commit point and
+	// its target committed (the change is in place: OK is true, State
+	// "applied"), but a later write of the ledger failed (a full disk):
+	// the transaction is finished at the next start (PROTOCOL.md §4.4).
+	LedgerDegraded *LedgerDegraded `json:"ledgerDegraded,omitempty"`
+}
+
+// LedgerDegraded says why an applied transaction's ledger lags behind it:
+// Reason is the failed write's error (e.g. "no space left on device").
+type LedgerDegraded struct {
+	Reason string `json:"reason"`
 }
 
 // Approval kinds. A patchset approval's fingerprint is "patchset:{patch_id}";

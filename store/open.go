@@ -47,8 +47,13 @@ type DB struct {
 // Open opens (creating it, mode 0600) the database at path, checks that
 // every connection runs in WAL mode with synchronous=FULL, and applies the
 // migrations this binary knows. A database migrated by a newer binary is
-// refused (errs.Internal).
+// refused (errs.Internal). So is a database that does not match its
+// identity file (identity.go): missing or empty where kernel.db.id
+// records one, another database, or an older copy (IdentityError).
 func Open(ctx context.Context, path string) (*DB, error) {
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
 	// Create the file with mode 0600 first: it holds documents verbatim.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -73,6 +78,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.identify(ctx, path); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		}
 		defer unlock()
 		if err := e.finishCommitted(ctx, t, false); err != nil {
-			return nil, unwrapRolledBack(err)
+			return e.committedButDegraded(t, unwrapRolledBack(err))
 		}
 		return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files()}, nil
 	}
@@ -150,11 +150,38 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	}
 	// The blobs outlive the commit point until Commit is done
 	// (finishCommitted deletes them): a staged file found damaged or
-	// replaced is staged again from them (RELIABILITY.md §13).
+	// replaced is staged again from them (RELIABILITY.md §13). A failure
+	// after the target committed is answered as applied, with the ledger
+	// degraded (committedButDegraded).
 	if err := e.finishCommitted(context.Background(), t, false); err != nil {
-		return nil, unwrapRolledBack(err)
+		return e.committedButDegraded(t, unwrapRolledBack(err))
 	}
 	return &protocol.ApplyResult{OK: true, TransactionID: id, State: t.meta.State, AppliedFiles: pl.Files()}, nil
+}
+
+// degradedError is a failure of finishCommitted after its target
+// committed: the change is in place, only the record of it (the ledger,
+// transaction.json, retiring) failed.
+type degradedError struct{ err error }
+
+func (d *degradedError) Error() string { return d.err.Error() }
+func (d *degradedError) Unwrap() error { return d.err }
+
+// committedButDegraded answers an apply whose finishCommitted failed with
+// err. When the target had committed (degradedError), the host is told
+// the outcome, applied, with why the ledger lags (LedgerDegraded): an
+// error would make it believe nothing happened, or retry an apply that
+// is done. The transaction stays in memory in state applying; the next
+// apply/execute or start-up rolls it forward and appends what is missing.
+// Any other error (the target's commit failed) is returned as it is.
+func (e *Engine) committedButDegraded(t *transaction, err error) (*protocol.ApplyResult, error) {
+	var d *degradedError
+	if !errors.As(err, &d) {
+		return nil, err
+	}
+	e.log.Error("apply committed, but its ledger could not record it; it is finished at the next start", "transactionId", t.id, "err", d.err)
+	return &protocol.ApplyResult{OK: true, TransactionID: t.id, State: protocol.StateApplied, AppliedFiles: t.planned.Files(),
+		LedgerDegraded: &protocol.LedgerDegraded{Reason: d.err.Error()}}, nil
 }
 
 // change is t as its Planned sees it during an apply.
@@ -236,6 +263,16 @@ func (e *Engine) finishCommitted(ctx context.Context, t *transaction, recovered 
 			return err
 		}
 	}
+	// The change is in place: what fails from here on is its record.
+	if err := e.recordCommitted(t, recovered, after); err != nil {
+		return &degradedError{err}
+	}
+	return nil
+}
+
+// recordCommitted is finishCommitted's record of a committed apply: the
+// closing events that are missing, transaction.json, and retiring.
+func (e *Engine) recordCommitted(t *transaction, recovered bool, after []record.Event) error {
 	ptr := t.meta.Pointers.Proposal
 	applied, err := appliedItem(t)
 	if err != nil {

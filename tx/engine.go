@@ -67,6 +67,7 @@ const (
 	fpAfterCommitRecord   = "apply.after-commit-record"
 	fpAfterBlobsDeleted   = "apply.after-blobs-deleted"
 	fpLedgerMidAppend     = "ledger.mid-append"
+	fpLedgerNoSpace       = "ledger.no-space" // error: the append fails as on a full disk (ENOSPC)
 	fpMetaMidReplace      = "meta.mid-replace"
 	fpProposeBeforeRename = "propose.before-rename"
 	fpRetireBeforeUnmark  = "retire.before-unmark"
@@ -545,7 +546,11 @@ func (e *Engine) Events(ctx context.Context, id string, afterSeq int64) (*protoc
 	defer t.release()
 	res := &protocol.TxEventsResult{TransactionID: id, Events: []protocol.Event{}, LastSeq: t.led.lastSeq()}
 	if afterSeq < int64(len(t.led.events)) {
-		for _, ev := range t.led.events[afterSeq:] {
+		evs, err := loadDiffs(t, t.led.events[afterSeq:])
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
 			res.Events = append(res.Events, ev.Wire())
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/txkernel/txkernel/internal/failpoint"
@@ -143,6 +145,12 @@ func (l *ledger) prepare(evs ...record.Event) (pendingEvents, error) {
 // in-memory view. A failed write or fsync breaks the ledger.
 func (l *ledger) write(f *os.File, p pendingEvents) error {
 	buf := p.buf
+	if err := l.fp.Hit(context.Background(), fpLedgerNoSpace); err != nil {
+		// A full disk, for tests: the write fails with ENOSPC and nothing
+		// reaches the file.
+		l.broken = &fs.PathError{Op: "write", Path: l.path, Err: syscall.ENOSPC}
+		return fmt.Errorf("append to %s: %w", l.path, l.broken)
+	}
 	if l.fp.Arm(fpLedgerMidAppend) {
 		// A crash mid-append: half of the bytes reach the file, then the
 		// process dies. Recovery must set the torn tail aside.

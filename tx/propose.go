@@ -152,7 +152,11 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	final := filepath.Join(e.txRoot, txID)
 	t := &transaction{id: txID, dir: tmp, sem: make(chan struct{}, 1), target: tg, planned: planned}
 	fileItem := &protocol.Item{ID: itemID, Type: protocol.ItemFileChange, Changes: plan.Changes, Tolerances: plan.Tolerances}
-	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff, Diff: string(redacted)}
+	// The turnDiff item's diff is proposal.patch's content (redacted): the
+	// ledger names the file instead of holding a second copy (and the
+	// engine a second copy in memory for as long as the transaction is
+	// live).
+	diffItem := &protocol.Item{ID: diffItemID, Type: protocol.ItemTurnDiff}
 	// The turn's events: turn/start, the plan item when turn/start has a
 	// plan (seed 001 lists plan items before fileChange), the fileChange
 	// and turnDiff items, and the proposed status.
@@ -163,7 +167,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	}
 	turn = append(turn,
 		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
-		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem},
+		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem, DiffFile: PatchFile},
 		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
 	)
 	// Everything the directory holds is encoded before any of it is
@@ -225,7 +229,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	e.mu.Lock()
 	e.txs[txID] = t
 	e.mu.Unlock()
-	e.emit(evs)
+	e.emit(withDiff(evs, redacted))
 	t.publish() // now tx/list shows it (see transaction.summary)
 	t.release()
 
@@ -259,6 +263,43 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		Pointer:         &ptr,
 		Planned:         planned,
 	}, nil
+}
+
+// withDiff returns evs with diff put back into the turnDiff item that
+// names its file (Event.DiffFile), for the host; evs is not modified.
+func withDiff(evs []record.Event, diff []byte) []record.Event {
+	out := slices.Clone(evs)
+	for i, ev := range out {
+		if ev.DiffFile != "" && ev.Item != nil {
+			item := *ev.Item
+			item.Diff = string(diff)
+			out[i].Item = &item
+		}
+	}
+	return out
+}
+
+// loadDiffs is withDiff for events read back from t's ledger: the diff
+// is read from the file each turnDiff item names. A missing file is a
+// damaged transaction (errs.LedgerCorrupt naming it).
+func loadDiffs(t *transaction, evs []record.Event) ([]record.Event, error) {
+	for _, ev := range evs {
+		if ev.DiffFile == "" || ev.Item == nil {
+			continue
+		}
+		if ev.DiffFile != PatchFile {
+			return nil, corrupt(CorruptData{TransactionID: t.id, File: t.led.path, Reason: "diffFile " + ev.DiffFile},
+				"transaction %s: a turnDiff item names %q, not %s", t.id, ev.DiffFile, PatchFile)
+		}
+		path := filepath.Join(t.dir, PatchFile)
+		diff, err := os.ReadFile(path)
+		if err != nil {
+			return nil, corrupt(CorruptData{TransactionID: t.id, File: path, Reason: "unreadable"},
+				"transaction %s: the turnDiff item's diff: %v", t.id, err)
+		}
+		return withDiff(evs, diff), nil
+	}
+	return evs, nil
 }
 
 // dirFile is one file of a new transaction's directory: it is created

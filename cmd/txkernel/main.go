@@ -7,7 +7,7 @@
 //	txkernel serve --workspace DIR [--data-dir DIR]
 //	               [--sandbox read-only|workspace-write|danger-full-access]
 //	               [--approval-policy untrusted|never]
-//	               [--framing auto|ndjson|content-length] [--max-message-bytes N]
+//	               [--framing auto|ndjson|content-length] [--max-message-bytes N] [--max-inflight-bytes N]
 //	               [--log-level debug|info|warn|error]
 //	txkernel mcp --workspace DIR [serve's flags] [--principal-id ID --principal-roles R,...]
 //	             [--http ADDR --token-file FILE]

@@ -166,11 +166,17 @@ func writeOversizeRequest(w io.Writer, n int64) error {
 	return err
 }
 
-// checkOversizeError asserts the -32600 answer to an oversize message.
+// checkOversizeError asserts the -32600 answer to an oversize message
+// (writeOversizeRequest's): it carries the request's id, found without
+// reading the message whole, so that a host matching answers by id (as
+// vscode-jsonrpc does) is not left waiting, and data.size.
 func checkOversizeError(t *testing.T, resp map[string]any) {
 	t.Helper()
-	if id, ok := resp["id"]; !ok || id != nil {
-		t.Errorf("oversize answer id = %v (present %v), want null", id, ok)
+	if id, ok := resp["id"]; !ok || id != "big" {
+		t.Errorf("oversize answer id = %v (present %v), want \"big\"", id, ok)
+	}
+	if size, _ := harness.JSONPath(resp, "error.data.size"); size != float64(oversizeBytes) {
+		t.Errorf("oversize answer error.data.size = %v, want %d", size, oversizeBytes)
 	}
 	if code, _ := harness.JSONPath(resp, "error.code"); code != float64(-32600) {
 		t.Errorf("oversize answer error.code = %v, want -32600: %v", code, resp)

@@ -32,7 +32,14 @@ type Event struct {
 	AppliedFiles  []string                   `json:"appliedFiles,omitempty"` // apply/complete
 	Recovered     bool                       `json:"recovered,omitempty"`    // apply/complete written by recovery
 	Reason        string                     `json:"reason,omitempty"`       // tx/close: completed | discarded | denied
-	Checksum      string                     `json:"checksum,omitempty"`
+	// DiffFile, on a turnDiff turn/item, names the file of the
+	// transaction's directory (proposal.patch) that holds the item's
+	// diff, which the line then leaves out: the diff is written once, not
+	// twice (PROTOCOL.md §10.4). Not sent: readers put the diff back
+	// before an event leaves the kernel. Ledgers from before it carry the
+	// diff inline.
+	DiffFile string `json:"diffFile,omitempty"`
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // Encode renders ev as one sealed ledger line with its trailing newline,
