@@ -160,19 +160,26 @@ func TestRecovery(t *testing.T) {
 	for _, tc := range []struct {
 		fp      string
 		applied bool // rolled forward rather than undone
+		// degraded: the failure comes after the workspace committed, so
+		// the apply answers ok with ledgerDegraded instead of an error.
+		degraded bool
 	}{
-		{"apply.after-staging=error", false},
-		{"apply.before-commit-record=error", false},
-		{"apply.after-commit-record=error", true},
-		{"apply.after-blobs-deleted=error", true},
-		{"apply.between-renames=error", true},
-		{"apply.before-dir-fsync=error", true},
+		{"apply.after-staging=error", false, false},
+		{"apply.before-commit-record=error", false, false},
+		{"apply.after-commit-record=error", true, false},
+		{"apply.after-blobs-deleted=error", true, true},
+		{"apply.between-renames=error", true, false},
+		{"apply.before-dir-fsync=error", true, false},
 	} {
 		t.Run(tc.fp, func(t *testing.T) {
 			f := newFixture(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"})
 			id := f.propose(content("a.txt", "A\n"), content("b.txt", "B\n"), protocol.FileInput{Path: "c.txt", Delete: true}, content("d/new.txt", "D\n"))
 			f.open(tc.fp)
-			if _, err := f.e.Apply(context.Background(), id); err == nil {
+			res, err := f.e.Apply(context.Background(), id)
+			switch {
+			case tc.degraded && (err != nil || !res.OK || res.LedgerDegraded == nil):
+				t.Fatalf("apply failing after the commit = %+v, %v; want ok with ledgerDegraded", res, err)
+			case !tc.degraded && err == nil:
 				t.Fatal("apply with a failing failpoint succeeded")
 			}
 			f.open("")
