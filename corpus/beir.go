@@ -131,8 +131,10 @@ func (s *Service) IndexDocuments(ctx context.Context, name string, docs []BEIRDo
 		return "", err
 	}
 	st := s.state(c.ID)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.lock(ctx); err != nil {
+		return "", err
+	}
+	defer st.unlock()
 	chunks := make([]store.Chunk, len(docs))
 	bodies := make([]string, len(docs))
 	need := make([]bool, len(docs))

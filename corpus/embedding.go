@@ -39,7 +39,7 @@ func (s *Service) embedderForSync(ctx context.Context, db *store.Corpus, c *stor
 	if err != nil {
 		return nil, store.Model{}, err
 	}
-	st.builtin = b
+	st.setModel(b)
 	info := b.Info()
 	return b, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims, Blob: blob}, nil
 }
@@ -68,8 +68,6 @@ func (s *Service) queryEmbedder(ctx context.Context, db *store.Corpus, c *store.
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder, nil
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	b, err := s.loadBuiltin(ctx, db, c, st)
 	if err != nil {
 		return nil, err
@@ -86,8 +84,8 @@ func (s *Service) embedderInfo(ctx context.Context, db *store.Corpus, c *store.C
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder.Info()
 	}
-	if st.builtin != nil {
-		return st.builtin.Info()
+	if b := st.model(); b != nil {
+		return b.Info()
 	}
 	if _, blob, err := db.CorpusModel(ctx, c.ID); err == nil && blob != nil {
 		if b, err := embedding.LoadBuiltin(blob); err == nil {

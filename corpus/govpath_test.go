@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/markdown"
@@ -331,7 +332,7 @@ func TestGovernanceHardLink(t *testing.T) {
 		{collisionLogName, func() error { return g.appendLines(collisionLogName, "x\n") }},
 		{onboardingName + ".tmp", func() error { return g.writeOnboarding(c.Path, 9) }},
 		{sectionCountName, func() error {
-			n, err := g.lockSectionCount(true)
+			n, err := g.lockSectionCount(context.Background(), true, time.Now().Add(time.Second))
 			if err == nil {
 				n.unlock()
 			}

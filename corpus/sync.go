@@ -37,6 +37,7 @@ type plan struct {
 	sourceHash string
 	sourceSize int64
 	sections   int      // sections in the log after this sync
+	uncounted  int      // section-shaped headings in code, not counted
 	bodies     []string // every chunk's body after this sync: the built-in's training text
 }
 
@@ -65,12 +66,19 @@ func (s *Service) Rebuild(ctx context.Context, p *protocol.CorpusRebuildParams) 
 }
 
 func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress func(protocol.ProgressValue)) (*protocol.CorpusSyncResult, error) {
+	// The lock wait counts from the call: a sync that first waited for
+	// another sync of the corpus (itself polling a writer's lock) gets one
+	// more try, not a second full wait, so shutdown is never held up by
+	// a queue of them.
+	deadline := time.Now().Add(s.cfg.LockWait)
 	db, c, st, err := s.corpus(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer st.unlock()
 	start := time.Now()
 	report := func(kind, msg string, pct int) {
 		if progress != nil {
@@ -86,7 +94,23 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 		}
 	}
 	report("begin", "reading "+c.Path, 0)
-	res, err := s.syncLocked(ctx, db, c, st, rebuild, report)
+	res, err := s.syncLocked(ctx, db, c, st, rebuild, deadline, report)
+	var le *lockedError
+	if errors.As(err, &le) {
+		// Not an error of the index: it is as it was, and the watcher
+		// tries again. The answer says which file is held.
+		w := protocol.CorpusWarning{Kind: "section_count_locked", Path: le.path,
+			Message: le.Error() + "; the index is unchanged, and a watched corpus syncs again once the lock is free"}
+		s.mu.Lock()
+		st.locked = &w
+		s.mu.Unlock()
+		report("end", "deferred: "+le.Error(), 100)
+		return &protocol.CorpusSyncResult{CorpusID: c.ID, Deferred: true, NewCollisions: []protocol.CollisionEntry{}, Warnings: []protocol.CorpusWarning{w},
+			DurationMs: float64(time.Since(start).Microseconds()) / 1000}, nil
+	}
+	s.mu.Lock()
+	st.locked = nil
+	s.mu.Unlock()
 	s.setLastError(st, err)
 	if err != nil {
 		report("end", "failed: "+err.Error(), 100)
@@ -97,7 +121,7 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 	return res, nil
 }
 
-func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, rebuild bool, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
+func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, rebuild bool, deadline time.Time, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
 	start := time.Now()
 	var gov governance
 	var count *sectionCount
@@ -111,7 +135,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		if moved != nil {
 			gov = s.governanceFor(ctx, db, c)
 		}
-		if count, err = gov.lockSectionCount(false); err != nil {
+		if count, err = gov.lockSectionCount(ctx, false, deadline); err != nil {
 			return nil, err
 		}
 		if count != nil {
@@ -133,7 +157,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 			// locked, and the log read again under the lock, so a writer
 			// that appended meanwhile is counted, and the new folder is
 			// filled even when the log is unchanged.
-			if count, err = gov.lockSectionCount(true); err != nil {
+			if count, err = gov.lockSectionCount(ctx, true, deadline); err != nil {
 				return nil, err
 			}
 			defer count.unlock()
@@ -202,7 +226,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 			}
 			upd.Model = model
 		}
-		rep, _ := json.Marshal(report2(res.Warnings))
+		rep, _ := json.Marshal(syncReport(res.Warnings, p.uncounted))
 		upd.Report = rep
 		if count != nil {
 			fresh, err := gov.appendCollisions(p.collisions)
@@ -276,8 +300,6 @@ func governanceWarning(gov governance, name string, err error) protocol.CorpusWa
 	return protocol.CorpusWarning{Kind: "governance_unwritable", Path: gov.dir + "/" + name, Message: "the index is current, but " + name + " could not be written: " + err.Error()}
 }
 
-func report2(w []protocol.CorpusWarning) report { return report{Warnings: w} }
-
 func embedderWarning(err error) protocol.CorpusWarning {
 	return protocol.CorpusWarning{Kind: "embedder_failed", Message: "the keyword index is current; vectors are stale until the embedder answers: " + err.Error()}
 }
@@ -327,6 +349,20 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "rejected_heading", Path: c.Path, Line: r.Line, Offset: r.Offset, Text: r.Text,
 			Message: "kept as body text: " + r.Reason})
 	}
+	for _, u := range lg.Unclosed {
+		what := "code fence"
+		if u.Kind == "comment" {
+			what = "HTML comment"
+		}
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "unclosed_" + u.Kind, Path: c.Path, Line: u.Line, Offset: u.Offset, Text: u.Text,
+			Message: fmt.Sprintf("the %s opened at line %d never closes; the log's section grammar wins: it ends before the section heading at line %d, so the %d section headings from there on are counted (CommonMark would have read them as code)",
+				what, u.Line, u.EndLine, u.Headings)})
+	}
+	for _, r := range lg.InCode {
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "heading_in_code", Path: c.Path, Line: r.Line, Offset: r.Offset, Text: r.Text,
+			Message: "shaped like a section heading but " + r.Reason + ": not counted as a section, kept as body text"})
+	}
+	p.uncounted = len(lg.InCode)
 	if c.SourceSize > int64(len(data)) {
 		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "source_shrank", Path: c.Path,
 			Message: "the log shrank from " + strconv.FormatInt(c.SourceSize, 10) + " to " + strconv.Itoa(len(data)) + " bytes; sections no longer in it were removed from the index"})
@@ -361,8 +397,10 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 // is taken under: changing it makes every log indexed under an earlier
 // grammar parse again at its next sync, once, even though its bytes did
 // not change. 2: exec tags in any case and spacing ([exec: gov]), which
-// grammar 1 left in the indexed body.
-const logGrammar = "txkernel-log-grammar-2\x00"
+// grammar 1 left in the indexed body. 3: no tag inside an indented code
+// block or an HTML comment, and a fence or comment that never closes ends
+// at the next section heading.
+const logGrammar = "txkernel-log-grammar-3\x00"
 
 // logSourceHash is the hex BLAKE3 of the grammar name and a log's bytes:
 // what a sync compares to skip an unchanged log.
@@ -578,4 +616,9 @@ func (s *Service) listMarkdown(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// syncReport is what a sync records for corpus/status.
+func syncReport(w []protocol.CorpusWarning, uncounted int) report {
+	return report{Warnings: w, Uncounted: uncounted}
 }

@@ -20,6 +20,9 @@ const (
 	MethodCorpusSection    = "corpus/section"
 	MethodCorpusCollisions = "corpus/collisions"
 	MethodCorpusQuery      = "corpus/query"
+	// MethodCorpusClose stops a corpus's watcher and releases its watches;
+	// the index is kept.
+	MethodCorpusClose = "corpus/close"
 	// MethodProgress is LSP's $/progress notification: {token, value}, with
 	// value.kind begin, report or end.
 	MethodProgress = "$/progress"
@@ -185,6 +188,11 @@ type CorpusSyncResult struct {
 	Warnings []CorpusWarning `json:"warnings"`
 	// DurationMs is the sync's wall time, in milliseconds.
 	DurationMs float64 `json:"durationMs"`
+	// Deferred is true when the sync did not run because another process
+	// held .section_count's lock past the kernel's wait (a
+	// section_count_locked warning names the file): the index is as it
+	// was, and a watched corpus is synced again once the lock is free.
+	Deferred bool `json:"deferred,omitempty"`
 	// WorkDoneToken is the $/progress token of a rebuild.
 	WorkDoneToken any `json:"workDoneToken,omitempty"`
 }
@@ -226,8 +234,17 @@ type CorpusStatus struct {
 	LastSync string `json:"lastSync"`
 	// LastError is the last sync's error, or "".
 	LastError string `json:"lastError,omitempty"`
-	// Watcher is "watching", "stopped" or "source_missing".
+	// Watcher is "watching", "stopped", "source_missing" or "error"
+	// (Watcher* constants).
 	Watcher string `json:"watcher"`
+	// WatchError says why the watcher is in state "error" (no inotify
+	// instance or watch left, a folder that cannot be watched).
+	WatchError string `json:"watchError,omitempty"`
+	// UncountedHeadings is how many section-shaped headings of a log the
+	// last sync did not count because they are code (inside a closed
+	// fence, an indented code block or an HTML comment); the
+	// heading_in_code warnings name them.
+	UncountedHeadings int `json:"uncountedHeadings"`
 	// Warnings are the last sync's warnings (rejected headings among them).
 	Warnings []CorpusWarning `json:"warnings"`
 	// CollisionLog and SectionCount are the paths of collision.log and
@@ -241,6 +258,25 @@ type CorpusStatus struct {
 	GovernanceDir    string `json:"governanceDir,omitempty"`
 	OnboardingPrompt string `json:"onboardingPrompt,omitempty"`
 	GovernanceLog    string `json:"governanceLog,omitempty"`
+}
+
+// The states of CorpusStatus.Watcher.
+const (
+	WatcherWatching      = "watching"
+	WatcherStopped       = "stopped"
+	WatcherSourceMissing = "source_missing"
+	WatcherError         = "error"
+)
+
+// CorpusCloseResult is the result of corpus/close: the watcher is
+// stopped, its watches released and the corpus no longer resumed at the
+// next start; the index is kept, and corpus/open watches it again.
+type CorpusCloseResult struct {
+	CorpusID string `json:"corpusId"`
+	// WasWatching is true when a watcher was running.
+	WasWatching bool `json:"wasWatching"`
+	// Watcher is "stopped".
+	Watcher string `json:"watcher"`
 }
 
 // EmbeddingStatus describes the embedder of a corpus.
