@@ -5,6 +5,7 @@ package corpus
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/markdown"
 )
 
 // holdLock takes .section_count's exclusive flock from the test process,
@@ -194,4 +196,101 @@ func waitCount(t *testing.T, path string, n int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf(".section_count is %q, want %d", got, n)
+}
+
+// TestCorpusUnclosedFence: a section whose code fence never closes does
+// not swallow the sections after it: they are counted in .section_count,
+// listed by corpus/tail and their exec tags are found; a warning gives
+// the fence's line. A heading inside a closed fence stays code and is
+// counted as uncounted, with its line.
+func TestCorpusUnclosedFence(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	os.MkdirAll(ws, 0o755)
+	var b strings.Builder
+	b.WriteString(smallLog(3))
+	b.WriteString("## IV. A section with an example\n*Author: Grok | Date: 2026-03-01*\n\n```md\n## IX. An example heading, not a section\n```\n\n")
+	b.WriteString("## V. A section with a fence left open\n*Author: Grok | Date: 2026-03-02*\n\n```python\ndef f():\n    pass\n\n")
+	fenceLine := strings.Count(b.String(), "\n") - 3
+	for i := 6; i <= 9; i++ {
+		fmt.Fprintf(&b, "## %s. After the fence %d\n*Author: c_lawd | Date: 2026-03-0%d*\n\nDecided here. [EXEC:GOV]\n\n", markdown.Roman(i), i, i-3)
+	}
+	os.WriteFile(filepath.Join(ws, "log.md"), []byte(b.String()), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "log.md", "watch": false})["corpusId"].(string)
+	st := p.MustResult("corpus/status", map[string]any{"corpusId": id})
+	if harness.Num(st["sections"]) != 9 {
+		t.Fatalf("sections = %v, want 9", st["sections"])
+	}
+	if harness.Num(st["uncountedHeadings"]) != 1 {
+		t.Fatalf("uncountedHeadings = %v, want 1 (## IX inside the closed fence)", st["uncountedHeadings"])
+	}
+	var unclosed, inCode map[string]any
+	for _, w := range st["warnings"].([]any) {
+		w := w.(map[string]any)
+		switch w["kind"] {
+		case "unclosed_fence":
+			unclosed = w
+		case "heading_in_code":
+			inCode = w
+		}
+	}
+	if unclosed == nil || harness.Num(unclosed["line"]) != fenceLine {
+		t.Fatalf("no unclosed_fence warning at line %d: %v", fenceLine, st["warnings"])
+	}
+	if inCode == nil || !strings.Contains(harness.Str(inCode["text"]), "## IX.") {
+		t.Fatalf("no heading_in_code warning: %v", st["warnings"])
+	}
+	waitCount(t, filepath.Join(ws, "governance", ".section_count"), 9)
+	tail := p.MustResult("corpus/tail", map[string]any{"corpusId": id, "n": 3})
+	hs := hitsOf(t, tail)
+	if len(hs) != 3 || harness.Num(section(hs[2])["canonical_section_number"]) != 9 {
+		t.Fatalf("linear_tail does not end at section 9: %v", harness.JSONText(tail))
+	}
+	res := p.MustResult("corpus/search", map[string]any{"corpusId": id, "query": "decided", "mode": "keyword", "k": 20,
+		"filters": map[string]any{"exec_tags": []string{"EXEC:GOV"}}})
+	if got := len(hitsOf(t, res)); got != 4 {
+		t.Fatalf("%d sections tagged EXEC:GOV found, want the 4 after the fence", got)
+	}
+	p.Stop()
+}
+
+// TestCorpusTagsInCode: [EXEC:GOV] inside an indented code block, a
+// fenced block, an inline code span or an HTML comment is text, not a
+// governance tag; the same tag in prose is one.
+func TestCorpusTagsInCode(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	os.MkdirAll(ws, 0o755)
+	bodies := []string{
+		"Quoting the syntax:\n\n    [EXEC:GOV] marks a governance decision\n",
+		"Draft note. <!-- [EXEC:GOV] pending review -->\n",
+		"Draft.\n\n<!--\n[EXEC:GOV]\n-->\n",
+		"Example:\n\n```\n[EXEC:GOV]\n```\n",
+		"Use `[EXEC:GOV]` to tag.\n",
+		"Decided: the vote passed. [EXEC:GOV]\n",
+	}
+	var b strings.Builder
+	for i, body := range bodies {
+		fmt.Fprintf(&b, "## %s. Section %d\n*Author: c_lawd | Date: 2026-03-0%d*\n\n%s\n", markdown.Roman(i+1), i+1, i+1, body)
+	}
+	os.WriteFile(filepath.Join(ws, "log.md"), []byte(b.String()), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "log.md", "watch": false})["corpusId"].(string)
+	for i := range bodies {
+		sec := section(p.MustResult("corpus/section", map[string]any{"corpusId": id, "canonicalNumber": i + 1}))
+		tags := sec["exec_tags"].([]any)
+		wantTag := i == len(bodies)-1
+		if (len(tags) == 1) != wantTag {
+			t.Errorf("section %d: exec_tags %v (a tag: %v)", i+1, tags, wantTag)
+		}
+		if !wantTag && !strings.Contains(harness.Str(sec["body"]), "[EXEC:GOV]") {
+			t.Errorf("section %d: the code's text lost its brackets: %q", i+1, sec["body"])
+		}
+	}
+	p.Stop()
 }

@@ -1,0 +1,233 @@
+package corpus
+
+// Watchers under real editing (issue 34): one inotify instance for all
+// corpora, folders moved, deleted and recreated, a restart, a steady
+// writer.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txkernel/txkernel/e2e/harness"
+)
+
+// inotifyUse counts the kernel's inotify instances and their watches
+// (/proc/<pid>/fd and fdinfo, Linux).
+func inotifyUse(t *testing.T, p *harness.Proc) (instances, watches int) {
+	t.Helper()
+	pid := p.Cmd.Process.Pid
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil || target != "anon_inode:inotify" {
+			continue
+		}
+		instances++
+		info, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		watches += strings.Count(string(info), "inotify wd:")
+	}
+	return instances, watches
+}
+
+// TestCorpusManyCorpora: 150 watched corpora (more than the default 128
+// inotify instances a user may have) share one inotify instance, each
+// is kept current, and corpus/close releases the watches.
+func TestCorpusManyCorpora(t *testing.T) {
+	harness.SkipIfShort(t, "150 corpora")
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	const n = 150
+	for i := range n {
+		d := filepath.Join(ws, fmt.Sprintf("team%03d", i))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "log.md"), []byte(smallLog(3)), 0o644)
+	}
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = p.MustResult("corpus/open", map[string]any{"path": fmt.Sprintf("team%03d/log.md", i)})["corpusId"].(string)
+	}
+	inst, watches := inotifyUse(t, p)
+	t.Logf("%d corpora: %d inotify instance(s), %d watches", n, inst, watches)
+	if inst != 1 {
+		t.Fatalf("%d inotify instances for %d corpora, want 1", inst, n)
+	}
+	// Each corpus watches its folder and the workspace above it (shared).
+	if watches != n+1 {
+		t.Errorf("%d watches, want %d", watches, n+1)
+	}
+	for _, i := range []int{0, 77, n - 1} {
+		appendText(t, filepath.Join(ws, fmt.Sprintf("team%03d", i), "log.md"), sectionText(4, fmt.Sprintf("wombat%d", i)))
+		waitSearchable(t, p, ids[i], fmt.Sprintf("wombat%d", i))
+		if s := p.MustResult("corpus/status", map[string]any{"corpusId": ids[i]}); s["watcher"] != "watching" {
+			t.Fatalf("corpus %d: watcher %v", i, s["watcher"])
+		}
+	}
+	for i := range n {
+		res := p.MustResult("corpus/close", map[string]any{"corpusId": ids[i]})
+		if res["wasWatching"] != true || res["watcher"] != "stopped" {
+			t.Fatalf("corpus/close: %v", res)
+		}
+	}
+	if _, watches := inotifyUse(t, p); watches != 0 {
+		t.Fatalf("%d watches left after every corpus/close", watches)
+	}
+	if s := p.MustResult("corpus/status", map[string]any{"corpusId": ids[0]}); s["watcher"] != "stopped" {
+		t.Fatalf("closed corpus: watcher %v", s["watcher"])
+	}
+	resp, _ := p.Call("corpus/close", map[string]any{"corpusId": "c_0000000000000000"})
+	if code, _ := harness.RPCError(resp); code == 0 {
+		t.Fatalf("corpus/close of an unknown corpus: %v", resp)
+	}
+	p.Stop()
+}
+
+// TestCorpusFolderMoved: the folder of a watched log moved away and back,
+// deleted and recreated; a folder corpus moved away and back. Status
+// tells the truth at each step, and appends afterwards are indexed.
+func TestCorpusFolderMoved(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	notes := filepath.Join(ws, "notes")
+	os.MkdirAll(notes, 0o755)
+	logPath := filepath.Join(notes, "log.md")
+	os.WriteFile(logPath, []byte(smallLog(3)), 0o644)
+	docs := filepath.Join(ws, "docs")
+	os.MkdirAll(filepath.Join(docs, "sub"), 0o755)
+	os.WriteFile(filepath.Join(docs, "a.md"), []byte("# A\n\nalpha text\n"), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "notes/log.md"})["corpusId"].(string)
+	fid := p.MustResult("corpus/open", map[string]any{"path": "docs"})["corpusId"].(string)
+	watching := func(s map[string]any) bool { return s["watcher"] == "watching" }
+	missing := func(s map[string]any) bool { return s["watcher"] == "source_missing" }
+
+	// 1. Moved away: source_missing; moved back: watching, and indexed.
+	os.Rename(notes, filepath.Join(ws, "notes.away"))
+	waitStatus(t, p, id, missing)
+	os.Rename(filepath.Join(ws, "notes.away"), notes)
+	waitStatus(t, p, id, watching)
+	appendText(t, logPath, sectionText(4, "afterreturn"))
+	waitSearchable(t, p, id, "afterreturn")
+
+	// 2. Deleted: source_missing; recreated: watching, and indexed.
+	saved, _ := os.ReadFile(logPath)
+	os.RemoveAll(notes)
+	waitStatus(t, p, id, missing)
+	os.MkdirAll(notes, 0o755)
+	os.WriteFile(logPath, append(saved, sectionText(5, "afterrecreate")...), 0o644)
+	waitStatus(t, p, id, watching)
+	waitSearchable(t, p, id, "afterrecreate")
+	appendText(t, logPath, sectionText(6, "afterrecreatetwo"))
+	waitSearchable(t, p, id, "afterrecreatetwo")
+
+	// 3. The whole parent chain deleted and recreated deeper than one
+	// level: a folder corpus moved away and back, then a file added in a
+	// new subfolder.
+	os.Rename(docs, filepath.Join(work, "docs.outside"))
+	waitStatus(t, p, fid, missing)
+	os.Rename(filepath.Join(work, "docs.outside"), docs)
+	waitStatus(t, p, fid, watching)
+	os.MkdirAll(filepath.Join(docs, "sub", "deeper"), 0o755)
+	os.WriteFile(filepath.Join(docs, "sub", "deeper", "b.md"), []byte("# B\n\nplatypusdeep text\n"), 0o644)
+	waitSearchable(t, p, fid, "platypusdeep")
+	p.Stop()
+}
+
+// TestCorpusWatchResumes: a kernel restarted on the same data dir watches
+// again every corpus that was watched, catches up with what changed while
+// it was down, and does not resume a corpus that was closed.
+func TestCorpusWatchResumes(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	data := filepath.Join(work, "data")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "a.md"), []byte(smallLog(3)), 0o644)
+	os.WriteFile(filepath.Join(ws, "b.md"), []byte(smallLog(3)), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	p.Initialize()
+	a := p.MustResult("corpus/open", map[string]any{"path": "a.md"})["corpusId"].(string)
+	b := p.MustResult("corpus/open", map[string]any{"path": "b.md"})["corpusId"].(string)
+	p.MustResult("corpus/close", map[string]any{"corpusId": b})
+	p.Stop()
+
+	appendText(t, filepath.Join(ws, "a.md"), sectionText(4, "whiledown"))
+	appendText(t, filepath.Join(ws, "b.md"), sectionText(4, "closedone"))
+	q := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	q.Initialize()
+	waitSearchable(t, q, a, "whiledown")
+	appendText(t, filepath.Join(ws, "a.md"), sectionText(5, "afterrestart"))
+	waitSearchable(t, q, a, "afterrestart")
+	if s := q.MustResult("corpus/status", map[string]any{"corpusId": a}); s["watcher"] != "watching" {
+		t.Fatalf("resumed corpus: watcher %v", s["watcher"])
+	}
+	s := q.MustResult("corpus/status", map[string]any{"corpusId": b})
+	if s["watcher"] != "stopped" || harness.Num(s["sections"]) != 3 {
+		t.Fatalf("a closed corpus was resumed: %v", s)
+	}
+	q.Stop()
+}
+
+// TestCorpusSteadyWriter: a writer that appends every 20 ms, never
+// leaving the 50 ms debounce quiet, still sees its first append indexed
+// while it is writing (the debounce's maximum wait, 500 ms).
+func TestCorpusSteadyWriter(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	os.MkdirAll(ws, 0o755)
+	logPath := filepath.Join(ws, "log.md")
+	os.WriteFile(logPath, []byte(smallLog(3)), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "log.md"})["corpusId"].(string)
+
+	stop := make(chan struct{})
+	done := make(chan time.Time)
+	go func() {
+		f, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+		defer f.Close()
+		f.WriteString(sectionText(4, "steadyfirst"))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- time.Now()
+				return
+			case <-time.After(20 * time.Millisecond):
+				f.WriteString(fmt.Sprintf("More text %d from a writer who does not pause.\n", i))
+			}
+		}
+	}()
+	start := time.Now()
+	deadline := start.Add(10 * time.Second)
+	found := false
+	for time.Now().Before(deadline) {
+		res := p.MustResult("corpus/search", map[string]any{"corpusId": id, "query": "steadyfirst", "mode": "keyword", "k": 1})
+		if len(hitsOf(t, res)) == 1 {
+			found = true
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(start)
+	close(stop)
+	<-done
+	if !found {
+		t.Fatalf("a steady writer's append was not indexed within 10 s of writing")
+	}
+	t.Logf("searchable %v after the first append, the writer still writing", took)
+	st := time.Now()
+	p.Stop()
+	t.Logf("stop took %v", time.Since(st))
+}
