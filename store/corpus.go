@@ -388,9 +388,9 @@ func (s *Corpus) Counts(ctx context.Context, corpusID, modelVersion string) (Cor
 // modelVersion. It reads the (corpus_id, embedding_model_version) index by
 // ranges that skip the current version, so its cost is the stale rows',
 // not the corpus's.
-func (s *Corpus) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
+func (r *CorpusRead) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
 	var n int
-	err := s.d.db.QueryRowContext(ctx, `SELECT
+	err := r.q.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version IS NULL) +
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version < ?2) +
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version > ?2)`, corpusID, modelVersion).Scan(&n)
@@ -450,12 +450,22 @@ func (s *Corpus) Collisions(ctx context.Context, corpusID string) ([]*Chunk, err
 	return scanChunks(rows)
 }
 
-// ChunksByID returns chunks by id; ids that are gone are absent.
+// StaleCount is CorpusRead.StaleCount on the latest state.
+func (s *Corpus) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
+	return s.now().StaleCount(ctx, corpusID, modelVersion)
+}
+
+// ChunksByID is CorpusRead.ChunksByID on the latest state.
 func (s *Corpus) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk, error) {
+	return s.now().ChunksByID(ctx, ids)
+}
+
+// ChunksByID returns chunks by id; ids that are gone are absent.
+func (r *CorpusRead) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk, error) {
 	out := map[int64]*Chunk{}
 	for start := 0; start < len(ids); start += 500 {
 		part := ids[start:min(start+500, len(ids))]
-		rows, err := s.d.db.QueryContext(ctx, chunkSelect+` WHERE c.id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
+		rows, err := r.q.QueryContext(ctx, chunkSelect+` WHERE c.id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
 		if err != nil {
 			return nil, internal(err, "chunks by id")
 		}

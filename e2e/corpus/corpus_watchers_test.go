@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/markdown"
 )
 
 // inotifyUse counts the kernel's inotify instances and their watches
@@ -230,4 +231,72 @@ func TestCorpusSteadyWriter(t *testing.T) {
 	st := time.Now()
 	p.Stop()
 	t.Logf("stop took %v", time.Since(st))
+}
+
+// TestCorpusSearchStorm: searches run while the watcher syncs a log whose
+// every section flips between two words; each hit a keyword ranking
+// placed must show a body that has the word it was ranked on (one
+// snapshot per search: never ranked on old content and shown with new).
+func TestCorpusSearchStorm(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	os.MkdirAll(ws, 0o755)
+	logPath := filepath.Join(ws, "log.md")
+	version := func(word string) []byte {
+		var b strings.Builder
+		for i := 1; i <= 200; i++ {
+			fmt.Fprintf(&b, "## %s. Storm %d\n*Author: c_lawd | Date: 2026-02-01*\n\nSection %d says %s about weather%d.\n\n", markdown.Roman(i), i, i, word, i)
+		}
+		return []byte(b.String())
+	}
+	words := []string{"cumulus", "stratus"}
+	os.WriteFile(logPath, version(words[0]), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "log.md"})["corpusId"].(string)
+
+	stop := make(chan struct{})
+	flips := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flips <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			n++
+			tmp := logPath + ".tmp"
+			os.WriteFile(tmp, version(words[n%2]), 0o644)
+			os.Rename(tmp, logPath)
+		}
+	}()
+	searches, hitsChecked := 0, 0
+	end := time.Now().Add(4 * time.Second)
+	for time.Now().Before(end) {
+		for _, w := range words {
+			for _, mode := range []string{"keyword", "hybrid"} {
+				res := p.MustResult("corpus/search", map[string]any{"corpusId": id, "query": w, "mode": mode, "k": 50})
+				searches++
+				for _, h := range hitsOf(t, res) {
+					if harness.Num(h["keyword_rank"]) == 0 && mode == "hybrid" {
+						continue // ranked by similarity alone
+					}
+					hitsChecked++
+					if body := harness.Str(section(h)["body"]); !strings.Contains(body, w) {
+						t.Fatalf("%s search %q: hit ranked %v on %q shows %q", mode, w, h["keyword_rank"], w, body)
+					}
+				}
+			}
+		}
+	}
+	close(stop)
+	n := <-flips
+	t.Logf("%d searches, %d hits checked, while the log flipped %d times", searches, hitsChecked, n)
+	if hitsChecked == 0 {
+		t.Fatal("no hit was checked")
+	}
+	p.Stop()
 }
