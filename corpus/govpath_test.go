@@ -425,7 +425,7 @@ func TestLogGrammarReparse(t *testing.T) {
 	}
 	// What grammar 1 stored: the tag in the body, no exec tag, and the
 	// plain hash of the bytes.
-	old := logChunk("log.md", 1, &markdown.Section{Filed: "I", FiledNumber: 1, Title: "Title", Authors: []string{"a"}, CreatedAt: "2026-01-01",
+	old := logChunk("log.md", "1", 1, &markdown.Section{Filed: "I", FiledNumber: 1, Title: "Title", Authors: []string{"a"}, CreatedAt: "2026-01-01",
 		Body: "x [exec:gov] y", ExecTags: []string{}, StatusTags: []string{}, End: len(src), Line: 1})
 	if _, err := db.ApplySync(ctx, c.ID, store.SyncUpdate{Upsert: []store.Chunk{old}, SourceHash: hashHex([]byte(src)), SourceSize: int64(len(src))}); err != nil {
 		t.Fatal(err)

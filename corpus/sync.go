@@ -37,6 +37,7 @@ type plan struct {
 	sourceHash string
 	sourceSize int64
 	sections   int      // sections in the log after this sync
+	last       int      // the largest canonical number after this sync
 	uncounted  int      // section-shaped headings in code, not counted
 	bodies     []string // every chunk's body after this sync: the built-in's training text
 }
@@ -239,13 +240,16 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
 			return nil, err
 		}
-		if count != nil && count.before != p.sections {
-			if err := count.write(p.sections); err != nil {
+		// .section_count holds the last canonical number assigned (seed
+		// 004's sync, step 6): the section count while no number is
+		// retired, and what a writer adds one to either way.
+		if count != nil && count.before != p.last {
+			if err := count.write(p.last); err != nil {
 				return nil, err
 			}
 		}
 		if count != nil && gov.inWorkspace() {
-			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.sections, rebuild, time.Since(start))...)
+			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.last, rebuild, time.Since(start))...)
 		}
 		res.Added, res.Updated, res.Removed = p.added, p.updated, len(p.delete)
 		if rebuild {
@@ -328,9 +332,9 @@ func notUTF8(rel string, err error) error {
 }
 
 // planLog diffs a log against its stored sections; an unchanged log
-// (same BLAKE3) is not parsed unless parse is set. Canonical numbers are
-// the order of appearance (seed 004); a section's key is its canonical
-// number, so an appended section is an insert and nothing else changes.
+// (same BLAKE3) is not parsed unless parse is set. Keys and canonical
+// numbers are canonicalNumbers': an appended section is an insert, a
+// deleted one a delete, and nothing else changes.
 func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild, parse bool) (*plan, error) {
 	data, err := s.readSource(c.Path)
 	if err != nil {
@@ -367,13 +371,14 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "source_shrank", Path: c.Path,
 			Message: "the log shrank from " + strconv.FormatInt(c.SourceSize, 10) + " to " + strconv.Itoa(len(data)) + " bytes; sections no longer in it were removed from the index"})
 	}
+	numbers := canonicalNumbers(lg.Sections, refs, rebuild)
 	seen := map[string]bool{}
 	for i, sec := range lg.Sections {
-		canonical := i + 1
+		canonical := numbers[i].canonical
 		if w, ok := missingAttribution(c.Path, canonical, &sec); ok {
 			p.warnings = append(p.warnings, w)
 		}
-		ch := logChunk(c.Path, canonical, &sec)
+		ch := logChunk(c.Path, numbers[i].key, canonical, &sec)
 		if ch.Collision {
 			p.collisions = append(p.collisions, protocol.CollisionEntry{CanonicalSectionNumber: canonical, SectionNumberFiled: sec.Filed,
 				FiledNumber: sec.FiledNumber, Title: sec.Title})
@@ -381,6 +386,7 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		p.bodies = append(p.bodies, ch.Body)
 		seen[ch.ChunkKey] = true
 		p.addChunk(ch, refs, rebuild)
+		p.last = max(p.last, canonical)
 	}
 	p.sections = len(lg.Sections)
 	if !rebuild {
@@ -393,14 +399,78 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 	return p, nil
 }
 
+// numbered is a section's stable key and canonical number.
+type numbered struct {
+	key       string
+	canonical int
+}
+
+// canonicalNumbers gives each section of a log its stable key and its
+// canonical number (PROTOCOL.md §12, "Canonical numbers").
+//
+// The key is the filed numeral, with "#2", "#3", … on its later repeats
+// ("LXVI", "LXVI#2"): it names the section whatever happens around it, so
+// a section deleted and restored, or an edit elsewhere, changes no other
+// section's key.
+//
+// At the first index and at a rebuild, canonical numbers are the order of
+// appearance (seed 004). At an incremental sync a section keeps the
+// number it has, so deleting one section renumbers nothing (no churn in
+// collision.log, and txkernel://corpus/{id}/section/{n} keeps naming the
+// same section); a new section takes the number after the section before
+// it when that number is free (a section restored where it was gets its
+// number back) and otherwise one past the largest in use (seed 004's
+// "store.max() + 1").
+func canonicalNumbers(secs []markdown.Section, refs map[string]store.ChunkRef, rebuild bool) []numbered {
+	out := make([]numbered, len(secs))
+	repeats := map[string]int{}
+	for i, sec := range secs {
+		repeats[sec.Filed]++
+		out[i].key = sec.Filed
+		if n := repeats[sec.Filed]; n > 1 {
+			out[i].key += "#" + strconv.Itoa(n)
+		}
+	}
+	if rebuild || len(refs) == 0 {
+		for i := range out {
+			out[i].canonical = i + 1
+		}
+		return out
+	}
+	used := map[int]bool{}
+	top := 0
+	for i := range out {
+		if r, ok := refs[out[i].key]; ok && r.Canonical > 0 && !used[r.Canonical] {
+			out[i].canonical = r.Canonical
+			used[r.Canonical] = true
+			top = max(top, r.Canonical)
+		}
+	}
+	prev := 0
+	for i := range out {
+		if out[i].canonical == 0 {
+			n := prev + 1
+			if used[n] {
+				n = top + 1
+			}
+			out[i].canonical = n
+			used[n] = true
+			top = max(top, n)
+		}
+		prev = out[i].canonical
+	}
+	return out
+}
+
 // logGrammar names the log grammar (markdown.ParseLog) a log's source hash
 // is taken under: changing it makes every log indexed under an earlier
 // grammar parse again at its next sync, once, even though its bytes did
 // not change. 2: exec tags in any case and spacing ([exec: gov]), which
 // grammar 1 left in the indexed body. 3: no tag inside an indented code
 // block or an HTML comment, and a fence or comment that never closes ends
-// at the next section heading.
-const logGrammar = "txkernel-log-grammar-3\x00"
+// at the next section heading. 4: a section's key is its filed numeral
+// (canonicalNumbers), not its canonical number.
+const logGrammar = "txkernel-log-grammar-4\x00"
 
 // logSourceHash is the hex BLAKE3 of the grammar name and a log's bytes:
 // what a sync compares to skip an unchanged log.
@@ -458,7 +528,7 @@ func (p *plan) addChunk(ch store.Chunk, refs map[string]store.ChunkRef, rebuild 
 		ch.ID = old.ID
 		p.upsert = append(p.upsert, ch)
 		p.embedNeed = append(p.embedNeed, old.BodyHash != ch.BodyHash || !old.Embedded)
-	case old.Start != ch.Start || old.End != ch.End || old.BodyStart != ch.BodyStart || old.Line != ch.Line || !old.Embedded:
+	case old.Start != ch.Start || old.End != ch.End || old.BodyStart != ch.BodyStart || old.Line != ch.Line || old.Canonical != ch.Canonical || !old.Embedded:
 		ch.ID = old.ID
 		p.upsert = append(p.upsert, ch)
 		p.embedNeed = append(p.embedNeed, !old.Embedded)
@@ -468,7 +538,7 @@ func (p *plan) addChunk(ch store.Chunk, refs map[string]store.ChunkRef, rebuild 
 // logChunk turns a parsed section into a row. retro_dark_fields lists the
 // provenance fields the section does not give (seed 004: [] = all
 // captured).
-func logChunk(docPath string, canonical int, sec *markdown.Section) store.Chunk {
+func logChunk(docPath, key string, canonical int, sec *markdown.Section) store.Chunk {
 	dark := []string{}
 	if sec.ResponseTo == nil {
 		dark = append(dark, "response_to")
@@ -477,7 +547,7 @@ func logChunk(docPath string, canonical int, sec *markdown.Section) store.Chunk 
 		dark = append(dark, "knowledge_refs")
 	}
 	ch := store.Chunk{
-		DocPath: docPath, ChunkKey: strconv.Itoa(canonical), Canonical: canonical, Filed: sec.Filed, Collision: sec.FiledNumber != canonical,
+		DocPath: docPath, ChunkKey: key, Canonical: canonical, Filed: sec.Filed, Collision: sec.FiledNumber != canonical,
 		Authors: nonNil(sec.Authors), CreatedAt: sec.CreatedAt, IsExternalCaller: sec.IsExternalCaller,
 		Title: sec.Title, HeadingPath: []string{sec.Title}, Body: sec.Body,
 		ExecTags: nonNil(sec.ExecTags), StatusTags: nonNil(sec.StatusTags),

@@ -192,13 +192,16 @@ type ChunkRef struct {
 	// document: a row whose text is unchanged but moved is rewritten
 	// (same content hash, same vector) so that citations stay exact.
 	Start, End, BodyStart, Line int
+	// Canonical is a log section's canonical number (0 for a folder
+	// chunk): an incremental sync keeps it.
+	Canonical int
 }
 
 // ChunkRefs returns the stored chunks of a corpus keyed by doc path, then
 // chunk key.
 func (s *Corpus) ChunkRefs(ctx context.Context, corpusID string) (map[string]map[string]ChunkRef, error) {
 	rows, err := s.d.db.QueryContext(ctx, `SELECT id, doc_path, chunk_key, content_hash, body_hash, vec_dims IS NOT NULL,
-		start_offset, end_offset, body_offset, line FROM corpus_chunks WHERE corpus_id = ?`, corpusID)
+		start_offset, end_offset, body_offset, line, coalesce(canonical_section_number, 0) FROM corpus_chunks WHERE corpus_id = ?`, corpusID)
 	if err != nil {
 		return nil, internal(err, "chunk refs")
 	}
@@ -207,7 +210,7 @@ func (s *Corpus) ChunkRefs(ctx context.Context, corpusID string) (map[string]map
 	for rows.Next() {
 		var r ChunkRef
 		var path, key string
-		if err := rows.Scan(&r.ID, &path, &key, &r.ContentHash, &r.BodyHash, &r.Embedded, &r.Start, &r.End, &r.BodyStart, &r.Line); err != nil {
+		if err := rows.Scan(&r.ID, &path, &key, &r.ContentHash, &r.BodyHash, &r.Embedded, &r.Start, &r.End, &r.BodyStart, &r.Line, &r.Canonical); err != nil {
 			return nil, internal(err, "chunk refs")
 		}
 		if out[path] == nil {

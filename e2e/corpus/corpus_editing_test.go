@@ -294,3 +294,77 @@ func TestCorpusTagsInCode(t *testing.T) {
 	}
 	p.Stop()
 }
+
+// TestCorpusDeleteRestore: on a 5,000-section log, deleting section 10
+// and restoring it writes nothing to collision.log and renumbers nothing
+// (section 11 stays 11, and section 10 comes back as 10); a genuine
+// collision, a number filed twice, is logged once however often the log
+// is synced after.
+func TestCorpusDeleteRestore(t *testing.T) {
+	harness.SkipIfShort(t, "a 5,000-section log")
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	os.MkdirAll(ws, 0o755)
+	logPath := filepath.Join(ws, "log.md")
+	full := smallLog(5000)
+	os.WriteFile(logPath, []byte(full), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "log.md", "watch": false})["corpusId"].(string)
+	collisionLog := filepath.Join(ws, "governance", "collision.log")
+	lines := func() int {
+		b, _ := os.ReadFile(collisionLog)
+		return strings.Count(string(b), "\n")
+	}
+	filedAt := func(n int) string {
+		resp, _ := p.Call("corpus/section", map[string]any{"corpusId": id, "canonicalNumber": n})
+		res, ok := resp["result"].(map[string]any)
+		if !ok {
+			return ""
+		}
+		return harness.Str(section(res)["section_number_filed"])
+	}
+
+	at := strings.Index(full, "## X. ")
+	end := strings.Index(full, "## XI. ")
+	cut := full[:at] + full[end:]
+	os.WriteFile(logPath, []byte(cut), 0o644)
+	start := time.Now()
+	res := p.MustResult("corpus/sync", map[string]any{"corpusId": id})
+	t.Logf("delete of section 10: %v, removed %v, updated %v", time.Since(start), res["removed"], res["updated"])
+	if harness.Num(res["removed"]) != 1 || harness.Num(res["updated"]) != 0 || len(res["newCollisions"].([]any)) != 0 {
+		t.Fatalf("deleting one section: %v", harness.JSONText(res))
+	}
+	if filedAt(11) != "XI" || filedAt(10) != "" {
+		t.Fatalf("after the delete, section 11 is %q and section 10 is %q", filedAt(11), filedAt(10))
+	}
+
+	os.WriteFile(logPath, []byte(full), 0o644)
+	res = p.MustResult("corpus/sync", map[string]any{"corpusId": id})
+	if harness.Num(res["added"]) != 1 || harness.Num(res["updated"]) != 0 || len(res["newCollisions"].([]any)) != 0 {
+		t.Fatalf("restoring one section: %v", harness.JSONText(res))
+	}
+	if filedAt(10) != "X" || filedAt(5000) != markdown.Roman(5000) {
+		t.Fatalf("after the restore, section 10 is %q", filedAt(10))
+	}
+	if n := lines(); n != 0 {
+		t.Fatalf("a transient deletion wrote %d lines to collision.log", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "governance", ".section_count")); strings.TrimSpace(string(b)) != "5000" {
+		t.Fatalf(".section_count = %q", b)
+	}
+
+	// A genuine collision: number X filed again at the end.
+	appendText(t, logPath, "## X. Filed twice\n*Author: Grok | Date: 2026-03-01*\n\nA second tenth section.\n\n")
+	res = p.MustResult("corpus/sync", map[string]any{"corpusId": id})
+	if nc := res["newCollisions"].([]any); len(nc) != 1 || harness.Num(nc[0].(map[string]any)["canonical_section_number"]) != 5001 {
+		t.Fatalf("the duplicate: %v", res["newCollisions"])
+	}
+	appendText(t, logPath, sectionText(5002, "afterduplicate"))
+	p.MustResult("corpus/sync", map[string]any{"corpusId": id})
+	if n := lines(); n != 1 {
+		t.Fatalf("collision.log has %d lines, want the one collision once", n)
+	}
+	p.Stop()
+}
