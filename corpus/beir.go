@@ -150,7 +150,7 @@ func (s *Service) IndexDocuments(ctx context.Context, name string, docs []BEIRDo
 		bodies[i] = body
 		need[i] = true
 	}
-	e, model, err := s.embedderForSync(ctx, db, c, st, bodies, true)
+	e, model, _, err := s.embedderForSync(ctx, db, c, st, bodies, true)
 	if err != nil {
 		return "", err
 	}

@@ -313,16 +313,29 @@ func feedback(ctx context.Context, db *store.CorpusRead, q []float32, top []sear
 // embedder knows, so its semantic side ranks nothing.
 const NoteZeroQuery = "the query has no term the embedder knows: no semantic hit (keyword mode matches words exactly)"
 
+// DefaultMinScore is the cosine similarity a semantic-side hit needs
+// when corpus/search gives no minScore. It is a real threshold, not "above
+// 0": float noise (3e-08) and near-orthogonal rows are no answer. Measured
+// on SciFact's train split with the built-in embedder: every relevant
+// document in the top 100 has a similarity of at least 0.195, the 100th
+// hit of every query at least 0.115; with 0.1, nDCG@10 (0.5220) and
+// recall@100 (0.9096) are as without a floor, 0.2 starts to cost recall.
+const DefaultMinScore = 0.1
+
+// noiseFloor is the least similarity any semantic hit needs, minScore 0
+// included: below it a similarity is rounding error.
+const noiseFloor = 1e-4
+
 // floorParam reads corpus/search's optional minScore, a cosine similarity
-// in [0, 1).
+// in [0, 1); absent, DefaultMinScore. Never below noiseFloor.
 func floorParam(v *float64) (float64, error) {
 	if v == nil {
-		return 0, nil
+		return DefaultMinScore, nil
 	}
 	if math.IsNaN(*v) || *v < 0 || *v >= 1 {
 		return 0, errs.New(errs.Invalid, errs.InvalidData{Field: "minScore", Reason: "out-of-range"}, "minScore is a cosine similarity: at least 0 and below 1")
 	}
-	return *v, nil
+	return max(*v, noiseFloor), nil
 }
 
 // count reads an optional positive count with a default and MaxResults.

@@ -362,6 +362,11 @@ func (s *Service) Status(ctx context.Context, p *protocol.CorpusParams) (*protoc
 			Dims: info.Dims, Method: info.Method},
 		Warnings: []protocol.CorpusWarning{},
 	}
+	if s.cfg.Embedder == nil {
+		if n := s.trainedOn(c.ID, info.ModelVersion); n > 0 {
+			out.Embedding.TrainedOn, out.Embedding.RetrainAt = n, 2*n
+		}
+	}
 	if !c.LastSyncAt.IsZero() {
 		out.LastSync = c.LastSyncAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -203,7 +203,10 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		}
 		report("report", fmt.Sprintf("%d %s: embedding %d new or changed", len(p.bodies), unit, need), 30)
 		upd := store.SyncUpdate{Replace: rebuild, Delete: p.delete, Upsert: p.upsert, SourceHash: p.sourceHash, SourceSize: p.sourceSize}
-		emb, model, err := s.embedderForSync(ctx, db, c, st, p.bodies, rebuild)
+		emb, model, retrained, err := s.embedderForSync(ctx, db, c, st, p.bodies, rebuild)
+		if retrained != nil {
+			res.Warnings = append(res.Warnings, *retrained)
+		}
 		if err != nil {
 			res.Warnings = append(res.Warnings, embedderWarning(err))
 		} else {

@@ -103,10 +103,11 @@ type CorpusSearchParams struct {
 	Mode    string          `json:"mode"`
 	Filters *CorpusFilters  `json:"filters,omitempty"`
 	// MinScore is the least cosine similarity a semantic-side hit needs
-	// (modes semantic and hybrid), in [0, 1). Whatever it is, a semantic
-	// hit needs a similarity above 0: a search that matches nothing
-	// returns nothing. In hybrid mode a hit can still come from its
-	// keyword side alone.
+	// (modes semantic and hybrid), in [0, 1); absent, 0.1
+	// (corpus.DefaultMinScore). Whatever it is, a semantic hit needs a
+	// similarity above 1e-4 (float noise is no match): a search that
+	// matches nothing returns nothing. In hybrid mode a hit can still
+	// come from its keyword side alone.
 	MinScore *float64 `json:"minScore,omitempty"`
 }
 
@@ -286,6 +287,11 @@ type EmbeddingStatus struct {
 	EmbeddingVersion      int    `json:"embedding_version"`
 	Dims                  int    `json:"dims"`
 	Method                string `json:"method"`
+	// TrainedOn is how many bodies the built-in embedder's model was
+	// trained on, and RetrainAt the corpus size at which a sync retrains
+	// it (twice TrainedOn); absent for an HTTP embedder or when not known.
+	TrainedOn int `json:"trainedOn,omitempty"`
+	RetrainAt int `json:"retrainAt,omitempty"`
 }
 
 // Section is seed 004's CorrespondenceSection for a log section, or a

@@ -300,3 +300,60 @@ func TestCorpusSearchStorm(t *testing.T) {
 	}
 	p.Stop()
 }
+
+// TestCorpusGrowingSemantic: the built-in embedder is retrained when the
+// log has doubled since it was trained, so words that arrived later are
+// found by meaning; before that, a query of only new words says it has no
+// term the embedder knows; status gives trainedOn and retrainAt.
+func TestCorpusGrowingSemantic(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	os.MkdirAll(ws, 0o755)
+	logPath := filepath.Join(ws, "log.md")
+	os.WriteFile(logPath, []byte(smallLog(4)), 0o644)
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p.Initialize()
+	id := p.MustResult("corpus/open", map[string]any{"path": "log.md", "watch": false})["corpusId"].(string)
+	st := p.MustResult("corpus/status", map[string]any{"corpusId": id})
+	emb := st["embedding"].(map[string]any)
+	if harness.Num(emb["trainedOn"]) != 4 || harness.Num(emb["retrainAt"]) != 8 {
+		t.Fatalf("embedding status: %v", emb)
+	}
+	airship := func(n int) string {
+		return fmt.Sprintf("## %s. Airships %d\n*Author: Grok | Date: 2026-03-01*\n\nThe zeppelin dirigible airship floats over the hangar %d.\n\n", markdown.Roman(n), n, n)
+	}
+	semantic := func() map[string]any {
+		return p.MustResult("corpus/search", map[string]any{"corpusId": id, "query": "zeppelin dirigible", "mode": "semantic", "k": 3})
+	}
+	appendText(t, logPath, airship(5)+airship(6))
+	res := p.MustResult("corpus/sync", map[string]any{"corpusId": id})
+	if strings.Contains(harness.JSONText(res["warnings"]), "embedder_retrained") {
+		t.Fatalf("retrained at 6 of 8: %v", res["warnings"])
+	}
+	if r := semantic(); len(hitsOf(t, r)) != 0 || r["note"] == nil {
+		t.Fatalf("before the retrain, new words are unknown to the embedder; got %v", harness.JSONText(r))
+	}
+	appendText(t, logPath, airship(7)+airship(8))
+	res = p.MustResult("corpus/sync", map[string]any{"corpusId": id})
+	if !strings.Contains(harness.JSONText(res["warnings"]), "embedder_retrained") || harness.Num(res["stale"]) != 0 {
+		t.Fatalf("the log doubled: no retrain, or stale vectors left: %v", harness.JSONText(res))
+	}
+	hs := hitsOf(t, semantic())
+	if len(hs) == 0 || !strings.Contains(harness.Str(section(hs[0])["title"]), "Airships") {
+		t.Fatalf("after the retrain, semantic search does not find the new words: %v", hs)
+	}
+	// The floor is a real similarity (0.1), not "above 0": the sections
+	// about something else are not semantic matches of a float's noise.
+	all := hitsOf(t, p.MustResult("corpus/search", map[string]any{"corpusId": id, "query": "zeppelin hangar", "mode": "semantic", "k": 8}))
+	for _, h := range all {
+		if sc, _ := h["score"].(float64); sc < 0.1 || !strings.Contains(harness.Str(section(h)["title"]), "Airships") {
+			t.Errorf("semantic hit %q with score %v", section(h)["title"], h["score"])
+		}
+	}
+	emb = p.MustResult("corpus/status", map[string]any{"corpusId": id})["embedding"].(map[string]any)
+	if harness.Num(emb["trainedOn"]) != 8 || harness.Num(emb["retrainAt"]) != 16 {
+		t.Fatalf("embedding status after the retrain: %v", emb)
+	}
+	p.Stop()
+}
