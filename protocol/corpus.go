@@ -200,8 +200,12 @@ type CorpusSyncResult struct {
 
 // CorpusWarning is one thing a sync kept but reports: Kind is
 // "rejected_heading", "missing_attribution", "skipped_file",
-// "source_shrank", "embedder_failed", "source_missing" or
-// "governance_unwritable". Line is 1-based; Offset is a byte offset in the
+// "source_shrank", "embedder_failed", "source_missing",
+// "governance_unwritable", "section_count_locked" (a writer held
+// .section_count's lock; Path is the file), "unclosed_fence" or
+// "unclosed_comment" (Line is where it opened), "heading_in_code" (a
+// section-shaped line in code or a comment, not counted) or
+// "embedder_retrained". Line is 1-based; Offset is a byte offset in the
 // source.
 type CorpusWarning struct {
 	Kind   string `json:"kind"`
