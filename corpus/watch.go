@@ -77,9 +77,23 @@ type subscription struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// Guarded by hub.mu.
+	// dirs is guarded by hub.mu.
 	dirs map[string]bool
-	err  string
+
+	errMu sync.Mutex
+	err   string // why the watcher cannot watch; "" when it can
+}
+
+func (sub *subscription) setErr(msg string) {
+	sub.errMu.Lock()
+	defer sub.errMu.Unlock()
+	sub.err = msg
+}
+
+func (sub *subscription) getErr() string {
+	sub.errMu.Lock()
+	defer sub.errMu.Unlock()
+	return sub.err
 }
 
 func signal(ch chan struct{}) {
@@ -256,7 +270,7 @@ func (s *Service) arm(sub *subscription) {
 	h, err := s.ensureHub()
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			s.setSubErr(nil, sub, "start the file watcher: "+watchErrText(err))
+			sub.setErr("start the file watcher: " + watchErrText(err))
 		}
 		return
 	}
@@ -275,26 +289,7 @@ func (s *Service) arm(sub *subscription) {
 			failed = "watch " + d + ": " + watchErrText(err)
 		}
 	}
-	sub.err = failed
-}
-
-func (s *Service) setSubErr(h *hub, sub *subscription, msg string) {
-	if h == nil {
-		s.mu.Lock()
-		h = s.hub
-		s.mu.Unlock()
-	}
-	if h == nil {
-		// No hub to guard it: the subscription's goroutine is the only
-		// writer, and status reads it under s.mu via subErr.
-		s.mu.Lock()
-		sub.err = msg
-		s.mu.Unlock()
-		return
-	}
-	h.mu.Lock()
-	sub.err = msg
-	h.mu.Unlock()
+	sub.setErr(failed)
 }
 
 // watchErrText names the limit behind a watch error: inotify's limits are
@@ -374,11 +369,11 @@ func (s *Service) moved(sub *subscription) bool {
 	if h == nil {
 		return true
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if sub.err != "" {
+	if sub.getErr() != "" {
 		return true
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	_, err := os.Stat(sub.target)
 	if (err == nil) != sub.dirs[sub.target] {
 		return true
@@ -508,20 +503,7 @@ func (s *Service) watchState(sub *subscription, c *store.CorpusRow) (string, str
 	if sub == nil {
 		return protocol.WatcherStopped, ""
 	}
-	s.mu.Lock()
-	h := s.hub
-	s.mu.Unlock()
-	var msg string
-	if h != nil {
-		h.mu.Lock()
-		msg = sub.err
-		h.mu.Unlock()
-	} else {
-		s.mu.Lock()
-		msg = sub.err
-		s.mu.Unlock()
-	}
-	if msg != "" {
+	if msg := sub.getErr(); msg != "" {
 		return protocol.WatcherError, msg
 	}
 	fi, err := os.Stat(sub.abs)

@@ -103,7 +103,7 @@ type CorpusSearchParams struct {
 	Mode    string          `json:"mode"`
 	Filters *CorpusFilters  `json:"filters,omitempty"`
 	// MinScore is the least cosine similarity a semantic-side hit needs
-	// (modes semantic and hybrid), in [0, 1); absent, 0.1
+	// (modes semantic and hybrid), in [0, 1); absent, 0.05
 	// (corpus.DefaultMinScore). Whatever it is, a semantic hit needs a
 	// similarity above 1e-4 (float noise is no match): a search that
 	// matches nothing returns nothing. In hybrid mode a hit can still
