@@ -91,6 +91,10 @@ type Service struct {
 	cancel context.CancelFunc
 	// bg counts Resume calls under way.
 	bg sync.WaitGroup
+	// watchSlots bounds the watchers' syncs running at once: a restart
+	// that resumes a hundred corpora syncs them a few at a time, not all
+	// against kernel.db's one write lock together.
+	watchSlots chan struct{}
 
 	// govMu serialises corpus/open's choice of a governance folder with
 	// the corpus's registration, so two logs opened at once never take
@@ -180,7 +184,7 @@ func NewService(cfg Config) *Service {
 		cfg.Recheck = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{cfg: cfg, log: cfg.Logger, corpora: map[string]*state{}, ctx: ctx, cancel: cancel}
+	return &Service{cfg: cfg, log: cfg.Logger, corpora: map[string]*state{}, ctx: ctx, cancel: cancel, watchSlots: make(chan struct{}, 8)}
 }
 
 // Close stops every watcher and cancels the syncs they run (a sync

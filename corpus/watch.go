@@ -453,7 +453,13 @@ func (s *Service) runSub(ctx context.Context, sub *subscription) {
 // deferred by a writer's lock. A missing source is shown by corpus/status
 // (source_missing); the index keeps the last good sync.
 func (s *Service) watchSync(ctx context.Context, sub *subscription) bool {
+	select {
+	case s.watchSlots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
 	res, err := s.sync(ctx, sub.id, false, nil)
+	<-s.watchSlots
 	if ctx.Err() != nil {
 		return false
 	}
