@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/txkernel/txkernel/markdown"
+	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
 
@@ -100,5 +102,57 @@ func TestPollFlock(t *testing.T) {
 	syscall.Flock(int(holder.Fd()), syscall.LOCK_UN)
 	if err := pollFlock(context.Background(), f, time.Now()); err != nil {
 		t.Fatalf("a free lock with the deadline passed: %v", err)
+	}
+}
+
+// TestWatchErrorState: a watcher that cannot watch says so: status
+// "error" with the reason (also as lastError), not "watching"; after
+// corpus/close it is "stopped". The failure is real: the hub's inotify
+// instance closed under the subscription.
+func TestWatchErrorState(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "log.md"), []byte("## I. One (a, 2026-01-01)\n\nBody.\n"), 0o644)
+	s, _ := newService(t, ws)
+	ctx := context.Background()
+	info, err := s.Open(ctx, &protocol.CorpusOpenParams{Path: "log.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(ctx, &protocol.CorpusParams{CorpusID: info.CorpusID})
+	if err != nil || st.Watcher != protocol.WatcherWatching {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	s.mu.Lock()
+	h, sub := s.hub, s.corpora[info.CorpusID].sub
+	s.mu.Unlock()
+	h.fw.Close()
+	s.arm(sub)
+	st, _ = s.Status(ctx, &protocol.CorpusParams{CorpusID: info.CorpusID})
+	if st.Watcher != protocol.WatcherError || st.WatchError == "" || st.LastError == "" {
+		t.Fatalf("a watcher that cannot watch: watcher %q, watchError %q, lastError %q", st.Watcher, st.WatchError, st.LastError)
+	}
+	res, err := s.CloseCorpus(ctx, &protocol.CorpusParams{CorpusID: info.CorpusID})
+	if err != nil || !res.WasWatching {
+		t.Fatalf("close: %+v %v", res, err)
+	}
+	if st, _ = s.Status(ctx, &protocol.CorpusParams{CorpusID: info.CorpusID}); st.Watcher != protocol.WatcherStopped {
+		t.Fatalf("after close: %q", st.Watcher)
+	}
+}
+
+// TestWatchErrText: a watch limit is named, so a user knows which sysctl
+// to raise.
+func TestWatchErrText(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{syscall.ENOSPC, "max_user_watches"},
+		{syscall.EMFILE, "max_user_instances"},
+		{os.ErrPermission, "permission denied"},
+	} {
+		if got := watchErrText(tc.err); !strings.Contains(got, tc.want) {
+			t.Errorf("watchErrText(%v) = %q, want it to name %q", tc.err, got, tc.want)
+		}
 	}
 }
