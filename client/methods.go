@@ -29,6 +29,15 @@ func (c *Client) ApprovalRespond(ctx context.Context, p *protocol.ApprovalRespon
 	return &r, nil
 }
 
+// CorpusClose calls corpus/close (writes; PROTOCOL.md).
+func (c *Client) CorpusClose(ctx context.Context, p *protocol.CorpusParams) (*protocol.CorpusCloseResult, error) {
+	var r protocol.CorpusCloseResult
+	if err := c.Call(ctx, "corpus/close", p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // CorpusCollisions calls corpus/collisions (reads; PROTOCOL.md).
 func (c *Client) CorpusCollisions(ctx context.Context, p *protocol.CorpusParams) (*protocol.CorpusCollisions, error) {
 	var r protocol.CorpusCollisions

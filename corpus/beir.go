@@ -131,8 +131,10 @@ func (s *Service) IndexDocuments(ctx context.Context, name string, docs []BEIRDo
 		return "", err
 	}
 	st := s.state(c.ID)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.lock(ctx); err != nil {
+		return "", err
+	}
+	defer st.unlock()
 	chunks := make([]store.Chunk, len(docs))
 	bodies := make([]string, len(docs))
 	need := make([]bool, len(docs))
@@ -148,7 +150,7 @@ func (s *Service) IndexDocuments(ctx context.Context, name string, docs []BEIRDo
 		bodies[i] = body
 		need[i] = true
 	}
-	e, model, err := s.embedderForSync(ctx, db, c, st, bodies, true)
+	e, model, _, err := s.embedderForSync(ctx, db, c, st, bodies, true)
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,10 @@ package corpus
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
@@ -13,35 +17,100 @@ import (
 const embedBatch = 256
 
 // embedderForSync returns the embedder a sync embeds with and the model to
-// record. With the built-in embedder, a corpus without a trained model, or
-// any rebuild, trains one on bodies (every chunk body of the source after
+// record. With the built-in embedder, a corpus without a trained model, a
+// rebuild, or a corpus that has doubled since its model was trained
+// (retrainDue) trains one on bodies (every chunk body of the source after
 // this sync) and the model's bytes go into the same SQL transaction as the
-// rows; otherwise the stored model folds in the new bodies, so existing
-// vectors stay comparable.
-func (s *Service) embedderForSync(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, bodies []string, rebuild bool) (embedding.Embedder, store.Model, error) {
+// rows; the rows embedded by the old model are then stale and re-embedded
+// by the same sync. Otherwise the stored model embeds the new bodies, so
+// existing vectors stay comparable. The warning says why a model was
+// retrained.
+func (s *Service) embedderForSync(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, bodies []string, rebuild bool) (embedding.Embedder, store.Model, *protocol.CorpusWarning, error) {
 	if s.cfg.Embedder != nil {
 		info := s.cfg.Embedder.Info()
-		return s.cfg.Embedder, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil
+		return s.cfg.Embedder, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil, nil
 	}
 	b, err := s.loadBuiltin(ctx, db, c, st)
 	if err != nil {
-		return nil, store.Model{}, err
+		return nil, store.Model{}, nil, err
 	}
+	var warn *protocol.CorpusWarning
 	if b != nil && !rebuild {
 		info := b.Info()
-		return b, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil
+		trained := s.trainedOn(c.ID, info.ModelVersion)
+		if trained == 0 {
+			// A model from before the count was kept: counted from now.
+			s.noteTrained(c.ID, info.ModelVersion, len(bodies))
+		}
+		if !retrainDue(trained, len(bodies)) {
+			return b, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims}, nil, nil
+		}
+		warn = &protocol.CorpusWarning{Kind: "embedder_retrained", Message: fmt.Sprintf(
+			"the corpus grew from %d to %d bodies since the built-in embedder was trained: it was retrained on all %d, and every vector re-embedded, so words new since then are searchable by meaning", trained, len(bodies), len(bodies))}
 	}
 	b, err = embedding.TrainBuiltin(ctx, bodies, s.cfg.Builtin)
 	if err != nil {
-		return nil, store.Model{}, err
+		return nil, store.Model{}, nil, err
 	}
 	blob, err := b.MarshalBinary()
 	if err != nil {
-		return nil, store.Model{}, err
+		return nil, store.Model{}, nil, err
 	}
-	st.builtin = b
+	st.setModel(b)
 	info := b.Info()
-	return b, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims, Blob: blob}, nil
+	s.noteTrained(c.ID, info.ModelVersion, len(bodies))
+	return b, store.Model{Name: info.Model, Version: info.ModelVersion, Dims: info.Dims, Blob: blob}, warn, nil
+}
+
+// retrainDue is the built-in embedder's retraining rule: the corpus has
+// at least doubled since the model was trained (trained bodies then, now
+// bodies now). Measured on the 640 Rust RFCs in filing order
+// (embedding TestVocabularyGrowth): a model trained on the whole knows
+// 97.7% of the corpus's token occurrences, one trained on the first half
+// 94.2%, on the first quarter 90.6%, on the first eighth 86.5%. Retraining
+// at each doubling keeps the model within 3.5 points of a fresh one, and
+// costs O(log n) retrains over a log's life, each re-embedding every row.
+func retrainDue(trained, now int) bool { return trained > 0 && now >= 2*trained }
+
+// trainedNote is what the data dir records about a corpus's built-in
+// model: how many bodies it was trained on.
+type trainedNote struct {
+	ModelVersion string `json:"modelVersion"`
+	TrainedOn    int    `json:"trainedOn"`
+}
+
+const trainedNoteName = "model.json"
+
+// trainedOn returns how many bodies the corpus's model version was
+// trained on; 0 when not known (no data dir, another version, an earlier
+// release).
+func (s *Service) trainedOn(id, version string) int {
+	if s.cfg.DataDir == "" {
+		return 0
+	}
+	data, err := os.ReadFile(s.govPath(id, trainedNoteName))
+	if err != nil {
+		return 0
+	}
+	var n trainedNote
+	if json.Unmarshal(data, &n) != nil || n.ModelVersion != version {
+		return 0
+	}
+	return n.TrainedOn
+}
+
+// noteTrained records that the corpus's model version was trained on n
+// bodies. A data dir that cannot be written only loses the retraining
+// rule's count.
+func (s *Service) noteTrained(id, version string, n int) {
+	if s.cfg.DataDir == "" {
+		return
+	}
+	data, _ := json.Marshal(trainedNote{ModelVersion: version, TrainedOn: n})
+	p := s.govPath(id, trainedNoteName)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+		_ = os.WriteFile(p, data, 0o600)
+	}
 }
 
 // loadBuiltin returns the corpus's trained built-in model, from memory or
@@ -68,8 +137,6 @@ func (s *Service) queryEmbedder(ctx context.Context, db *store.Corpus, c *store.
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder, nil
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	b, err := s.loadBuiltin(ctx, db, c, st)
 	if err != nil {
 		return nil, err
@@ -86,8 +153,8 @@ func (s *Service) embedderInfo(ctx context.Context, db *store.Corpus, c *store.C
 	if s.cfg.Embedder != nil {
 		return s.cfg.Embedder.Info()
 	}
-	if st.builtin != nil {
-		return st.builtin.Info()
+	if b := st.model(); b != nil {
+		return b.Info()
 	}
 	if _, blob, err := db.CorpusModel(ctx, c.ID); err == nil && blob != nil {
 		if b, err := embedding.LoadBuiltin(blob); err == nil {

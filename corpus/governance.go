@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -329,7 +330,16 @@ type sectionCount struct {
 // lockSectionCount opens .section_count, takes its exclusive flock and
 // reads it. Without create, a missing file is (nil, nil): a log that has
 // never had a section gets no governance file.
-func (g governance) lockSectionCount(create bool) (*sectionCount, error) {
+//
+// The lock is polled (LOCK_EX|LOCK_NB), never waited for in the kernel:
+// a writer following seed 004's Step 0 holds it between its append and
+// its increment, and a writer that stalls there must not wedge the
+// kernel (a blocking flock(2) ignores cancellation, shutdown and
+// SIGTERM). The poll ends when ctx ends (the request's
+// $/cancelRequest, the service's Close) with ctx's error, or at
+// deadline with a *lockedError; a deadline already past still gets one
+// try.
+func (g governance) lockSectionCount(ctx context.Context, create bool, deadline time.Time) (*sectionCount, error) {
 	flag := os.O_RDWR
 	if create {
 		flag |= os.O_CREATE
@@ -340,9 +350,13 @@ func (g governance) lockSectionCount(create bool) (*sectionCount, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := pollFlock(ctx, f, deadline); err != nil {
 		f.Close()
-		return nil, errs.Wrap(errs.Internal, err, nil, ".section_count: flock")
+		var le *lockedError
+		if errors.As(err, &le) {
+			le.path, le.wait = g.path(sectionCountName), g.s.cfg.LockWait
+		}
+		return nil, err
 	}
 	var b [32]byte
 	n, _ := f.ReadAt(b[:], 0)
@@ -351,6 +365,46 @@ func (g governance) lockSectionCount(create bool) (*sectionCount, error) {
 		v = -1
 	}
 	return &sectionCount{f: f, before: v}, nil
+}
+
+// lockedError says that .section_count's lock was held by someone else
+// past the sync's wait: the sync did not run, and the index is as it was.
+type lockedError struct {
+	path string
+	wait time.Duration
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("%s is locked by another process (a writer between its append and its increment) for longer than %v", e.path, e.wait)
+}
+
+// pollFlock takes f's exclusive flock without ever blocking in the
+// kernel: LOCK_NB, retried with a growing pause (5 ms to 100 ms) until
+// ctx ends or deadline passes.
+func pollFlock(ctx context.Context, f *os.File, deadline time.Time) error {
+	pause := 5 * time.Millisecond
+	start := time.Now()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return errs.Wrap(errs.Internal, err, nil, ".section_count: flock")
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &lockedError{wait: time.Since(start).Round(time.Millisecond)}
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // write replaces the count with n and fsyncs it, still under the lock.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/markdown"
@@ -331,7 +332,7 @@ func TestGovernanceHardLink(t *testing.T) {
 		{collisionLogName, func() error { return g.appendLines(collisionLogName, "x\n") }},
 		{onboardingName + ".tmp", func() error { return g.writeOnboarding(c.Path, 9) }},
 		{sectionCountName, func() error {
-			n, err := g.lockSectionCount(true)
+			n, err := g.lockSectionCount(context.Background(), true, time.Now().Add(time.Second))
 			if err == nil {
 				n.unlock()
 			}
@@ -424,7 +425,7 @@ func TestLogGrammarReparse(t *testing.T) {
 	}
 	// What grammar 1 stored: the tag in the body, no exec tag, and the
 	// plain hash of the bytes.
-	old := logChunk("log.md", 1, &markdown.Section{Filed: "I", FiledNumber: 1, Title: "Title", Authors: []string{"a"}, CreatedAt: "2026-01-01",
+	old := logChunk("log.md", "1", 1, &markdown.Section{Filed: "I", FiledNumber: 1, Title: "Title", Authors: []string{"a"}, CreatedAt: "2026-01-01",
 		Body: "x [exec:gov] y", ExecTags: []string{}, StatusTags: []string{}, End: len(src), Line: 1})
 	if _, err := db.ApplySync(ctx, c.ID, store.SyncUpdate{Upsert: []store.Chunk{old}, SourceHash: hashHex([]byte(src)), SourceSize: int64(len(src))}); err != nil {
 		t.Fatal(err)

@@ -51,6 +51,19 @@ type Config struct {
 	Builtin embedding.BuiltinConfig
 	// Debounce is the watcher's quiet period before a sync (default 50 ms).
 	Debounce time.Duration
+	// MaxWait bounds the debounce: a writer that never pauses still gets
+	// its appends synced at least this often (default 500 ms).
+	MaxWait time.Duration
+	// LockWait is how long a sync polls for .section_count's lock before
+	// it gives up with a section_count_locked warning (default 5 s).
+	LockWait time.Duration
+	// LockRetry is how soon the watcher retries a sync that could not
+	// take the lock (default 1 s).
+	LockRetry time.Duration
+	// Recheck is how often the watcher checks that each watched folder is
+	// still the one at its path (a folder moved away and back, deleted and
+	// recreated), re-adding its watches when not (default 1 s).
+	Recheck time.Duration
 	// RetryStale is how often a watched corpus with stale vectors retries
 	// embedding them (default 30 s).
 	RetryStale time.Duration
@@ -69,6 +82,19 @@ type Service struct {
 	mu      sync.Mutex
 	corpora map[string]*state
 	closed  bool
+	// hub is the one fsnotify watcher of every watched corpus (watch.go);
+	// nil until the first watch.
+	hub *hub
+	// ctx is the service's background context (the watcher's syncs),
+	// cancelled by Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// bg counts Resume calls under way.
+	bg sync.WaitGroup
+	// watchSlots bounds the watchers' syncs running at once: a restart
+	// that resumes a hundred corpora syncs them a few at a time, not all
+	// against kernel.db's one write lock together.
+	watchSlots chan struct{}
 
 	// govMu serialises corpus/open's choice of a governance folder with
 	// the corpus's registration, so two logs opened at once never take
@@ -78,15 +104,57 @@ type Service struct {
 
 // state is what the service keeps in memory per corpus.
 type state struct {
-	// mu serialises syncs, rebuilds and re-embeds of the corpus.
-	mu sync.Mutex
-	// builtin is the trained built-in model, loaded from kernel.db.
+	// sem serialises syncs, rebuilds and re-embeds of the corpus; it is a
+	// channel so that a caller waiting for it still hears its context.
+	sem chan struct{}
+	// bmu guards builtin, the trained built-in model, loaded from
+	// kernel.db.
+	bmu     sync.Mutex
 	builtin *embedding.Builtin
 
 	// The fields below are guarded by Service.mu.
-	watcher   *watcher
-	watchErr  string
+	sub       *subscription
 	lastError string
+	// locked is the last sync's section_count_locked warning, "" once a
+	// sync took the lock.
+	locked *protocol.CorpusWarning
+}
+
+// lock takes the corpus's sync slot, or returns ctx's error.
+func (st *state) lock(ctx context.Context) error {
+	select {
+	case st.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (st *state) unlock() { <-st.sem }
+
+// model returns the cached built-in model, or nil.
+func (st *state) model() *embedding.Builtin {
+	st.bmu.Lock()
+	defer st.bmu.Unlock()
+	return st.builtin
+}
+
+// setModel caches a model just trained.
+func (st *state) setModel(b *embedding.Builtin) {
+	st.bmu.Lock()
+	defer st.bmu.Unlock()
+	st.builtin = b
+}
+
+// cacheModel caches b, loaded from kernel.db, unless a model is cached
+// already (one trained meanwhile is newer), and returns the cached one.
+func (st *state) cacheModel(b *embedding.Builtin) *embedding.Builtin {
+	st.bmu.Lock()
+	defer st.bmu.Unlock()
+	if st.builtin == nil {
+		st.builtin = b
+	}
+	return st.builtin
 }
 
 // NewService returns the corpus service.
@@ -100,23 +168,41 @@ func NewService(cfg Config) *Service {
 	if cfg.RetryStale <= 0 {
 		cfg.RetryStale = 30 * time.Second
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, corpora: map[string]*state{}}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 500 * time.Millisecond
+	}
+	if cfg.MaxWait < cfg.Debounce {
+		cfg.MaxWait = cfg.Debounce
+	}
+	if cfg.LockWait <= 0 {
+		cfg.LockWait = 5 * time.Second
+	}
+	if cfg.LockRetry <= 0 {
+		cfg.LockRetry = time.Second
+	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{cfg: cfg, log: cfg.Logger, corpora: map[string]*state{}, ctx: ctx, cancel: cancel, watchSlots: make(chan struct{}, 8)}
 }
 
-// Close stops every watcher.
+// Close stops every watcher and cancels the syncs they run (a sync
+// polling a writer's lock ends at once): the watchers' markers stay, so
+// the next kernel on the data dir resumes them (Resume).
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	var ws []*watcher
+	h := s.hub
+	s.hub = nil
 	for _, st := range s.corpora {
-		if st.watcher != nil {
-			ws = append(ws, st.watcher)
-			st.watcher = nil
-		}
+		st.sub = nil
 	}
 	s.mu.Unlock()
-	for _, w := range ws {
-		w.stop()
+	s.cancel()
+	s.bg.Wait()
+	if h != nil {
+		h.close()
 	}
 	return nil
 }
@@ -126,7 +212,7 @@ func (s *Service) state(id string) *state {
 	defer s.mu.Unlock()
 	st := s.corpora[id]
 	if st == nil {
-		st = &state{}
+		st = &state{sem: make(chan struct{}, 1)}
 		s.corpora[id] = st
 	}
 	return st
@@ -280,6 +366,11 @@ func (s *Service) Status(ctx context.Context, p *protocol.CorpusParams) (*protoc
 			Dims: info.Dims, Method: info.Method},
 		Warnings: []protocol.CorpusWarning{},
 	}
+	if s.cfg.Embedder == nil {
+		if n := s.trainedOn(c.ID, info.ModelVersion); n > 0 {
+			out.Embedding.TrainedOn, out.Embedding.RetrainAt = n, 2*n
+		}
+	}
 	if !c.LastSyncAt.IsZero() {
 		out.LastSync = c.LastSyncAt.UTC().Format(time.RFC3339Nano)
 	}
@@ -287,6 +378,7 @@ func (s *Service) Status(ctx context.Context, p *protocol.CorpusParams) (*protoc
 		var r report
 		if json.Unmarshal(c.Report, &r) == nil && r.Warnings != nil {
 			out.Warnings = r.Warnings
+			out.UncountedHeadings = r.Uncounted
 		}
 	}
 	if c.Kind == "log" {
@@ -301,21 +393,23 @@ func (s *Service) Status(ctx context.Context, p *protocol.CorpusParams) (*protoc
 	}
 	s.mu.Lock()
 	out.LastError = st.lastError
-	switch {
-	case st.watcher == nil:
-		out.Watcher = "stopped"
-	case st.watchErr != "":
-		out.Watcher = "source_missing"
-	default:
-		out.Watcher = "watching"
+	sub := st.sub
+	if st.locked != nil {
+		out.Warnings = append(out.Warnings, *st.locked)
 	}
 	s.mu.Unlock()
+	out.Watcher, out.WatchError = s.watchState(sub, c)
+	if out.LastError == "" && out.Watcher == protocol.WatcherError {
+		out.LastError = out.WatchError
+	}
 	return out, nil
 }
 
 // report is what a sync records on the corpus for corpus/status.
 type report struct {
 	Warnings []protocol.CorpusWarning `json:"warnings"`
+	// Uncounted is how many section-shaped headings are code.
+	Uncounted int `json:"uncounted,omitempty"`
 }
 
 func (s *Service) setLastError(st *state, err error) {

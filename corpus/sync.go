@@ -37,6 +37,8 @@ type plan struct {
 	sourceHash string
 	sourceSize int64
 	sections   int      // sections in the log after this sync
+	last       int      // the largest canonical number after this sync
+	uncounted  int      // section-shaped headings in code, not counted
 	bodies     []string // every chunk's body after this sync: the built-in's training text
 }
 
@@ -65,12 +67,19 @@ func (s *Service) Rebuild(ctx context.Context, p *protocol.CorpusRebuildParams) 
 }
 
 func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress func(protocol.ProgressValue)) (*protocol.CorpusSyncResult, error) {
+	// The lock wait counts from the call: a sync that first waited for
+	// another sync of the corpus (itself polling a writer's lock) gets one
+	// more try, not a second full wait, so shutdown is never held up by
+	// a queue of them.
+	deadline := time.Now().Add(s.cfg.LockWait)
 	db, c, st, err := s.corpus(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	if err := st.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer st.unlock()
 	start := time.Now()
 	report := func(kind, msg string, pct int) {
 		if progress != nil {
@@ -86,7 +95,23 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 		}
 	}
 	report("begin", "reading "+c.Path, 0)
-	res, err := s.syncLocked(ctx, db, c, st, rebuild, report)
+	res, err := s.syncLocked(ctx, db, c, st, rebuild, deadline, report)
+	var le *lockedError
+	if errors.As(err, &le) {
+		// Not an error of the index: it is as it was, and the watcher
+		// tries again. The answer says which file is held.
+		w := protocol.CorpusWarning{Kind: "section_count_locked", Path: le.path,
+			Message: le.Error() + "; the index is unchanged, and a watched corpus syncs again once the lock is free"}
+		s.mu.Lock()
+		st.locked = &w
+		s.mu.Unlock()
+		report("end", "deferred: "+le.Error(), 100)
+		return &protocol.CorpusSyncResult{CorpusID: c.ID, Deferred: true, NewCollisions: []protocol.CollisionEntry{}, Warnings: []protocol.CorpusWarning{w},
+			DurationMs: float64(time.Since(start).Microseconds()) / 1000}, nil
+	}
+	s.mu.Lock()
+	st.locked = nil
+	s.mu.Unlock()
 	s.setLastError(st, err)
 	if err != nil {
 		report("end", "failed: "+err.Error(), 100)
@@ -97,7 +122,7 @@ func (s *Service) sync(ctx context.Context, id string, rebuild bool, progress fu
 	return res, nil
 }
 
-func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, rebuild bool, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
+func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.CorpusRow, st *state, rebuild bool, deadline time.Time, report func(string, string, int)) (*protocol.CorpusSyncResult, error) {
 	start := time.Now()
 	var gov governance
 	var count *sectionCount
@@ -111,7 +136,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		if moved != nil {
 			gov = s.governanceFor(ctx, db, c)
 		}
-		if count, err = gov.lockSectionCount(false); err != nil {
+		if count, err = gov.lockSectionCount(ctx, false, deadline); err != nil {
 			return nil, err
 		}
 		if count != nil {
@@ -133,7 +158,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 			// locked, and the log read again under the lock, so a writer
 			// that appended meanwhile is counted, and the new folder is
 			// filled even when the log is unchanged.
-			if count, err = gov.lockSectionCount(true); err != nil {
+			if count, err = gov.lockSectionCount(ctx, true, deadline); err != nil {
 				return nil, err
 			}
 			defer count.unlock()
@@ -178,7 +203,10 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		}
 		report("report", fmt.Sprintf("%d %s: embedding %d new or changed", len(p.bodies), unit, need), 30)
 		upd := store.SyncUpdate{Replace: rebuild, Delete: p.delete, Upsert: p.upsert, SourceHash: p.sourceHash, SourceSize: p.sourceSize}
-		emb, model, err := s.embedderForSync(ctx, db, c, st, p.bodies, rebuild)
+		emb, model, retrained, err := s.embedderForSync(ctx, db, c, st, p.bodies, rebuild)
+		if retrained != nil {
+			res.Warnings = append(res.Warnings, *retrained)
+		}
 		if err != nil {
 			res.Warnings = append(res.Warnings, embedderWarning(err))
 		} else {
@@ -202,7 +230,7 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 			}
 			upd.Model = model
 		}
-		rep, _ := json.Marshal(report2(res.Warnings))
+		rep, _ := json.Marshal(syncReport(res.Warnings, p.uncounted))
 		upd.Report = rep
 		if count != nil {
 			fresh, err := gov.appendCollisions(p.collisions)
@@ -215,13 +243,16 @@ func (s *Service) syncLocked(ctx context.Context, db *store.Corpus, c *store.Cor
 		if _, err := db.ApplySync(ctx, c.ID, upd); err != nil {
 			return nil, err
 		}
-		if count != nil && count.before != p.sections {
-			if err := count.write(p.sections); err != nil {
+		// .section_count holds the last canonical number assigned (seed
+		// 004's sync, step 6): the section count while no number is
+		// retired, and what a writer adds one to either way.
+		if count != nil && count.before != p.last {
+			if err := count.write(p.last); err != nil {
 				return nil, err
 			}
 		}
 		if count != nil && gov.inWorkspace() {
-			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.sections, rebuild, time.Since(start))...)
+			res.Warnings = append(res.Warnings, s.refreshGovernance(gov, c, count.before, p.last, rebuild, time.Since(start))...)
 		}
 		res.Added, res.Updated, res.Removed = p.added, p.updated, len(p.delete)
 		if rebuild {
@@ -276,8 +307,6 @@ func governanceWarning(gov governance, name string, err error) protocol.CorpusWa
 	return protocol.CorpusWarning{Kind: "governance_unwritable", Path: gov.dir + "/" + name, Message: "the index is current, but " + name + " could not be written: " + err.Error()}
 }
 
-func report2(w []protocol.CorpusWarning) report { return report{Warnings: w} }
-
 func embedderWarning(err error) protocol.CorpusWarning {
 	return protocol.CorpusWarning{Kind: "embedder_failed", Message: "the keyword index is current; vectors are stale until the embedder answers: " + err.Error()}
 }
@@ -306,9 +335,9 @@ func notUTF8(rel string, err error) error {
 }
 
 // planLog diffs a log against its stored sections; an unchanged log
-// (same BLAKE3) is not parsed unless parse is set. Canonical numbers are
-// the order of appearance (seed 004); a section's key is its canonical
-// number, so an appended section is an insert and nothing else changes.
+// (same BLAKE3) is not parsed unless parse is set. Keys and canonical
+// numbers are canonicalNumbers': an appended section is an insert, a
+// deleted one a delete, and nothing else changes.
 func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, rebuild, parse bool) (*plan, error) {
 	data, err := s.readSource(c.Path)
 	if err != nil {
@@ -327,17 +356,32 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "rejected_heading", Path: c.Path, Line: r.Line, Offset: r.Offset, Text: r.Text,
 			Message: "kept as body text: " + r.Reason})
 	}
+	for _, u := range lg.Unclosed {
+		what := "code fence"
+		if u.Kind == "comment" {
+			what = "HTML comment"
+		}
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "unclosed_" + u.Kind, Path: c.Path, Line: u.Line, Offset: u.Offset, Text: u.Text,
+			Message: fmt.Sprintf("the %s opened at line %d never closes; the log's section grammar wins: it ends before the section heading at line %d, so the %d section headings from there on are counted (CommonMark would have read them as code)",
+				what, u.Line, u.EndLine, u.Headings)})
+	}
+	for _, r := range lg.InCode {
+		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "heading_in_code", Path: c.Path, Line: r.Line, Offset: r.Offset, Text: r.Text,
+			Message: "shaped like a section heading but " + r.Reason + ": not counted as a section, kept as body text"})
+	}
+	p.uncounted = len(lg.InCode)
 	if c.SourceSize > int64(len(data)) {
 		p.warnings = append(p.warnings, protocol.CorpusWarning{Kind: "source_shrank", Path: c.Path,
 			Message: "the log shrank from " + strconv.FormatInt(c.SourceSize, 10) + " to " + strconv.Itoa(len(data)) + " bytes; sections no longer in it were removed from the index"})
 	}
+	numbers := canonicalNumbers(lg.Sections, refs, rebuild)
 	seen := map[string]bool{}
 	for i, sec := range lg.Sections {
-		canonical := i + 1
+		canonical := numbers[i].canonical
 		if w, ok := missingAttribution(c.Path, canonical, &sec); ok {
 			p.warnings = append(p.warnings, w)
 		}
-		ch := logChunk(c.Path, canonical, &sec)
+		ch := logChunk(c.Path, numbers[i].key, canonical, &sec)
 		if ch.Collision {
 			p.collisions = append(p.collisions, protocol.CollisionEntry{CanonicalSectionNumber: canonical, SectionNumberFiled: sec.Filed,
 				FiledNumber: sec.FiledNumber, Title: sec.Title})
@@ -345,6 +389,7 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 		p.bodies = append(p.bodies, ch.Body)
 		seen[ch.ChunkKey] = true
 		p.addChunk(ch, refs, rebuild)
+		p.last = max(p.last, canonical)
 	}
 	p.sections = len(lg.Sections)
 	if !rebuild {
@@ -357,12 +402,78 @@ func (s *Service) planLog(c *store.CorpusRow, refs map[string]store.ChunkRef, re
 	return p, nil
 }
 
+// numbered is a section's stable key and canonical number.
+type numbered struct {
+	key       string
+	canonical int
+}
+
+// canonicalNumbers gives each section of a log its stable key and its
+// canonical number (PROTOCOL.md §12, "Canonical numbers").
+//
+// The key is the filed numeral, with "#2", "#3", … on its later repeats
+// ("LXVI", "LXVI#2"): it names the section whatever happens around it, so
+// a section deleted and restored, or an edit elsewhere, changes no other
+// section's key.
+//
+// At the first index and at a rebuild, canonical numbers are the order of
+// appearance (seed 004). At an incremental sync a section keeps the
+// number it has, so deleting one section renumbers nothing (no churn in
+// collision.log, and txkernel://corpus/{id}/section/{n} keeps naming the
+// same section); a new section takes the number after the section before
+// it when that number is free (a section restored where it was gets its
+// number back) and otherwise one past the largest in use (seed 004's
+// "store.max() + 1").
+func canonicalNumbers(secs []markdown.Section, refs map[string]store.ChunkRef, rebuild bool) []numbered {
+	out := make([]numbered, len(secs))
+	repeats := map[string]int{}
+	for i, sec := range secs {
+		repeats[sec.Filed]++
+		out[i].key = sec.Filed
+		if n := repeats[sec.Filed]; n > 1 {
+			out[i].key += "#" + strconv.Itoa(n)
+		}
+	}
+	if rebuild || len(refs) == 0 {
+		for i := range out {
+			out[i].canonical = i + 1
+		}
+		return out
+	}
+	used := map[int]bool{}
+	top := 0
+	for i := range out {
+		if r, ok := refs[out[i].key]; ok && r.Canonical > 0 && !used[r.Canonical] {
+			out[i].canonical = r.Canonical
+			used[r.Canonical] = true
+			top = max(top, r.Canonical)
+		}
+	}
+	prev := 0
+	for i := range out {
+		if out[i].canonical == 0 {
+			n := prev + 1
+			if used[n] {
+				n = top + 1
+			}
+			out[i].canonical = n
+			used[n] = true
+			top = max(top, n)
+		}
+		prev = out[i].canonical
+	}
+	return out
+}
+
 // logGrammar names the log grammar (markdown.ParseLog) a log's source hash
 // is taken under: changing it makes every log indexed under an earlier
 // grammar parse again at its next sync, once, even though its bytes did
 // not change. 2: exec tags in any case and spacing ([exec: gov]), which
-// grammar 1 left in the indexed body.
-const logGrammar = "txkernel-log-grammar-2\x00"
+// grammar 1 left in the indexed body. 3: no tag inside an indented code
+// block or an HTML comment, and a fence or comment that never closes ends
+// at the next section heading. 4: a section's key is its filed numeral
+// (canonicalNumbers), not its canonical number.
+const logGrammar = "txkernel-log-grammar-4\x00"
 
 // logSourceHash is the hex BLAKE3 of the grammar name and a log's bytes:
 // what a sync compares to skip an unchanged log.
@@ -420,7 +531,7 @@ func (p *plan) addChunk(ch store.Chunk, refs map[string]store.ChunkRef, rebuild 
 		ch.ID = old.ID
 		p.upsert = append(p.upsert, ch)
 		p.embedNeed = append(p.embedNeed, old.BodyHash != ch.BodyHash || !old.Embedded)
-	case old.Start != ch.Start || old.End != ch.End || old.BodyStart != ch.BodyStart || old.Line != ch.Line || !old.Embedded:
+	case old.Start != ch.Start || old.End != ch.End || old.BodyStart != ch.BodyStart || old.Line != ch.Line || old.Canonical != ch.Canonical || !old.Embedded:
 		ch.ID = old.ID
 		p.upsert = append(p.upsert, ch)
 		p.embedNeed = append(p.embedNeed, !old.Embedded)
@@ -430,7 +541,7 @@ func (p *plan) addChunk(ch store.Chunk, refs map[string]store.ChunkRef, rebuild 
 // logChunk turns a parsed section into a row. retro_dark_fields lists the
 // provenance fields the section does not give (seed 004: [] = all
 // captured).
-func logChunk(docPath string, canonical int, sec *markdown.Section) store.Chunk {
+func logChunk(docPath, key string, canonical int, sec *markdown.Section) store.Chunk {
 	dark := []string{}
 	if sec.ResponseTo == nil {
 		dark = append(dark, "response_to")
@@ -439,7 +550,7 @@ func logChunk(docPath string, canonical int, sec *markdown.Section) store.Chunk 
 		dark = append(dark, "knowledge_refs")
 	}
 	ch := store.Chunk{
-		DocPath: docPath, ChunkKey: strconv.Itoa(canonical), Canonical: canonical, Filed: sec.Filed, Collision: sec.FiledNumber != canonical,
+		DocPath: docPath, ChunkKey: key, Canonical: canonical, Filed: sec.Filed, Collision: sec.FiledNumber != canonical,
 		Authors: nonNil(sec.Authors), CreatedAt: sec.CreatedAt, IsExternalCaller: sec.IsExternalCaller,
 		Title: sec.Title, HeadingPath: []string{sec.Title}, Body: sec.Body,
 		ExecTags: nonNil(sec.ExecTags), StatusTags: nonNil(sec.StatusTags),
@@ -578,4 +689,9 @@ func (s *Service) listMarkdown(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// syncReport is what a sync records for corpus/status.
+func syncReport(w []protocol.CorpusWarning, uncounted int) report {
+	return report{Warnings: w, Uncounted: uncounted}
 }

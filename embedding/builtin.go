@@ -271,3 +271,23 @@ func DescribeBuiltin(cfg BuiltinConfig) Info {
 		Method:       fmt.Sprintf("LSA: randomized SVD of each corpus's tf-idf matrix, k=%d, trained on the corpus at its first sync (corpus/status gives each corpus's model version)", dims),
 	}
 }
+
+// Coverage counts the token occurrences of texts (Tokens) and how many of
+// them are terms of the model's vocabulary: known/total is the share of
+// the text the model can see. A model trained on an early part of a
+// growing corpus sees less and less of it; corpus uses the measurement
+// behind its retraining rule (PROTOCOL.md §12, "Embeddings").
+func (m *Builtin) Coverage(texts []string) (known, total int) {
+	tk := tokenizer{cache: make(map[string]string)}
+	var ts []string
+	for _, t := range texts {
+		ts = tk.appendTokens(ts[:0], t)
+		total += len(ts)
+		for _, w := range ts {
+			if _, ok := m.index[w]; ok {
+				known++
+			}
+		}
+	}
+	return known, total
+}

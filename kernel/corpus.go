@@ -22,6 +22,7 @@ var corpusMethods = map[string]methodInfo{
 	protocol.MethodCorpusSection:    corpusMethod(Reads, (*corpus.Service).Section),
 	protocol.MethodCorpusCollisions: corpusMethod(Reads, (*corpus.Service).Collisions),
 	protocol.MethodCorpusQuery:      corpusMethod(Reads, (*corpus.Service).Query),
+	protocol.MethodCorpusClose:      corpusMethod(Writes, (*corpus.Service).CloseCorpus),
 }
 
 // corpusMethod makes a row from a corpus service method: typed params, and

@@ -103,6 +103,11 @@ type Server struct {
 	exit        chan struct{}
 	exitOnce    sync.Once
 	exitClean   bool
+
+	// draining is set (under mu) when Serve starts waiting for requests
+	// in flight: a request read after it is refused, so wg.Add never
+	// races wg.Wait (a SIGTERM while requests still arrive).
+	draining bool
 }
 
 // handlerFunc is one entry of the method table: it decodes raw params and
@@ -404,6 +409,9 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	case <-s.exit:
 	case <-ctx.Done():
 	}
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	conn.Close()
 	if s.exitClean || !s.exited() {
@@ -477,9 +485,15 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		cancel()
+		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
+		return
+	}
 	s.inflight[req.ID] = cancel
-	s.mu.Unlock()
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		defer func() {

@@ -48,17 +48,22 @@ func ParseLog(data []byte) (*Log, error) {
 	}
 	src := string(data)
 	lines := splitLines(src)
+	lg := &Log{Unclosed: classify(lines)}
 	refs := linkLabels(lines)
-	lg := &Log{}
-	var f fence
 	var heads []int // indexes into lines of accepted section headings
 	var parsed []headingParts
 	for i, l := range lines {
-		if f.step(l.text) {
+		if l.code || len(l.hidden) > 0 && l.hidden[0][0] == 0 {
+			if sectionShaped(l.text) {
+				lg.InCode = append(lg.InCode, Rejected{Line: l.num, Offset: l.start, Text: l.text, Reason: codeReason(lines, i)})
+			}
 			continue
 		}
 		level, text := heading(l.text)
 		if level != 2 {
+			if level == 0 && sectionShaped(l.text) {
+				lg.InCode = append(lg.InCode, Rejected{Line: l.num, Offset: l.start, Text: l.text, Reason: "indented four columns or more: not a heading"})
+			}
 			continue
 		}
 		h, reason := parseSectionHeading(text)
@@ -82,6 +87,41 @@ func ParseLog(data []byte) (*Log, error) {
 		lg.Sections = append(lg.Sections, buildSection(lines[hi:end], parsed[n], refs))
 	}
 	return lg, nil
+}
+
+// codeReason says what code or comment hides the heading-shaped line i.
+func codeReason(lines []line, i int) string {
+	l := lines[i]
+	if !l.code {
+		return "inside an HTML comment"
+	}
+	// Walk back to the block's first line.
+	for j := i; j >= 0; j-- {
+		if !lines[j].code {
+			break
+		}
+		if fenceOpens(lines[j].text) && j < i {
+			return "inside the fenced code block opened at line " + itoa(lines[j].num)
+		}
+		if strings.Contains(lines[j].text, "<!--") {
+			return "inside the HTML comment opened at line " + itoa(lines[j].num)
+		}
+	}
+	return "inside a code block"
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return string(b[i:])
 }
 
 // headingParts is what a section heading says.
@@ -145,7 +185,7 @@ func buildSection(ls []line, h headingParts, refs map[string]bool) Section {
 	sec := Section{Filed: h.filed, FiledNumber: h.value, Start: ls[0].start, End: last.next, Line: ls[0].num,
 		ExecTags: []string{}, StatusTags: []string{}}
 	tags := &tagSet{sec: &sec}
-	title, _ := tags.strip(h.title, refs)
+	title, _ := tags.strip(line{text: h.title}, refs)
 	title, authors, date := trailingAttribution(title)
 	sec.Title = title
 	sec.Authors = authors
@@ -158,27 +198,29 @@ func buildSection(ls []line, h headingParts, refs map[string]bool) Section {
 		if t == "" {
 			continue
 		}
-		plain, _ := tags.peek(ls[i].text, refs)
+		if ls[i].code {
+			break
+		}
+		plain, _ := tags.peek(ls[i], refs)
 		if !parseMeta(plain, &sec) {
 			break
 		}
-		tags.strip(ls[i].text, refs)
+		tags.strip(ls[i], refs)
 	}
 	sec.BodyStart = sec.End
 	if i < len(ls) {
 		sec.BodyStart = ls[i].start
 	}
 
-	// The body, tags removed outside code.
+	// The body, tags removed outside code and comments.
 	var b strings.Builder
-	var f fence
 	for _, l := range ls[i:] {
-		if f.step(l.text) {
+		if l.code {
 			b.WriteString(l.text)
 			b.WriteByte('\n')
 			continue
 		}
-		out, removed := tags.strip(l.text, refs)
+		out, removed := tags.strip(l, refs)
 		if removed && strings.TrimSpace(out) == "" {
 			continue
 		}
@@ -332,9 +374,8 @@ var linkLabelRE = regexp.MustCompile(`^ {0,3}\[([^\]]+)\]:`)
 // url" defines it, never a tag.
 func linkLabels(lines []line) map[string]bool {
 	out := map[string]bool{}
-	var f fence
 	for _, l := range lines {
-		if f.step(l.text) {
+		if l.code || len(l.hidden) > 0 && l.hidden[0][0] == 0 {
 			continue
 		}
 		if m := linkLabelRE.FindStringSubmatch(l.text); m != nil {
@@ -348,13 +389,13 @@ func linkLabels(lines []line) map[string]bool {
 type tagSet struct{ sec *Section }
 
 // peek returns l with its tags removed, without recording them.
-func (t *tagSet) peek(l string, refs map[string]bool) (string, bool) {
-	return removeTags(l, refs, nil)
+func (t *tagSet) peek(l line, refs map[string]bool) (string, bool) {
+	return removeTags(l.text, l.hidden, refs, nil)
 }
 
 // strip returns l with its tags removed and records them.
-func (t *tagSet) strip(l string, refs map[string]bool) (string, bool) {
-	return removeTags(l, refs, func(tag string) {
+func (t *tagSet) strip(l line, refs map[string]bool) (string, bool) {
+	return removeTags(l.text, l.hidden, refs, func(tag string) {
 		if strings.HasPrefix(tag, execPrefix) {
 			t.sec.ExecTags = appendUnique(t.sec.ExecTags, tag)
 		} else {
@@ -363,13 +404,14 @@ func (t *tagSet) strip(l string, refs map[string]bool) (string, bool) {
 	})
 }
 
-// removeTags removes the tags of l outside inline code, with one space
-// around each, and calls add for each; it reports whether any was found.
-func removeTags(l string, refs map[string]bool, add func(string)) (string, bool) {
+// removeTags removes the tags of l outside inline code and outside the
+// comment spans hidden, with one space around each, and calls add for
+// each; it reports whether any was found.
+func removeTags(l string, hidden [][2]int, refs map[string]bool, add func(string)) (string, bool) {
 	if !strings.Contains(l, "[") {
 		return l, false
 	}
-	spans := codeSpans(l)
+	spans := append(codeSpans(l), hidden...)
 	inCode := func(i int) bool {
 		for _, s := range spans {
 			if i >= s[0] && i < s[1] {

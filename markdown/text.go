@@ -41,6 +41,10 @@ type line struct {
 	text        string
 	start, next int
 	num         int
+	// code is set by classify for a line that is code or wholly inside
+	// an HTML comment; hidden are the comment spans of a line that is not.
+	code   bool
+	hidden [][2]int
 }
 
 // splitLines splits s into lines, keeping byte offsets.

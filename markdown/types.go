@@ -62,6 +62,15 @@ type Log struct {
 	Rejected []Rejected
 	// Preamble is the text before the first section, as written.
 	Preamble string
+	// InCode are the lines shaped as section headings that are not
+	// sections because they are code (a fenced or indented code block) or
+	// inside an HTML comment: they stay body text, and a sync reports
+	// them (heading_in_code) and counts them (uncountedHeadings).
+	InCode []Rejected
+	// Unclosed are the fences and comments that never close and were ended
+	// at the next section heading (the section grammar wins over
+	// CommonMark there; see classify).
+	Unclosed []Unclosed
 }
 
 // Chunk is one piece of a markdown document: the text under one heading up

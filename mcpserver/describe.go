@@ -34,6 +34,7 @@ var descriptions = map[string]string{
 	"corpus/section":          "One section of a corpus by canonical number.",
 	"corpus/collisions":       "Section numbers filed twice in a log.",
 	"corpus/query":            "The default route of a corpus: linear_tail.",
+	"corpus/close":            "Stop a corpus's file watcher and release its watches; the index is kept.",
 	"memory/read_context":     "Read the published (or a named) baseline of the curated memory for a query, trimmed to what the principal may see, with citations.",
 	"memory/ingest":           "Ingest markdown files from the workspace into memory as evidence.",
 	"memory/propose":          "Propose a new memory version; a curator decides it.",

@@ -20,6 +20,9 @@ const (
 	MethodCorpusSection    = "corpus/section"
 	MethodCorpusCollisions = "corpus/collisions"
 	MethodCorpusQuery      = "corpus/query"
+	// MethodCorpusClose stops a corpus's watcher and releases its watches;
+	// the index is kept.
+	MethodCorpusClose = "corpus/close"
 	// MethodProgress is LSP's $/progress notification: {token, value}, with
 	// value.kind begin, report or end.
 	MethodProgress = "$/progress"
@@ -100,10 +103,11 @@ type CorpusSearchParams struct {
 	Mode    string          `json:"mode"`
 	Filters *CorpusFilters  `json:"filters,omitempty"`
 	// MinScore is the least cosine similarity a semantic-side hit needs
-	// (modes semantic and hybrid), in [0, 1). Whatever it is, a semantic
-	// hit needs a similarity above 0: a search that matches nothing
-	// returns nothing. In hybrid mode a hit can still come from its
-	// keyword side alone.
+	// (modes semantic and hybrid), in [0, 1); absent, 0.05
+	// (corpus.DefaultMinScore). Whatever it is, a semantic hit needs a
+	// similarity above 1e-4 (float noise is no match): a search that
+	// matches nothing returns nothing. In hybrid mode a hit can still
+	// come from its keyword side alone.
 	MinScore *float64 `json:"minScore,omitempty"`
 }
 
@@ -185,14 +189,23 @@ type CorpusSyncResult struct {
 	Warnings []CorpusWarning `json:"warnings"`
 	// DurationMs is the sync's wall time, in milliseconds.
 	DurationMs float64 `json:"durationMs"`
+	// Deferred is true when the sync did not run because another process
+	// held .section_count's lock past the kernel's wait (a
+	// section_count_locked warning names the file): the index is as it
+	// was, and a watched corpus is synced again once the lock is free.
+	Deferred bool `json:"deferred,omitempty"`
 	// WorkDoneToken is the $/progress token of a rebuild.
 	WorkDoneToken any `json:"workDoneToken,omitempty"`
 }
 
 // CorpusWarning is one thing a sync kept but reports: Kind is
 // "rejected_heading", "missing_attribution", "skipped_file",
-// "source_shrank", "embedder_failed", "source_missing" or
-// "governance_unwritable". Line is 1-based; Offset is a byte offset in the
+// "source_shrank", "embedder_failed", "source_missing",
+// "governance_unwritable", "section_count_locked" (a writer held
+// .section_count's lock; Path is the file), "unclosed_fence" or
+// "unclosed_comment" (Line is where it opened), "heading_in_code" (a
+// section-shaped line in code or a comment, not counted) or
+// "embedder_retrained". Line is 1-based; Offset is a byte offset in the
 // source.
 type CorpusWarning struct {
 	Kind   string `json:"kind"`
@@ -226,8 +239,17 @@ type CorpusStatus struct {
 	LastSync string `json:"lastSync"`
 	// LastError is the last sync's error, or "".
 	LastError string `json:"lastError,omitempty"`
-	// Watcher is "watching", "stopped" or "source_missing".
+	// Watcher is "watching", "stopped", "source_missing" or "error"
+	// (Watcher* constants).
 	Watcher string `json:"watcher"`
+	// WatchError says why the watcher is in state "error" (no inotify
+	// instance or watch left, a folder that cannot be watched).
+	WatchError string `json:"watchError,omitempty"`
+	// UncountedHeadings is how many section-shaped headings of a log the
+	// last sync did not count because they are code (inside a closed
+	// fence, an indented code block or an HTML comment); the
+	// heading_in_code warnings name them.
+	UncountedHeadings int `json:"uncountedHeadings"`
 	// Warnings are the last sync's warnings (rejected headings among them).
 	Warnings []CorpusWarning `json:"warnings"`
 	// CollisionLog and SectionCount are the paths of collision.log and
@@ -243,6 +265,25 @@ type CorpusStatus struct {
 	GovernanceLog    string `json:"governanceLog,omitempty"`
 }
 
+// The states of CorpusStatus.Watcher.
+const (
+	WatcherWatching      = "watching"
+	WatcherStopped       = "stopped"
+	WatcherSourceMissing = "source_missing"
+	WatcherError         = "error"
+)
+
+// CorpusCloseResult is the result of corpus/close: the watcher is
+// stopped, its watches released and the corpus no longer resumed at the
+// next start; the index is kept, and corpus/open watches it again.
+type CorpusCloseResult struct {
+	CorpusID string `json:"corpusId"`
+	// WasWatching is true when a watcher was running.
+	WasWatching bool `json:"wasWatching"`
+	// Watcher is "stopped".
+	Watcher string `json:"watcher"`
+}
+
 // EmbeddingStatus describes the embedder of a corpus.
 type EmbeddingStatus struct {
 	Model                 string `json:"model"`
@@ -250,6 +291,11 @@ type EmbeddingStatus struct {
 	EmbeddingVersion      int    `json:"embedding_version"`
 	Dims                  int    `json:"dims"`
 	Method                string `json:"method"`
+	// TrainedOn is how many bodies the built-in embedder's model was
+	// trained on, and RetrainAt the corpus size at which a sync retrains
+	// it (twice TrainedOn); absent for an HTTP embedder or when not known.
+	TrainedOn int `json:"trainedOn,omitempty"`
+	RetrainAt int `json:"retrainAt,omitempty"`
 }
 
 // Section is seed 004's CorrespondenceSection for a log section, or a

@@ -192,13 +192,16 @@ type ChunkRef struct {
 	// document: a row whose text is unchanged but moved is rewritten
 	// (same content hash, same vector) so that citations stay exact.
 	Start, End, BodyStart, Line int
+	// Canonical is a log section's canonical number (0 for a folder
+	// chunk): an incremental sync keeps it.
+	Canonical int
 }
 
 // ChunkRefs returns the stored chunks of a corpus keyed by doc path, then
 // chunk key.
 func (s *Corpus) ChunkRefs(ctx context.Context, corpusID string) (map[string]map[string]ChunkRef, error) {
 	rows, err := s.d.db.QueryContext(ctx, `SELECT id, doc_path, chunk_key, content_hash, body_hash, vec_dims IS NOT NULL,
-		start_offset, end_offset, body_offset, line FROM corpus_chunks WHERE corpus_id = ?`, corpusID)
+		start_offset, end_offset, body_offset, line, coalesce(canonical_section_number, 0) FROM corpus_chunks WHERE corpus_id = ?`, corpusID)
 	if err != nil {
 		return nil, internal(err, "chunk refs")
 	}
@@ -207,7 +210,7 @@ func (s *Corpus) ChunkRefs(ctx context.Context, corpusID string) (map[string]map
 	for rows.Next() {
 		var r ChunkRef
 		var path, key string
-		if err := rows.Scan(&r.ID, &path, &key, &r.ContentHash, &r.BodyHash, &r.Embedded, &r.Start, &r.End, &r.BodyStart, &r.Line); err != nil {
+		if err := rows.Scan(&r.ID, &path, &key, &r.ContentHash, &r.BodyHash, &r.Embedded, &r.Start, &r.End, &r.BodyStart, &r.Line, &r.Canonical); err != nil {
 			return nil, internal(err, "chunk refs")
 		}
 		if out[path] == nil {
@@ -388,9 +391,9 @@ func (s *Corpus) Counts(ctx context.Context, corpusID, modelVersion string) (Cor
 // modelVersion. It reads the (corpus_id, embedding_model_version) index by
 // ranges that skip the current version, so its cost is the stale rows',
 // not the corpus's.
-func (s *Corpus) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
+func (r *CorpusRead) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
 	var n int
-	err := s.d.db.QueryRowContext(ctx, `SELECT
+	err := r.q.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version IS NULL) +
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version < ?2) +
 		(SELECT count(*) FROM corpus_chunks WHERE corpus_id = ?1 AND embedding_model_version > ?2)`, corpusID, modelVersion).Scan(&n)
@@ -450,12 +453,22 @@ func (s *Corpus) Collisions(ctx context.Context, corpusID string) ([]*Chunk, err
 	return scanChunks(rows)
 }
 
-// ChunksByID returns chunks by id; ids that are gone are absent.
+// StaleCount is CorpusRead.StaleCount on the latest state.
+func (s *Corpus) StaleCount(ctx context.Context, corpusID, modelVersion string) (int, error) {
+	return s.now().StaleCount(ctx, corpusID, modelVersion)
+}
+
+// ChunksByID is CorpusRead.ChunksByID on the latest state.
 func (s *Corpus) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk, error) {
+	return s.now().ChunksByID(ctx, ids)
+}
+
+// ChunksByID returns chunks by id; ids that are gone are absent.
+func (r *CorpusRead) ChunksByID(ctx context.Context, ids []int64) (map[int64]*Chunk, error) {
 	out := map[int64]*Chunk{}
 	for start := 0; start < len(ids); start += 500 {
 		part := ids[start:min(start+500, len(ids))]
-		rows, err := s.d.db.QueryContext(ctx, chunkSelect+` WHERE c.id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
+		rows, err := r.q.QueryContext(ctx, chunkSelect+` WHERE c.id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
 		if err != nil {
 			return nil, internal(err, "chunks by id")
 		}

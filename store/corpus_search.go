@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,15 +18,80 @@ import (
 	"github.com/txkernel/txkernel/search"
 )
 
+// corpusQuerier is what a corpus read needs: the database, or one
+// connection inside a read transaction.
+type corpusQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// CorpusRead reads the corpus tables. From Corpus.Read, every read sees
+// one state of kernel.db (one SQL read transaction), so a search's
+// keyword ranking, vector ranking and the rows it shows agree even while
+// a sync commits (PROTOCOL.md §12, "One snapshot per search"); the
+// Corpus methods of the same names each read the latest state.
+type CorpusRead struct {
+	q corpusQuerier
+}
+
+// now is a CorpusRead of the latest state, statement by statement.
+func (s *Corpus) now() *CorpusRead { return &CorpusRead{q: s.d.db} }
+
+// Read runs fn with a CorpusRead of one state of kernel.db: a deferred
+// read transaction (BEGIN, not the IMMEDIATE the writers take, so a
+// search never waits for a sync's write lock) on one connection, whose
+// snapshot is fixed by the first read and ended when fn returns. Errors:
+// fn's, or errs.Internal.
+func (s *Corpus) Read(ctx context.Context, fn func(r *CorpusRead) error) error {
+	conn, err := s.d.db.Conn(ctx)
+	if err != nil {
+		return internal(err, "read: connection")
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		return internal(err, "read: begin")
+	}
+	ferr := fn(&CorpusRead{q: conn})
+	// Ended even when ctx is done: the connection goes back to the pool,
+	// and must not carry an open transaction there.
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		if ferr == nil {
+			ferr = internal(err, "read: end")
+		}
+	}
+	return ferr
+}
+
+// VectorBlobs is CorpusRead.VectorBlobs on the latest state.
+func (s *Corpus) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[int64][]byte, error) {
+	return s.now().VectorBlobs(ctx, corpusID, dims)
+}
+
+// VectorsByID is CorpusRead.VectorsByID on the latest state.
+func (s *Corpus) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
+	return s.now().VectorsByID(ctx, dims, ids)
+}
+
+// SearchKeyword is CorpusRead.SearchKeyword on the latest state.
+func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]search.Scored, error) {
+	return s.now().SearchKeyword(ctx, corpusID, match, f, k, wTitle)
+}
+
+// SearchVector is CorpusRead.SearchVector on the latest state.
+func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]search.Scored, error) {
+	return s.now().SearchVector(ctx, corpusID, q, f, k)
+}
+
 // VectorBlobs returns every stored vector of a corpus as sqlite-vec stores
 // it (little-endian float32), keyed by chunk id: what the authority-
 // isolation gate compares byte for byte, and the input of the brute-force
 // floor benchmark.
-func (s *Corpus) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[int64][]byte, error) {
-	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok {
+func (r *CorpusRead) VectorBlobs(ctx context.Context, corpusID string, dims int) (map[int64][]byte, error) {
+	if ok, err := vecTableExists(ctx, r.q, dims); err != nil || !ok {
 		return map[int64][]byte{}, err
 	}
-	rows, err := s.d.db.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE corpus_id = ?`, vecTable(dims)), corpusID)
+	rows, err := r.q.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, embedding FROM %s WHERE corpus_id = ?`, vecTable(dims)), corpusID)
 	if err != nil {
 		return nil, internal(err, "vectors")
 	}
@@ -45,15 +111,15 @@ func (s *Corpus) VectorBlobs(ctx context.Context, corpusID string, dims int) (ma
 // VectorsByID returns the stored vectors of the given rows (dims long),
 // keyed by row id; rows without a vector are absent. It reads one row at
 // a time by rowid, vec0's point lookup: it is meant for a handful of rows.
-func (s *Corpus) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
+func (r *CorpusRead) VectorsByID(ctx context.Context, dims int, ids []int64) (map[int64][]float32, error) {
 	out := map[int64][]float32{}
-	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok || len(ids) == 0 {
+	if ok, err := vecTableExists(ctx, r.q, dims); err != nil || !ok || len(ids) == 0 {
 		return out, err
 	}
 	q := fmt.Sprintf(`SELECT embedding FROM %s WHERE rowid = ?`, vecTable(dims))
 	for _, id := range ids {
 		var b []byte
-		err := s.d.db.QueryRowContext(ctx, q, id).Scan(&b)
+		err := r.q.QueryRowContext(ctx, q, id).Scan(&b)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -140,13 +206,13 @@ func (f Filter) where() (string, []any) {
 // SearchKeyword ranks a corpus's rows by FTS5 BM25 for the MATCH
 // expression match (title weighted wTitle, body 1) under the filter, best
 // first, at most k.
-func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]search.Scored, error) {
+func (r *CorpusRead) SearchKeyword(ctx context.Context, corpusID, match string, f Filter, k int, wTitle float64) ([]search.Scored, error) {
 	where, args := f.where()
 	q := `SELECT c.id, -bm25(corpus_fts, ?, 1.0) AS score FROM corpus_fts JOIN corpus_chunks c ON c.id = corpus_fts.rowid
 		WHERE corpus_fts MATCH ? AND c.corpus_id = ?` + where + ` ORDER BY bm25(corpus_fts, ?, 1.0) LIMIT ?`
 	all := append([]any{wTitle, match, corpusID}, args...)
 	all = append(all, wTitle, k)
-	rows, err := s.d.db.QueryContext(ctx, q, all...)
+	rows, err := r.q.QueryContext(ctx, q, all...)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q", match)
 	}
@@ -160,9 +226,9 @@ func (s *Corpus) SearchKeyword(ctx context.Context, corpusID, match string, f Fi
 // zero), so cosine distance is d²/2 and the order is the same.
 // With a filter, the matching row ids are passed to the KNN query as
 // `rowid IN (...)`, so k matching rows come back whenever k exist.
-func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]search.Scored, error) {
+func (r *CorpusRead) SearchVector(ctx context.Context, corpusID string, q []float32, f Filter, k int) ([]search.Scored, error) {
 	dims := len(q)
-	if ok, err := s.d.vecTableExists(ctx, dims); err != nil || !ok {
+	if ok, err := vecTableExists(ctx, r.q, dims); err != nil || !ok {
 		return nil, err
 	}
 	where, args := f.where()
@@ -173,7 +239,7 @@ func (s *Corpus) SearchVector(ctx context.Context, corpusID string, q []float32,
 		all = append(all, corpusID)
 		all = append(all, args...)
 	}
-	rows, err := s.d.db.QueryContext(ctx, query+` ORDER BY distance`, all...)
+	rows, err := r.q.QueryContext(ctx, query+` ORDER BY distance`, all...)
 	if err != nil {
 		return nil, internal(err, "vector search")
 	}
@@ -212,9 +278,9 @@ func Float32Blob(v []float32) []byte {
 
 func vecTable(dims int) string { return fmt.Sprintf("corpus_vec_%d", dims) }
 
-func (s *DB) vecTableExists(ctx context.Context, dims int) (bool, error) {
+func vecTableExists(ctx context.Context, q corpusQuerier, dims int) (bool, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = ?`, vecTable(dims)).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = ?`, vecTable(dims)).Scan(&n); err != nil {
 		return false, internal(err, "vec table")
 	}
 	return n > 0, nil

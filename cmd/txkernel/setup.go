@@ -249,6 +249,15 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	}
 	cs := corpus.NewService(corpus.Config{DB: kdb.Open, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	k.closers = append(k.closers, func() { cs.Close() })
+	// Every corpus watched when the last kernel on this data dir stopped
+	// is watched again, and synced once (PROTOCOL.md §12, "Watching").
+	go func() {
+		if n, err := cs.Resume(ctx); err != nil {
+			log.Warn("corpus watchers not resumed", "err", err)
+		} else if n > 0 {
+			log.Info("corpus watchers resumed", "corpora", n)
+		}
+	}()
 	ms := memory.New(memory.Config{Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
 	k.cfg = kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,

@@ -114,6 +114,7 @@ var classification = map[string][]string{
 	"rpc:corpus/open":          {ruleCorpusNeverWritesLog},
 	"rpc:corpus/sync":          {ruleCorpusNeverWritesLog},
 	"rpc:corpus/rebuild":       {ruleCorpusNeverWritesLog},
+	"rpc:corpus/close":         {ruleCorpusNeverWritesLog}, // stops a watcher; the index is kept
 	"rpc:memory/ingest":        {ruleReadOnlyRefusesApply, ruleIngestNeverReplacesCurated, ruleTenantIsolatedIndex},
 	"rpc:memory/propose":       {ruleProposalWritesNothing, ruleNoRawSecret, ruleUniformNotFound},
 	// JSON-RPC Destroys methods.
@@ -157,6 +158,7 @@ var classification = map[string][]string{
 	"mcp:corpus_open":          {ruleToolIsItsMethod},
 	"mcp:corpus_sync":          {ruleToolIsItsMethod},
 	"mcp:corpus_rebuild":       {ruleToolIsItsMethod},
+	"mcp:corpus_close":         {ruleToolIsItsMethod},
 	"mcp:memory_ingest":        {ruleToolIsItsMethod},
 	"mcp:memory_propose":       {ruleToolIsItsMethod},
 	// The edit tools propose (turn/start) and then run apply_execute's flow.

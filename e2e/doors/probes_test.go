@@ -728,6 +728,8 @@ func probeCorpusLog(t *testing.T, e *env, door string) {
 		k.must(t, "corpus/sync", map[string]any{"corpusId": id})
 	case "rpc:corpus/rebuild":
 		k.must(t, "corpus/rebuild", map[string]any{"corpusId": id})
+	case "rpc:corpus/close":
+		k.must(t, "corpus/close", map[string]any{"corpusId": id})
 	}
 	if after, _ := os.ReadFile(logPath); string(after) != string(before) {
 		t.Errorf("%s wrote the markdown log", door)
