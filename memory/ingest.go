@@ -105,7 +105,7 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 		}
 		res, err := db.Ingest(ctx, scope, batch)
 		if err != nil {
-			return err
+			return partialIngest(err, out.Created+out.NewVersions+out.ForReview)
 		}
 		for _, r := range res {
 			switch r.Status {
@@ -176,6 +176,23 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 }
 
 func pct(n int) *int { return &n }
+
+// partialIngest is the error of an ingest whose batch failed after
+// written versions were committed by earlier batches: an outage
+// (errs.Unavailable) says how many (UnavailableData.Written), and that
+// they are kept and not yet published, so the answer never says nothing
+// was written when something was. Sending the ingest again finishes it:
+// what was written is unchanged the second time and is published then.
+func partialIngest(err error, written int) error {
+	kind, data := errs.KindOf(err)
+	d, ok := data.(errs.UnavailableData)
+	if kind != errs.Unavailable || !ok || written == 0 {
+		return err
+	}
+	d.Written = written
+	return errs.Wrap(errs.Unavailable, err, d,
+		"%v; %d version(s) of this ingest were written before the outage and are kept, not yet published: send the ingest again to finish and publish it", err, written)
+}
 
 // cleanDir checks that p names a directory inside the workspace ("." is
 // the workspace itself; an absolute path or file:// URI inside it is made

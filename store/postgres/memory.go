@@ -50,7 +50,7 @@ func (m *Memory) write(ctx context.Context, scope protocol.MemoryScope, fn func(
 
 // read runs fn in scope's tenant.
 func (m *Memory) read(ctx context.Context, scope protocol.MemoryScope, fn func(pgx.Tx) error) error {
-	return m.s.inTenant(ctx, scope.TenantID, fn)
+	return m.s.readTenant(ctx, scope.TenantID, fn)
 }
 
 // internal wraps an unexpected database error; a kernel error passes.
@@ -272,12 +272,15 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 	})
 }
 
-// RecordReturned implements store.Memory.
+// RecordReturned implements store.Memory. It does not take the scope's
+// lock: its one idempotent insert of rows nobody else writes conflicts
+// with no curation, so a read_context never waits behind another
+// kernel's ingest.
 func (m *Memory) RecordReturned(ctx context.Context, scope protocol.MemoryScope, principalID string, vids []int64) error {
 	if len(vids) == 0 {
 		return nil
 	}
-	return m.write(ctx, scope, func(tx pgx.Tx) error {
+	return m.s.inTenant(ctx, scope.TenantID, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO mem_returned (tenant_id, principal_id, vid)
 			SELECT $1, $2, v.vid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 			WHERE v.vid = ANY($3) AND e.tenant_id = $1 AND e.organization_id = $4 AND e.repository_id = $5
