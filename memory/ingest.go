@@ -103,7 +103,11 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 		if len(batch) == 0 {
 			return nil
 		}
-		res, err := db.Ingest(ctx, scope, batch)
+		var res []store.MemIngestOutcome
+		err := waitClaimed(ctx, func() (err error) {
+			res, err = db.Ingest(ctx, scope, batch)
+			return err
+		})
 		if err != nil {
 			return partialIngest(err, out.Created+out.NewVersions+out.ForReview)
 		}

@@ -55,6 +55,12 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 	for i, f := range files {
 		ids[i] = f.ElementID
 	}
+	// Ingest takes turns with accepts as accepts do with each other: a
+	// file whose element a live claim holds waits (the caller retries),
+	// so an accept never overwrites evidence newer than its base.
+	if err := refuseClaimed(ctx, tx, scope, ids...); err != nil {
+		return nil, err
+	}
 	state, err := ingestStates(ctx, tx, scope, ids)
 	if err != nil {
 		return nil, err
