@@ -117,6 +117,13 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 				out.Created++
 			case store.IngestNewVersion:
 				out.NewVersions++
+			case store.IngestSkipped:
+				// The store could not hold this file (a PostgreSQL limit
+				// kernel.db does not have): skipped, named and why, never
+				// failing the ingest.
+				s.log.Warn("memory/ingest: file skipped", "path", r.ElementID, "reason", r.Reason)
+				out.Skipped = append(out.Skipped, protocol.IngestSkip{Path: r.ElementID, Reason: r.Reason})
+				continue
 			case store.IngestForReview:
 				// Curated truth stays published: the evidence waits for
 				// a curator's accept (of r.ProposalID) or reject.

@@ -61,6 +61,11 @@ const (
 	// proposal (ProposalID) puts it before a curator (seed 002 §5:
 	// ingested sources are not canonical truth).
 	IngestForReview = "for_review"
+	// IngestSkipped: the store could not hold the file (Reason says
+	// why: a name that is not UTF-8, a path or body over one of the
+	// store's limits) and wrote nothing of it; the other files of the
+	// call are written.
+	IngestSkipped = "skipped"
 )
 
 // MemIngestOutcome is what ingest did with one file: Status is one of the
@@ -72,6 +77,7 @@ type MemIngestOutcome struct {
 	Status     string
 	VersionID  string
 	ProposalID string
+	Reason     string // IngestSkipped's reason
 }
 
 // ReviewTarget fills in a review proposal's scope and target: the
