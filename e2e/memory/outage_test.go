@@ -52,6 +52,7 @@ func TestTeamMemoryFrozenServer(t *testing.T) {
 		if c.method == "memory/read_context" && d["outcomeUnknown"] != nil {
 			t.Fatalf("a read on a frozen server is flagged outcomeUnknown: %v", d)
 		}
+		t.Logf("%s on a frozen server: -32019 %v after %v (deadline %v)", c.method, d["reason"], took, deadline)
 		if took > deadline+3*time.Second {
 			t.Fatalf("%s answered after %v; the deadline is %v", c.method, took, deadline)
 		}
