@@ -25,6 +25,9 @@ import (
 // DefaultGlob is memory/ingest's default glob (seed 002 §5).
 const DefaultGlob = "backlog/**/*.md"
 
+// fpAfterIngestBatch is hit after each batch of an ingest is committed.
+const fpAfterIngestBatch = "memory.after-ingest-batch"
+
 // ingestBatch is how many files one SQL transaction of ingest writes, and
 // how often progress is reported.
 const ingestBatch = 64
@@ -139,6 +142,9 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 			publish = append(publish, r.VersionID)
 		}
 		batch = batch[:0]
+		if err := s.cfg.Failpoints.Hit(ctx, fpAfterIngestBatch); err != nil {
+			return err
+		}
 		progress(protocol.ProgressValue{Kind: "report", Message: itoa(done) + "/" + itoa(len(matches)) + " files", Percentage: pct(done * 100 / max(1, len(matches)))})
 		return nil
 	}

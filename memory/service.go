@@ -26,6 +26,7 @@ import (
 
 	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
@@ -68,6 +69,9 @@ type Config struct {
 	// vectors); nil keeps it keyword-only.
 	Embedder embedding.Embedder
 	Logger   *slog.Logger
+	// Failpoints, in a build with the tag failpoints, stop an ingest
+	// between its batches (fpAfterIngestBatch) for the outage tests.
+	Failpoints *failpoint.Set
 	// Tenant, when set (--tenant), is the one tenant this kernel serves:
 	// a request naming another scope.tenant_id is refused before any
 	// SQL (errs.PermissionDenied, reason protocol.DeniedOtherTenant).

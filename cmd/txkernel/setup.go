@@ -245,7 +245,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	}
 	cs := corpus.NewService(corpus.Config{DB: kdb.Open, Workspace: ws, DataDir: dd, Embedder: emb, Logger: log})
 	k.closers = append(k.closers, func() { cs.Close() })
-	ms := memory.New(memory.Config{Tenant: *f.memTenant, Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
+	ms := memory.New(memory.Config{Tenant: *f.memTenant, Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log, Failpoints: fps})
 	k.cfg = kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,
 		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: version, Logger: log,
