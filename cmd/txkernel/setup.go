@@ -212,7 +212,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 		if *f.memTimeout < 0 {
 			return fail("--memory-store-timeout must not be negative")
 		}
-		lazy := &lazyPG{url: u, opts: postgres.Options{Timeout: *f.memTimeout, Migrate: true}}
+		lazy := &lazyPG{url: u, opts: postgres.Options{Timeout: *f.memTimeout, Migrate: true}, log: log}
 		if _, err := lazy.open(ctx); err != nil {
 			if !errs.KindIs(err, errs.Unavailable) {
 				return fail("--memory-store: %v", err)
@@ -259,6 +259,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 type lazyPG struct {
 	url  string
 	opts postgres.Options
+	log  *slog.Logger
 	mu   sync.Mutex
 	pg   *postgres.Store
 }
@@ -273,6 +274,9 @@ func (l *lazyPG) open(ctx context.Context) (*postgres.Store, error) {
 	pg, err := postgres.OpenWith(ctx, l.url, l.opts)
 	if err != nil {
 		return nil, err
+	}
+	if pg.OwnsTables() && l.log != nil {
+		l.log.Warn("the memory store URL connects as the memory tables' owner, which could turn row-level security off: serve through a role that owns nothing (txkernel migrate --serving-role ROLE)")
 	}
 	l.pg = pg
 	return pg, nil

@@ -86,7 +86,14 @@ type Options struct {
 type Store struct {
 	pool    *pgxpool.Pool
 	timeout time.Duration // per store call; 0 means DefaultTimeout
+	owner   bool          // the role owns the memory tables (OwnsTables)
 }
+
+// OwnsTables reports whether the store's role owns the memory tables.
+// Row-level security is forced, so it binds the owner too, but an owner
+// may turn it off: serve through a role that owns nothing (`txkernel
+// migrate --serving-role`). The kernel logs a warning.
+func (s *Store) OwnsTables() bool { return s.owner }
 
 // Open connects to url (libpq or pgx syntax; a unix socket directory goes
 // in ?host=), migrates the database (Migrate) and returns the store, as
@@ -153,6 +160,9 @@ func (s *Store) open(ctx context.Context, o Options) error {
 			if err := CheckRole(ctx, s.pool); err != nil {
 				return err
 			}
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'mem_elements' AND tableowner = current_user)`).Scan(&s.owner); err != nil {
+			return fmt.Errorf("memory store: read the tables' owner: %w", err)
 		}
 		err := checkSchema(ctx, s.pool)
 		if o.Migrate && err != nil && !errs.KindIs(err, errs.Unavailable) {
