@@ -96,6 +96,10 @@ type UnavailableData struct {
 	Service        string `json:"service"`
 	Reason         string `json:"reason"`
 	OutcomeUnknown bool   `json:"outcomeUnknown,omitempty"`
+	// Written, for a request that commits in steps (memory/ingest's
+	// batches), counts what was committed before the outage and is kept:
+	// sending the request again finishes it.
+	Written int `json:"written,omitempty"`
 }
 
 // Error is a domain error: a Kind, a message for people, typed Data for

@@ -110,3 +110,33 @@ func TestAuthorize(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizeTenant: --tenant (Config.Tenant) refuses a scope of another
+// tenant before the grants, and before any SQL (the service has no
+// store); the bound tenant and an unbound kernel go on to the grants.
+func TestAuthorizeTenant(t *testing.T) {
+	pol, err := ParsePolicy([]byte(rolesPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(tenant string) protocol.MemoryRequest {
+		return protocol.MemoryRequest{Scope: &protocol.MemoryScope{TenantID: tenant, OrganizationID: "o1", RepositoryID: "r1"},
+			Principal: &protocol.MemoryPrincipal{PrincipalID: "cur-1", Roles: []string{"curator"}}}
+	}
+	for _, tc := range []struct {
+		bound, asked string
+		refused      bool
+	}{
+		{"t1", "t1", false},
+		{"t1", "t2", true},
+		{"", "t2", false},
+	} {
+		s := New(Config{Policy: pol, Tenant: tc.bound})
+		_, _, err := s.authorize(req(tc.asked), protocol.ActionRead)
+		kind, data := errs.KindOf(err)
+		d, _ := data.(map[string]any)
+		if refused := kind == errs.PermissionDenied && d["reason"] == DeniedOtherTenant; refused != tc.refused {
+			t.Errorf("bound to %q, asked for %q: %v; refused want %v", tc.bound, tc.asked, err, tc.refused)
+		}
+	}
+}

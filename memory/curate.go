@@ -167,6 +167,14 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 		}
 	}
 	if err := s.apply(ctx, txID); err != nil {
+		if errs.KindIs(err, errs.Stale) || errs.KindIs(err, errs.Closed) {
+			// Another kernel accepted this very proposal between the
+			// check above and this one's claim: in a serial order this
+			// accept came second, and is told so, not to rebase.
+			if now, rerr := db.Proposal(ctx, scope, p.ProposalID); rerr == nil && now.Status == protocol.ProposalAccepted {
+				return &protocol.AcceptResult{ProposalID: now.ProposalID, VersionID: now.AcceptedVersionID, DecisionID: now.DecisionID, TransactionID: now.AcceptTxID, AlreadyAccepted: true}, nil
+			}
+		}
 		return nil, err
 	}
 	if _, err := s.embedVersions(ctx, scope, []string{VersionID(txID)}); err != nil {
@@ -178,11 +186,12 @@ func (s *Service) Accept(ctx context.Context, p *protocol.ProposalParams) (*prot
 }
 
 // apply applies memory transaction txID. A transaction whose base went
-// stale, or whose proposal was decided meanwhile, is closed, so it never
-// lingers, and the error returned.
+// stale, whose proposal was decided meanwhile, or that met a claim it
+// could not wait out, is closed, so it never lingers, and the error
+// returned.
 func (s *Service) apply(ctx context.Context, txID string) error {
 	ar, err := s.cfg.Engine.Apply(ctx, txID)
-	if errs.KindIs(err, errs.Stale) || errs.KindIs(err, errs.Closed) {
+	if errs.KindIs(err, errs.Stale) || errs.KindIs(err, errs.Closed) || errs.KindIs(err, errs.Conflict) {
 		if _, cerr := s.cfg.Engine.CloseTx(context.WithoutCancel(ctx), txID); cerr != nil && !errs.KindIs(cerr, errs.Closed) {
 			s.log.Warn("close stale memory transaction", "transactionId", txID, "err", cerr)
 		}
@@ -233,7 +242,12 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 	// find its proposal rejected when it commits.
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if err := db.Reject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
+	// An accept on another kernel holding the proposal's element is
+	// waited for (waitClaimed): the reject then finds the proposal
+	// accepted, never slipping between that accept's check and commit.
+	if err := waitClaimed(ctx, func() error {
+		return db.Reject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr})
+	}); err != nil {
 		return nil, err
 	}
 	return &protocol.RejectResult{ProposalID: p.ProposalID, DecisionID: dec}, nil
@@ -269,7 +283,9 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	next := s.newProposal(scope, pr, old.ElementID, old.CurrentVersionID, old.Summary, old.Body, prov)
 	next.ProposedBy = old.PrincipalID
 	dec := newID("dec_")
-	if err := db.Rebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr}); err != nil {
+	if err := waitClaimed(ctx, func() error {
+		return db.Rebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr})
+	}); err != nil {
 		return nil, err
 	}
 	return &protocol.RebaseResult{ProposalID: next.ProposalID, PreviousProposalID: old.ProposalID, TargetVersionID: old.CurrentVersionID, DecisionID: dec}, nil
@@ -296,6 +312,12 @@ func (s *Service) Promote(ctx context.Context, p *protocol.PromoteParams) (*prot
 
 // promote runs a promote transaction; the caller holds writeMu.
 func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr protocol.MemoryPrincipal, versions []string, reason string) (*protocol.PromoteResult, error) {
+	return s.promoteTx(ctx, scope, pr, versions, reason, true)
+}
+
+// promoteTx is promote; settle allows it to end, once, an earlier
+// transaction of this kernel's that holds the pointer's claim.
+func (s *Service) promoteTx(ctx context.Context, scope protocol.MemoryScope, pr protocol.MemoryPrincipal, versions []string, reason string, settle bool) (*protocol.PromoteResult, error) {
 	// A promote is an apply: a read-only kernel refuses it before it
 	// proposes a transaction (tx.Engine.CheckWritable).
 	if err := s.cfg.Engine.CheckWritable(); err != nil {
@@ -318,9 +340,75 @@ func (s *Service) promote(ctx context.Context, scope protocol.MemoryScope, pr pr
 	if err != nil {
 		return nil, err
 	}
-	if err := s.apply(ctx, res.TransactionID); err != nil {
+	err = s.apply(ctx, res.TransactionID)
+	if holder := s.ownClaim(ctx, err); holder != "" && settle {
+		// The pointer's claim is this kernel's own earlier promote,
+		// cut off by an outage (it answered -32019): finish or drop that
+		// one first, then promote again, so a promote that saw -32019
+		// is safe to send again.
+		rolled := s.settle(ctx, db, scope, holder)
+		res, err := s.promoteTx(ctx, scope, pr, versions, reason, false)
+		if rolled && errs.KindIs(err, errs.Validation) {
+			// The earlier promote published everything: it was this
+			// request, sent before the outage; its result is the answer.
+			if ptr, _, perr := s.cfg.Engine.Proposal(ctx, holder); perr == nil {
+				var r Record
+				if json.Unmarshal(ptr.TargetPlan, &r) == nil {
+					return &protocol.PromoteResult{BaselineID: BaselineID(holder), PreviousBaselineID: r.ParentBaselineID, Published: len(r.Versions),
+						TransactionID: holder, DecisionID: DecisionID(holder)}, nil
+				}
+			}
+		}
+		return res, err
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &protocol.PromoteResult{BaselineID: BaselineID(res.TransactionID), PreviousBaselineID: prev, Published: len(r.Versions),
 		TransactionID: res.TransactionID, DecisionID: DecisionID(res.TransactionID)}, nil
+}
+
+// ownClaim is the holder of the claim err reports (store.ErrClaimed) when
+// it is a transaction of this kernel's that is not terminal: a promote or
+// accept an outage cut off. "" otherwise.
+func (s *Service) ownClaim(ctx context.Context, err error) string {
+	if !errs.KindIs(err, errs.Conflict) {
+		return ""
+	}
+	_, data := errs.KindOf(err)
+	d, ok := data.(store.ClaimedData)
+	if !ok || d.Reason != "claimed" || d.TransactionID == "" {
+		return ""
+	}
+	st, serr := s.cfg.Engine.Status(ctx, d.TransactionID)
+	if serr != nil || protocol.Terminal(st.State) {
+		return ""
+	}
+	return d.TransactionID
+}
+
+// settle ends this kernel's own transaction txID that holds a claim: one
+// past its commit point is rolled forward (its commit is idempotent, and
+// refused cleanly when its base moved); one before it is closed and its
+// claim dropped.
+// It reports a roll-forward that committed.
+func (s *Service) settle(ctx context.Context, db store.Memory, scope protocol.MemoryScope, txID string) bool {
+	st, err := s.cfg.Engine.Status(ctx, txID)
+	if err != nil {
+		return false
+	}
+	if st.State == protocol.StateApplying || st.State == protocol.StateApplied {
+		if _, err := s.cfg.Engine.Apply(ctx, txID); err != nil {
+			s.log.Warn("memory: finishing an earlier transaction cut off by an outage", "transactionId", txID, "err", err)
+			return false
+		}
+		return true
+	}
+	if _, err := s.cfg.Engine.CloseTx(ctx, txID); err != nil && !errs.KindIs(err, errs.Closed) {
+		s.log.Warn("memory: closing an earlier transaction cut off by an outage", "transactionId", txID, "err", err)
+	}
+	if err := db.Unclaim(ctx, scope, txID); err != nil {
+		s.log.Warn("memory: dropping the claim of an earlier transaction", "transactionId", txID, "err", err)
+	}
+	return false
 }

@@ -25,6 +25,9 @@ import (
 // DefaultGlob is memory/ingest's default glob (seed 002 §5).
 const DefaultGlob = "backlog/**/*.md"
 
+// fpAfterIngestBatch is hit after each batch of an ingest is committed.
+const fpAfterIngestBatch = "memory.after-ingest-batch"
+
 // ingestBatch is how many files one SQL transaction of ingest writes, and
 // how often progress is reported.
 const ingestBatch = 64
@@ -103,9 +106,13 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 		if len(batch) == 0 {
 			return nil
 		}
-		res, err := db.Ingest(ctx, scope, batch)
-		if err != nil {
+		var res []store.MemIngestOutcome
+		err := waitClaimed(ctx, func() (err error) {
+			res, err = db.Ingest(ctx, scope, batch)
 			return err
+		})
+		if err != nil {
+			return partialIngest(err, out.Created+out.NewVersions+out.ForReview)
 		}
 		for _, r := range res {
 			switch r.Status {
@@ -113,6 +120,13 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 				out.Created++
 			case store.IngestNewVersion:
 				out.NewVersions++
+			case store.IngestSkipped:
+				// The store could not hold this file (a PostgreSQL limit
+				// kernel.db does not have): skipped, named and why, never
+				// failing the ingest.
+				s.log.Warn("memory/ingest: file skipped", "path", r.ElementID, "reason", r.Reason)
+				out.Skipped = append(out.Skipped, protocol.IngestSkip{Path: r.ElementID, Reason: r.Reason})
+				continue
 			case store.IngestForReview:
 				// Curated truth stays published: the evidence waits for
 				// a curator's accept (of r.ProposalID) or reject.
@@ -128,6 +142,9 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 			publish = append(publish, r.VersionID)
 		}
 		batch = batch[:0]
+		if err := s.cfg.Failpoints.Hit(ctx, fpAfterIngestBatch); err != nil {
+			return err
+		}
 		progress(protocol.ProgressValue{Kind: "report", Message: itoa(done) + "/" + itoa(len(matches)) + " files", Percentage: pct(done * 100 / max(1, len(matches)))})
 		return nil
 	}
@@ -176,6 +193,23 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 }
 
 func pct(n int) *int { return &n }
+
+// partialIngest is the error of an ingest whose batch failed after
+// written versions were committed by earlier batches: an outage
+// (errs.Unavailable) says how many (UnavailableData.Written), and that
+// they are kept and not yet published, so the answer never says nothing
+// was written when something was. Sending the ingest again finishes it:
+// what was written is unchanged the second time and is published then.
+func partialIngest(err error, written int) error {
+	kind, data := errs.KindOf(err)
+	d, ok := data.(errs.UnavailableData)
+	if kind != errs.Unavailable || !ok || written == 0 {
+		return err
+	}
+	d.Written = written
+	return errs.Wrap(errs.Unavailable, err, d,
+		"%v; %d version(s) of this ingest were written before the outage and are kept, not yet published: send the ingest again to finish and publish it", err, written)
+}
 
 // cleanDir checks that p names a directory inside the workspace ("." is
 // the workspace itself; an absolute path or file:// URI inside it is made

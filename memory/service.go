@@ -26,6 +26,7 @@ import (
 
 	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/store"
@@ -68,6 +69,15 @@ type Config struct {
 	// vectors); nil keeps it keyword-only.
 	Embedder embedding.Embedder
 	Logger   *slog.Logger
+	// Failpoints, in a build with the tag failpoints, stop an ingest
+	// between its batches (fpAfterIngestBatch) for the outage tests.
+	Failpoints *failpoint.Set
+	// Tenant, when set (--tenant), is the one tenant this kernel serves:
+	// a request naming another scope.tenant_id is refused before any
+	// SQL (errs.PermissionDenied, reason protocol.DeniedOtherTenant).
+	// Row-level security is the database's backstop; this is the
+	// kernel's own bound on what it asks for.
+	Tenant string
 	// StoreName is capabilities.memory.store: where Store keeps memory
 	// ("" means protocol.MemoryStoreSQLite, kernel.db).
 	StoreName string
@@ -91,6 +101,10 @@ func New(cfg Config) *Service {
 	}
 	return &Service{cfg: cfg, log: log}
 }
+
+// DeniedOtherTenant is the reason of a refusal of a scope whose tenant is
+// not the one --tenant binds the kernel to.
+const DeniedOtherTenant = "other-tenant"
 
 // ScopeData is the data of a permission refusal (-32018): Reason says
 // which rule refused (protocol.DeniedNoGrant, DeniedRoleNotHeld,
@@ -144,6 +158,10 @@ func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol
 		if f.v == Wildcard {
 			return none, nobody, errs.New(errs.Invalid, errs.InvalidData{Field: "scope." + f.name, Reason: "wildcard"}, "scope.%s must name one %s; %q is for grants", f.name, f.name, Wildcard)
 		}
+	}
+	if t := s.cfg.Tenant; t != "" && sc.TenantID != t {
+		return none, nobody, errs.New(errs.PermissionDenied, map[string]any{"reason": DeniedOtherTenant, "tenant_id": sc.TenantID, "served_tenant_id": t, "flag": "--tenant"},
+			"this kernel serves memory for tenant %s only (--tenant); scope.tenant_id %s is refused", t, sc.TenantID)
 	}
 	if req.Principal == nil {
 		return none, nobody, errs.InvalidField("principal", "principal {principal_id, roles, purpose} is required")

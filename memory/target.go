@@ -347,15 +347,17 @@ const claimWait = 2 * time.Second
 // transaction changes (store.MemClaim), checking again, in the claim's SQL
 // transaction, what CheckBase checked: kernels sharing a memory then
 // cannot both pass the check, and the second is stale (errs.Stale, with
-// memory/rebase for an accept). Commit drops the claim with its writes;
-// Abort drops it.
+// memory/rebase for an accept), or, when the first accepted the same
+// proposal, finds it closed (the service answers already_accepted).
+// Commit drops the claim with its writes, and commits only while it holds
+// it (store.ErrClaimLost, rolled back); Abort drops it.
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	r := pl.rec
 	db, err := pl.t.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	claim := store.MemClaim{Scope: r.Scope, TxID: c.TxID, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID, Pointer: r.ParentBaselineID}
+	claim := store.MemClaim{Scope: r.Scope, TxID: c.TxID, ProposalID: r.ProposalID, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID, Pointer: r.ParentBaselineID}
 	if r.ProposalID == "" {
 		claim.ElementID, claim.TargetVersionID = "", ""
 	}
@@ -369,7 +371,7 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 		case errs.KindIs(err, errs.Stale):
 			return nil, errs.New(errs.Stale, StaleData{ExpectedBaseline: r.ParentBaselineID, CurrentBaseline: current},
 				"the published pointer moved to %s since this promote was planned on %s: promote again", current, orNone(r.ParentBaselineID))
-		case errs.KindIs(err, errs.Conflict) && time.Now().Before(deadline):
+		case isClaimed(err) && time.Now().Before(deadline):
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -389,6 +391,33 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	}
 	rec, _ := json.Marshal(cr)
 	return &record.Commit{Record: rec}, nil
+}
+
+// isClaimed reports store.ErrClaimed: a live claim of another
+// transaction, which ends in milliseconds when its holder commits.
+func isClaimed(err error) bool {
+	kind, data := errs.KindOf(err)
+	d, ok := data.(store.ClaimedData)
+	return kind == errs.Conflict && ok && d.Reason == "claimed"
+}
+
+// waitClaimed runs fn again while it meets a live claim (isClaimed), up
+// to claimWait: a decision or an ingest takes its turn after the accept
+// or promote that holds the claim, as it would have had it come second.
+// After claimWait the claim's error is returned (-32005, reason claimed).
+func waitClaimed(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(claimWait)
+	for {
+		err := fn()
+		if !isClaimed(err) || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errs.Wrap(errs.Cancelled, ctx.Err(), nil, "")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Commit implements tx.Planned: one SQL transaction writes the new version

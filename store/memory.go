@@ -61,6 +61,11 @@ const (
 	// proposal (ProposalID) puts it before a curator (seed 002 §5:
 	// ingested sources are not canonical truth).
 	IngestForReview = "for_review"
+	// IngestSkipped: the store could not hold the file (Reason says
+	// why: a name that is not UTF-8, a path or body over one of the
+	// store's limits) and wrote nothing of it; the other files of the
+	// call are written.
+	IngestSkipped = "skipped"
 )
 
 // MemIngestOutcome is what ingest did with one file: Status is one of the
@@ -72,6 +77,7 @@ type MemIngestOutcome struct {
 	Status     string
 	VersionID  string
 	ProposalID string
+	Reason     string // IngestSkipped's reason
 }
 
 // ReviewTarget fills in a review proposal's scope and target: the
@@ -337,15 +343,21 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 			return unclaim(ctx, t, a.Scope, a.TxID)
 		}
 		var peid, targetEID int64
-		var title, body, status, targetType, targetVersion string
-		err := t.QueryRowContext(ctx, `SELECT p.eid, p.target_eid, p.status, v.body, e.type, tv.title, tv.version_id
+		var title, body, status, targetType, targetVersion, elementID, headVersion string
+		err := t.QueryRowContext(ctx, `SELECT p.eid, p.target_eid, p.status, v.body, e.type, tv.title, tv.version_id, e.element_id, COALESCE(hv.version_id, '')
 			FROM mem_proposals p JOIN mem_versions v ON v.vid = p.vid JOIN mem_elements e ON e.eid = p.target_eid JOIN mem_versions tv ON tv.vid = p.target_vid
-			WHERE p.proposal_id = ?`, a.ProposalID).Scan(&peid, &targetEID, &status, &body, &targetType, &title, &targetVersion)
+			LEFT JOIN mem_versions hv ON hv.vid = e.head_vid
+			WHERE p.proposal_id = ?`, a.ProposalID).Scan(&peid, &targetEID, &status, &body, &targetType, &title, &targetVersion, &elementID, &headVersion)
 		if err != nil {
 			return internal(err, "read proposal "+a.ProposalID)
 		}
 		if status != protocol.ProposalOpen {
 			return ErrProposalNotOpen(a.ProposalID, status)
+		}
+		// The commit re-checks the head the claim checked: an accept
+		// never overwrites a newer version, whatever happened since.
+		if headVersion != targetVersion {
+			return ErrClaimMoved(elementID, headVersion)
 		}
 		prov := AcceptProvenance(a, targetVersion)
 		var chunks []MemChunk

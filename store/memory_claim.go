@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -20,6 +22,7 @@ import (
 type MemClaim struct {
 	Scope           protocol.MemoryScope
 	TxID            string
+	ProposalID      string // an accept's proposal, which must still be open
 	ElementID       string
 	TargetVersionID string
 	Pointer         string
@@ -33,6 +36,32 @@ func (c MemClaim) ClaimKey() string {
 	return "pointer"
 }
 
+// ClaimLease is how long a claim holds against another transaction when
+// nothing shows that its holder ended. A holder ends when it commits (its
+// rows carry its transaction id), when its proposal is decided by anyone
+// (ClaimDead), or when its kernel aborts or rolls it back (Unclaim); a
+// holder whose kernel vanished, or whose commit is stuck behind an
+// outage, is taken over after the lease. Taking over is safe: a holder
+// commits only while it still holds its claim (ErrClaimLost), so a
+// holder that comes back late is rolled back, never applied twice.
+const ClaimLease = 30 * time.Second
+
+// ClaimExpired reports a claim taken at createdAt (RFC 3339) that is
+// older than ClaimLease at now; an unreadable time counts as expired.
+func ClaimExpired(createdAt string, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, createdAt)
+	return err != nil || now.Sub(t) > ClaimLease
+}
+
+// ErrClaimLost is errs.Conflict (ClaimedData, reason claim-lost) for a
+// commit whose transaction no longer holds its claim (it was taken over
+// after ClaimLease): the engine rolls the commit back (tx.Target's
+// contract for Commit) and nothing takes effect.
+func ErrClaimLost(key, txID, holder string) error {
+	return errs.New(errs.Conflict, ClaimedData{Reason: "claim-lost", Key: key, TransactionID: holder},
+		"transaction %s no longer holds its claim on %s (taken over by %q after it expired): nothing was written; send the request again", txID, key, holder)
+}
+
 // ClaimedData is the data of errs.Conflict for a claim another
 // transaction holds: its key and transaction.
 type ClaimedData struct {
@@ -44,13 +73,19 @@ type ClaimedData struct {
 // Claim reserves c.ClaimKey() for c.TxID and checks, in the same SQL
 // transaction, that what the transaction's base check saw still holds:
 // the element's newest version is c.TargetVersionID (accept), or the
-// pointer is at c.Pointer (promote). It returns errs.Stale and the current
+// pointer is at c.Pointer (promote), and that an accept's proposal
+// (c.ProposalID) is still open (errs.Closed). It returns errs.Stale and the current
 // version or baseline id when it moved, and errs.Conflict (ClaimedData)
 // while another transaction holds the claim. Taking a claim the same
 // transaction holds is a no-op, so a retried apply may claim again.
 func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
 	var current string
 	err := s.tx(ctx, func(t *sql.Tx) error {
+		if c.ProposalID != "" {
+			if _, err := openProposal(ctx, t, c.Scope, c.ProposalID); err != nil {
+				return err
+			}
+		}
 		var holder string
 		err := t.QueryRowContext(ctx, `SELECT tx_id FROM mem_claims WHERE tenant_id = ? AND organization_id = ? AND repository_id = ? AND claim_key = ?`,
 			c.Scope.TenantID, c.Scope.OrganizationID, c.Scope.RepositoryID, c.ClaimKey()).Scan(&holder)

@@ -44,7 +44,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] [--dry-run] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
+		fmt.Fprintln(stderr, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] [--dry-run] | txkernel migrate --memory-store URL [--serving-role ROLE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version")
 		return 2
 	}
 	switch args[0] {
@@ -57,12 +57,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return mcpCmd(args[1:], stdin, stdout, stderr)
 	case "schema":
 		return schemaCmd(args[1:], stdout, stderr)
+	case "migrate":
+		return migrate(args[1:], stdout, stderr)
 	case "prune":
 		return prune(args[1:], stdout, stderr)
 	case "eval":
 		return evalCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] [--dry-run] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
+		fmt.Fprintln(stdout, "usage: txkernel serve --workspace DIR [flags] | txkernel mcp --workspace DIR [flags] | txkernel schema --out DIR | txkernel prune --data-dir DIR [--older-than AGE] [--dry-run] | txkernel migrate --memory-store URL [--serving-role ROLE] | txkernel eval beir --corpus C --queries Q --qrels R --run OUT | txkernel version\nrun 'txkernel serve -h' for the flags")
 		return 0
 	}
 	fmt.Fprintf(stderr, "txkernel: unknown command %q\n", args[0])

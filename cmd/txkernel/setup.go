@@ -13,11 +13,13 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/document"
+	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/jsondoc"
 	"github.com/txkernel/txkernel/kernel"
@@ -35,7 +37,8 @@ import (
 type serveFlags struct {
 	workspace, dataDir, sandboxMode, policy, framing, logLevel *string
 	maxMsg, docMaxBytes                                        *int64
-	docPolicy, memPolicy, memStore                             *string
+	docPolicy, memPolicy, memStore, memTenant                  *string
+	memTimeout                                                 *time.Duration
 	docMaxDepth                                                *int
 	validationTTL                                              *time.Duration
 	ef                                                         embedFlags
@@ -58,6 +61,8 @@ func newServeFlags(fs *flag.FlagSet) *serveFlags {
 		memPolicy:   fs.String("memory-policy", "", "JSON file of memory grants: {\"roles\"?: {role: [principal_id...]}, \"allow_self_curation\"?: false, \"grants\": [{\"principal_id\" or \"role\", \"actions\", \"scope\", \"purposes\"?}]}; without it every memory method is refused"),
 	}
 	f.maxInflight = fs.Int64("max-inflight-bytes", kernel.DefaultMaxInflightBytes, "budget of params of requests read and not yet answered, in bytes; once used up, no further message is read until answers free it (back-pressure, nothing is refused)")
+	f.memTimeout = fs.Duration("memory-store-timeout", 0, "bound on each call to a postgres:// memory store, and the server's statement_timeout for it (default: the URL's statement_timeout, or 15s); past it a memory call answers -32019, never hangs")
+	f.memTenant = fs.String("tenant", "", "serve memory for this tenant only: a request naming another scope.tenant_id is refused (-32018) before any SQL")
 	f.validationTTL = fs.Duration("validation-ttl", document.DefaultTTL, "how long a patch/validate validationId stays valid")
 	f.ef.register(fs)
 	return f
@@ -211,12 +216,21 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 		if hasPassword(u) {
 			return fail("--memory-store: the URL %s carries a password, which a command line shows to every user of the machine (ps): put it in PGPASSWORD or ~/.pgpass", redactURL(u))
 		}
-		pg, err := postgres.Open(ctx, u)
-		if err != nil {
-			return fail("--memory-store: %v", err)
+		if *f.memTimeout < 0 {
+			return fail("--memory-store-timeout must not be negative")
 		}
-		k.closers = append(k.closers, pg.Close)
-		memStore = func(context.Context) (store.Memory, error) { return pg.Memory(), nil }
+		lazy := &lazyPG{url: u, opts: postgres.Options{Timeout: *f.memTimeout, Migrate: true}, log: log}
+		if _, err := lazy.open(ctx); err != nil {
+			if !errs.KindIs(err, errs.Unavailable) {
+				return fail("--memory-store: %v", err)
+			}
+			// A kernel starts while its memory store is down: everything
+			// else is served, and memory calls answer -32019 until the
+			// store is back (each tries to connect again).
+			log.Warn("the memory store is out of reach; serving without it: memory calls answer -32019 until it is back", "err", err)
+		}
+		k.closers = append(k.closers, lazy.close)
+		memStore = lazy.memory
 		memStoreName = protocol.MemoryStorePostgres
 	default:
 		return fail("--memory-store: %q is neither sqlite nor a postgres:// URL", redactURL(u))
@@ -258,7 +272,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 			log.Info("corpus watchers resumed", "corpora", n)
 		}
 	}()
-	ms := memory.New(memory.Config{Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log})
+	ms := memory.New(memory.Config{Tenant: *f.memTenant, Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log, Failpoints: fps})
 	k.cfg = kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,
 		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: version, Logger: log,
@@ -284,6 +298,52 @@ func setMemoryLimit(inflight int64, log *slog.Logger) {
 	}
 	debug.SetMemoryLimit(limit)
 	log.Debug("soft memory limit", "bytes", limit)
+}
+
+// lazyPG is a postgres:// memory store opened on first use: at start-up,
+// and again by each memory call until it opens, so that a kernel started
+// while its database is down serves memory once the database is back.
+type lazyPG struct {
+	url  string
+	opts postgres.Options
+	log  *slog.Logger
+	mu   sync.Mutex
+	pg   *postgres.Store
+}
+
+// open returns the store, connecting (and migrating) when it is not open.
+func (l *lazyPG) open(ctx context.Context) (*postgres.Store, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pg != nil {
+		return l.pg, nil
+	}
+	pg, err := postgres.OpenWith(ctx, l.url, l.opts)
+	if err != nil {
+		return nil, err
+	}
+	if pg.OwnsTables() && l.log != nil {
+		l.log.Warn("the memory store URL connects as the memory tables' owner, which could turn row-level security off: serve through a role that owns nothing (txkernel migrate --serving-role ROLE)")
+	}
+	l.pg = pg
+	return pg, nil
+}
+
+// memory is the memory target's and service's store opener.
+func (l *lazyPG) memory(ctx context.Context) (store.Memory, error) {
+	pg, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pg.Memory(), nil
+}
+
+func (l *lazyPG) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pg != nil {
+		l.pg.Close()
+	}
 }
 
 // hasPassword reports a URL that names a password, in its user

@@ -9,14 +9,15 @@ import (
 )
 
 // TestMemoryStoreFlag: --memory-store names where memory lives.
-// Anything but sqlite or a postgres:// URL, or a server that cannot be
-// reached, or a URL that carries a password, fails the start-up with a
-// message naming the flag (never the first memory call), and a kernel on a team's database says so in
-// capabilities.memory.store.
+// Anything but sqlite or a postgres:// URL, a malformed URL, or a URL
+// that carries a password, fails the start-up with a message naming the
+// flag (never the first memory call); a server that cannot be reached
+// does not (TestTeamMemoryStartWhileDown). A kernel on a team's database
+// says so in capabilities.memory.store.
 func TestMemoryStoreFlag(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	for _, bad := range []string{"mysql://db/x", "postgres://nobody@/none?host=/nonexistent-socket-dir&connect_timeout=2"} {
+	for _, bad := range []string{"mysql://db/x", "postgres://nobody@/none?host=/nonexistent-socket-dir&statement_timeout=nonsense"} {
 		cmd := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-store", bad)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "--memory-store") {

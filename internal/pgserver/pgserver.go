@@ -132,6 +132,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.signalGroup(syscall.SIGCONT) // a frozen server cannot shut down
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-s.done:
@@ -140,6 +141,63 @@ func (s *Server) Stop() {
 		<-s.done
 	}
 	s.cmd = nil
+}
+
+// SmartShutdown asks the server for a smart shutdown (SIGTERM): it
+// refuses new connections (57P03, "the database system is shutting
+// down") and waits for its sessions to end before it stops.
+func (s *Server) SmartShutdown() error {
+	if s.cmd == nil {
+		return errors.New("the server is not running")
+	}
+	return s.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// Freeze stops the server and every backend with SIGSTOP, as a paused VM
+// or a silent network partition looks to a client: connections stay
+// open, and nothing answers. Thaw resumes it.
+func (s *Server) Freeze() error { return s.signalGroup(syscall.SIGSTOP) }
+
+// Thaw resumes a server Freeze stopped (SIGCONT).
+func (s *Server) Thaw() error { return s.signalGroup(syscall.SIGCONT) }
+
+// signalGroup sends sig to the postmaster and to each of its children:
+// PostgreSQL's backends call setsid(), so they are not in the
+// postmaster's process group, and are found through /proc. The
+// postmaster goes first, so that it forks no child the walk misses.
+func (s *Server) signalGroup(sig syscall.Signal) error {
+	if s.cmd == nil {
+		return errors.New("the server is not running")
+	}
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, sig); err != nil {
+		return err
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, d := range procs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so the fields
+		// are read after its closing parenthesis.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			_ = syscall.Kill(child, sig)
+		}
+	}
+	return nil
 }
 
 // Remove stops the server and removes its directory.

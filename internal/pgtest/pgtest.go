@@ -103,6 +103,41 @@ func Private(tb testing.TB) *Server {
 // end); its files stay, for Restart.
 func (s *Server) Stop() { s.local.Stop() }
 
+// Freeze stops every process of s with SIGSTOP (a paused VM, a silent
+// partition: connections stay open and nothing answers) until Thaw; the
+// server is thawed when tb ends.
+func (s *Server) Freeze(tb testing.TB) {
+	tb.Helper()
+	if err := s.local.Freeze(); err != nil {
+		tb.Fatalf("freeze PostgreSQL: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.local.Thaw() })
+}
+
+// SmartShutdown starts a smart shutdown of s: new connections are refused
+// with 57P03 until its sessions end and it stops.
+func (s *Server) SmartShutdown(tb testing.TB) {
+	tb.Helper()
+	if err := s.local.SmartShutdown(); err != nil {
+		tb.Fatalf("shut PostgreSQL down: %v", err)
+	}
+}
+
+// Thaw resumes s after Freeze.
+func (s *Server) Thaw(tb testing.TB) {
+	tb.Helper()
+	if err := s.local.Thaw(); err != nil {
+		tb.Fatalf("thaw PostgreSQL: %v", err)
+	}
+}
+
+// Admin is the URL of s's postgres database as the superuser: for a test
+// that shows a superuser is refused, or that sets up roles.
+func (s *Server) Admin() string { return s.admin }
+
+// Exec runs one statement as the superuser on the postgres database.
+func (s *Server) Exec(sql string) error { return s.exec(sql) }
+
 // Restart starts s again on the same data and socket, after Stop, and
 // waits until it accepts connections.
 func (s *Server) Restart(tb testing.TB) {

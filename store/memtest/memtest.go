@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Memory) {
 		{"PromotableNeverMovesBack", promotableNeverMovesBack},
 		{"ByIDStaysInScope", byIDStaysInScope},
 		{"ClaimsSerialiseCuration", claimsSerialiseCuration},
+		{"AcceptsCheckAgainAtCommit", acceptsCheckAgainAtCommit},
 		{"IngestOutcomes", ingestOutcomes},
 		{"IngestNeverReplacesCuratedTruth", ingestNeverReplacesCuratedTruth},
 		{"ScoresIgnoreOtherScopes", scoresIgnoreOtherScopes},
@@ -350,6 +351,56 @@ func claimsSerialiseCuration(t *testing.T, m store.Memory) {
 	cur, err = m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-q"})
 	if !errs.KindIs(err, errs.Stale) || cur != "bl" {
 		t.Fatalf("a pointer claim after the promote: %q %v, want stale at bl (and no conflict: the commit released tx-p's claim)", cur, err)
+	}
+}
+
+// acceptsCheckAgainAtCommit (issue 33): an accept's claim is refused
+// once its proposal was decided (errs.Closed), and an accept's commit
+// re-checks the element's current version, so it never overwrites a
+// version written after its claim (errs.Stale, nothing written).
+func acceptsCheckAgainAtCommit(t *testing.T, m store.Memory) {
+	ctx := context.Background()
+	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
+	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := out[0].VersionID
+	pr := protocol.MemoryPrincipal{PrincipalID: "agent"}
+	propose := func(id string) {
+		t.Helper()
+		if err := m.Propose(ctx, store.MemNewProposal{Scope: sc, Principal: pr, ProposalID: id, TargetElementID: "a.md", TargetVersionID: v1,
+			Summary: "s", Version: store.MemNewVersion{VersionID: "ver_" + id, Title: "a", Body: "b", BodyHash: store.HashBody("b"), SourceKind: protocol.SourceProposal}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	propose("p-rejected")
+	if err := m.Reject(ctx, sc, "p-rejected", "no", store.MemDecision{DecisionID: "dec-r", Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-r", ProposalID: "p-rejected", ElementID: "a.md", TargetVersionID: v1})
+	if !errs.KindIs(err, errs.Closed) {
+		t.Fatalf("a claim for an accept of a rejected proposal: %v, want closed", err)
+	}
+	propose("p-open")
+	if _, err := m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-a", ProposalID: "p-open", ElementID: "a.md", TargetVersionID: v1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unclaim(ctx, sc, "tx-a"); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "two")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.CommitAccept(ctx, store.MemAccept{Scope: sc, Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}, ProposalID: "p-open", TxID: "tx-a",
+		VersionID: "ver_tx-a", DecisionID: "dec_tx-a"})
+	if !errs.KindIs(err, errs.Stale) {
+		t.Fatalf("an accept's commit after the element moved: %v, want stale", err)
+	}
+	head, err := m.Head(ctx, sc, "a.md")
+	if err != nil || head.VersionID != moved[0].VersionID {
+		t.Fatalf("the head after a refused accept: %v %v, want the newer %s", head, err, moved[0].VersionID)
 	}
 }
 

@@ -50,7 +50,7 @@ func (m *Memory) write(ctx context.Context, scope protocol.MemoryScope, fn func(
 
 // read runs fn in scope's tenant.
 func (m *Memory) read(ctx context.Context, scope protocol.MemoryScope, fn func(pgx.Tx) error) error {
-	return m.s.inTenant(ctx, scope.TenantID, fn)
+	return m.s.readTenant(ctx, scope.TenantID, fn)
 }
 
 // internal wraps an unexpected database error; a kernel error passes.
@@ -169,15 +169,26 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 			return unclaim(ctx, tx, a.Scope, a.TxID)
 		}
 		var peid, targetEID int64
-		var title, body, status, targetType, targetVersion string
-		err := tx.QueryRow(ctx, `SELECT p.eid, p.target_eid, p.status, v.body, e.type, tv.title, tv.version_id
+		var title, body, status, targetType, targetVersion, elementID, headVersion string
+		err := tx.QueryRow(ctx, `SELECT p.eid, p.target_eid, p.status, v.body, e.type, tv.title, tv.version_id, e.element_id, COALESCE(hv.version_id, '')
 			FROM mem_proposals p JOIN mem_versions v ON v.vid = p.vid JOIN mem_elements e ON e.eid = p.target_eid JOIN mem_versions tv ON tv.vid = p.target_vid
-			WHERE p.proposal_id = $1`, a.ProposalID).Scan(&peid, &targetEID, &status, &body, &targetType, &title, &targetVersion)
+			LEFT JOIN mem_versions hv ON hv.vid = e.head_vid
+			WHERE p.proposal_id = $1`, a.ProposalID).Scan(&peid, &targetEID, &status, &body, &targetType, &title, &targetVersion, &elementID, &headVersion)
 		if err != nil {
 			return internal(err, "read proposal "+a.ProposalID)
 		}
 		if status != protocol.ProposalOpen {
 			return store.ErrProposalNotOpen(a.ProposalID, status)
+		}
+		// The commit re-checks what Prepare's claim checked: it still
+		// holds the claim (not taken over after its lease) and the head
+		// is still the version the proposal targets, so an accept never
+		// overwrites newer evidence, whatever happened since.
+		if err := checkHeld(ctx, tx, a.Scope, store.MemClaim{ElementID: elementID}.ClaimKey(), a.TxID); err != nil {
+			return err
+		}
+		if headVersion != targetVersion {
+			return store.ErrClaimMoved(elementID, headVersion)
 		}
 		prov := store.AcceptProvenance(a, targetVersion)
 		var chunks []store.MemChunk
@@ -220,6 +231,11 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 		}
 		if n > 0 {
 			return unclaim(ctx, tx, sc, p.TxID)
+		}
+		// As CommitAccept: no other transaction holds the pointer's claim
+		// (this one's was not taken over after its lease).
+		if err := checkHeld(ctx, tx, sc, store.MemClaim{}.ClaimKey(), p.TxID); err != nil {
+			return err
 		}
 		var parent *int64
 		if p.ParentBaselineID != "" {
@@ -272,12 +288,15 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 	})
 }
 
-// RecordReturned implements store.Memory.
+// RecordReturned implements store.Memory. It does not take the scope's
+// lock: its one idempotent insert of rows nobody else writes conflicts
+// with no curation, so a read_context never waits behind another
+// kernel's ingest.
 func (m *Memory) RecordReturned(ctx context.Context, scope protocol.MemoryScope, principalID string, vids []int64) error {
 	if len(vids) == 0 {
 		return nil
 	}
-	return m.write(ctx, scope, func(tx pgx.Tx) error {
+	return m.s.inTenant(ctx, scope.TenantID, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO mem_returned (tenant_id, principal_id, vid)
 			SELECT $1, $2, v.vid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 			WHERE v.vid = ANY($3) AND e.tenant_id = $1 AND e.organization_id = $4 AND e.repository_id = $5
@@ -359,6 +378,9 @@ func (m *Memory) Reject(ctx context.Context, scope protocol.MemoryScope, proposa
 		if err != nil {
 			return err
 		}
+		if err := refuseClaimedTarget(ctx, tx, scope, proposalID); err != nil {
+			return err
+		}
 		d := d // a retried transaction starts from the caller's decision
 		d.Type, d.Subject = protocol.MethodMemoryReject, proposalID
 		d.Body = map[string]any{"rationale": rationale}
@@ -374,6 +396,17 @@ func (m *Memory) Reject(ctx context.Context, scope protocol.MemoryScope, proposa
 		}
 		return nil
 	})
+}
+
+// refuseClaimedTarget refuses (store.ErrClaimed) a decision on proposal
+// id while a live claim holds its target element: an accept of it (or of
+// another proposal on the element) is between its check and its commit.
+func refuseClaimedTarget(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id string) error {
+	var elementID string
+	if err := tx.QueryRow(ctx, `SELECT e.element_id FROM mem_proposals p JOIN mem_elements e ON e.eid = p.target_eid WHERE p.proposal_id = $1`, id).Scan(&elementID); err != nil {
+		return internal(err, "read proposal target")
+	}
+	return refuseClaimed(ctx, tx, scope, elementID)
 }
 
 // openProposal returns an open proposal's element: errs.NotFound when
@@ -402,6 +435,9 @@ func (m *Memory) Rebase(ctx context.Context, oldID string, next store.MemNewProp
 	return m.write(ctx, next.Scope, func(tx pgx.Tx) error {
 		peid, err := openProposal(ctx, tx, next.Scope, oldID)
 		if err != nil {
+			return err
+		}
+		if err := refuseClaimedTarget(ctx, tx, next.Scope, oldID); err != nil {
 			return err
 		}
 		target, tvid, err := proposalTarget(ctx, tx, next.Scope, next.TargetElementID, next.TargetVersionID)

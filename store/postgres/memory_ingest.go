@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
@@ -18,7 +20,11 @@ import (
 // Ingest writes, file by file in order.
 
 // Ingest implements store.Memory (store.MemoryStore.Ingest): one SQL
-// transaction under the scope's lock. A file whose body hash is that of
+// transaction under the scope's lock. A file the server refuses (a name
+// that is not UTF-8, a path or body over one of PostgreSQL's limits:
+// refusedFile) is skipped (store.IngestSkipped with the reason), the
+// others are written: the batch is written again file by file, each
+// under a savepoint, only when one is refused. A file whose body hash is that of
 // its element's newest ingested version is unchanged; a file of an
 // element that is not a backlog document fails the whole ingest
 // (store.ErrIngestType).
@@ -27,13 +33,77 @@ func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files [
 	ts := now()
 	err := m.write(ctx, scope, func(tx pgx.Tx) error {
 		var err error
-		out, err = ingest(ctx, tx, scope, files, ts)
-		return err
+		sp, err := tx.Begin(ctx) // a savepoint: a refused file must not end the transaction
+		if err != nil {
+			return internal(err, "savepoint")
+		}
+		out, err = ingest(ctx, sp, scope, files, ts)
+		if err == nil {
+			return internalIf(sp.Commit(ctx), "release savepoint")
+		}
+		if _, ok := refusedFile(err); !ok || len(files) == 1 {
+			_ = sp.Rollback(ctx)
+			if reason, ok := refusedFile(err); ok {
+				out = []store.MemIngestOutcome{{ElementID: files[0].ElementID, Status: store.IngestSkipped, Reason: reason}}
+				return nil
+			}
+			return err
+		}
+		// One file the server refuses (refusedFile) fails the batch's
+		// set-based statements: write the batch again file by file, each
+		// under its own savepoint, and skip only the files refused.
+		if err := sp.Rollback(ctx); err != nil {
+			return internal(err, "roll back to savepoint")
+		}
+		out = out[:0]
+		for _, f := range files {
+			one, err := tx.Begin(ctx)
+			if err != nil {
+				return internal(err, "savepoint")
+			}
+			res, err := ingest(ctx, one, scope, []store.MemIngestFile{f}, ts)
+			if reason, refused := refusedFile(err); refused {
+				if err := one.Rollback(ctx); err != nil {
+					return internal(err, "roll back to savepoint")
+				}
+				out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestSkipped, Reason: reason})
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := one.Commit(ctx); err != nil {
+				return internal(err, "release savepoint")
+			}
+			out = append(out, res...)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// refusedFile reports an error the server gives for one file's data, not
+// for the request: a name that is not UTF-8 (22021, 22P05), a value
+// over a limit (54000: a tsvector over 1 MiB, an index row over a page;
+// 22001 a string too long), and the reason ingest reports it under.
+func refusedFile(err error) (string, bool) {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	if !ok {
+		return "", false
+	}
+	switch pe.Code {
+	case "22021", "22P05":
+		return "not-utf8-name", true
+	case "54000", "22001":
+		if strings.Contains(pe.Message, "tsvector") {
+			return "too-large-to-index", true
+		}
+		return "too-long-for-store", true
+	}
+	return "", false
 }
 
 // ingestState is what an ingest knows of one element: its row (eid 0
@@ -54,6 +124,12 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 	ids := make([]string, len(files))
 	for i, f := range files {
 		ids[i] = f.ElementID
+	}
+	// Ingest takes turns with accepts as accepts do with each other: a
+	// file whose element a live claim holds waits (the caller retries),
+	// so an accept never overwrites evidence newer than its base.
+	if err := refuseClaimed(ctx, tx, scope, ids...); err != nil {
+		return nil, err
 	}
 	state, err := ingestStates(ctx, tx, scope, ids)
 	if err != nil {

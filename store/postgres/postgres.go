@@ -12,8 +12,13 @@
 // another tenant's rows; migrations are ordered and versioned, each in
 // one SQL transaction, under a session advisory lock, so kernels starting
 // at once do not collide; and a database migrated by a newer kernel is
-// refused. A server that is down or restarting gives errs.Unavailable,
-// never a hang, and the pool reconnects once it is back.
+// refused. A server that is down, restarting or frozen (a paused VM, a
+// silent partition) gives errs.Unavailable, never a hang: every store
+// call runs under a deadline (Options.Timeout, the URL's
+// statement_timeout, DefaultTimeout) that the server enforces too
+// (statement_timeout, idle_in_transaction_session_timeout), and the pool's
+// TCP connections send keepalives; the pool reconnects once the server is
+// back.
 package postgres
 
 import (
@@ -22,6 +27,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,35 +55,235 @@ type SchemaData struct {
 // connect_timeout.
 const connectTimeout = 5 * time.Second
 
-// Store is the memory database of a team: a pgx connection pool.
-type Store struct {
-	pool *pgxpool.Pool
+// DefaultTimeout bounds one store call (all its attempts) when neither
+// Options.Timeout nor the URL's statement_timeout says otherwise.
+const DefaultTimeout = 15 * time.Second
+
+// keepAlive is the TCP keepalive of the pool's connections: a peer that
+// vanished (a silent partition) is noticed in idle + interval*count, about
+// 25 s, not the system's two hours.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// Options configures Open.
+type Options struct {
+	// Timeout bounds each store call, all its attempts included, and is
+	// the server's statement_timeout and
+	// idle_in_transaction_session_timeout for the pool's sessions. Zero
+	// takes the URL's statement_timeout, or DefaultTimeout.
+	Timeout time.Duration
+	// Migrate brings the schema up to date (Migrate). Without it a
+	// database behind this txkernel's schema is refused, naming
+	// `txkernel migrate` (a serving role that does not own the tables
+	// cannot migrate them).
+	Migrate bool
+	// AllowPrivileged serves through a superuser or a BYPASSRLS role,
+	// which row-level security does not bind. Only `txkernel migrate`
+	// sets it: serving refuses such a role (CheckRole).
+	AllowPrivileged bool
 }
 
+// Store is the memory database of a team: a pgx connection pool.
+type Store struct {
+	pool    *pgxpool.Pool
+	timeout time.Duration // per store call; 0 means DefaultTimeout
+	owner   bool          // the role owns the memory tables (OwnsTables)
+}
+
+// OwnsTables reports whether the store's role owns the memory tables.
+// Row-level security is forced, so it binds the owner too, but an owner
+// may turn it off: serve through a role that owns nothing (`txkernel
+// migrate --serving-role`). The kernel logs a warning.
+func (s *Store) OwnsTables() bool { return s.owner }
+
 // Open connects to url (libpq or pgx syntax; a unix socket directory goes
-// in ?host=), migrates the database (Migrate) and returns the store. The
-// password comes from the URL's environment (PGPASSWORD) or ~/.pgpass, as
-// libpq's: never put it on a command line.
+// in ?host=), migrates the database (Migrate) and returns the store, as
+// OpenWith with Options{Migrate: true}.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, Options{Migrate: true})
+}
+
+// OpenWith connects to url and returns the store. The password comes from
+// the URL's environment (PGPASSWORD) or ~/.pgpass, as libpq's: never put
+// it on a command line. Errors: errs.Invalid for a bad URL or timeout;
+// errs.Unavailable when the server is out of reach (the caller may start
+// without it and open it later); errs.PermissionDenied for a role that
+// row-level security does not bind (CheckRole); errs.Internal for a
+// schema newer or (without o.Migrate) older than this txkernel's.
+func OpenWith(ctx context.Context, url string, o Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "memory-store"}, "the memory store URL: %v", err)
+	}
+	timeout := o.Timeout
+	if st, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; ok && timeout == 0 {
+		if timeout, err = parseTimeout(st); err != nil {
+			return nil, err
+		}
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
+	// The server ends a statement, or a session idle in a transaction (a
+	// kernel frozen while it holds the scope's lock), that outlives the
+	// deadline: the same bound on both sides.
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = ms
+	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = ms
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// Without connect_timeout in the URL, a server that does not
 		// answer (a dropped TCP SYN) would hold a request for the
 		// system's TCP timeout, minutes: give up and say unavailable.
-		cfg.ConnConfig.ConnectTimeout = connectTimeout
+		cfg.ConnConfig.ConnectTimeout = min(connectTimeout, timeout)
 	}
+	dialer := &net.Dialer{Timeout: cfg.ConnConfig.ConnectTimeout, KeepAliveConfig: keepAlive}
+	cfg.ConnConfig.DialFunc = dialer.DialContext
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("memory store: %w", err)
 	}
-	if err := Migrate(ctx, pool); err != nil {
+	s := &Store{pool: pool, timeout: timeout}
+	if err := s.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool}, nil
+	return s, nil
+}
+
+// open checks the role and the schema, under the store's deadline.
+func (s *Store) open(ctx context.Context, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, s.deadline())
+	defer cancel()
+	err := func() error {
+		if !o.AllowPrivileged {
+			if err := CheckRole(ctx, s.pool); err != nil {
+				return err
+			}
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'mem_elements' AND tableowner = current_user)`).Scan(&s.owner); err != nil {
+			return fmt.Errorf("memory store: read the tables' owner: %w", err)
+		}
+		err := checkSchema(ctx, s.pool)
+		if o.Migrate && err != nil && !errs.KindIs(err, errs.Unavailable) {
+			if _, data := errs.KindOf(err); data != nil && data.(SchemaData).Version < len(migrations) {
+				// Behind: migrate. An up-to-date database is not touched,
+				// so a serving role without CREATE starts.
+				return Migrate(ctx, s.pool)
+			}
+		}
+		return err
+	}()
+	if reason, lost := connectionLost(err); lost || errors.Is(err, context.DeadlineExceeded) {
+		if !lost {
+			reason = "timeout"
+		}
+		return unavailable(err, reason, false)
+	}
+	return err
+}
+
+// RoleData is the data of the refusal of a role row-level security does
+// not bind.
+type RoleData struct {
+	Role      string `json:"role"`
+	Superuser bool   `json:"superuser"`
+	BypassRLS bool   `json:"bypassrls"`
+	Reason    string `json:"reason"` // "privileged-role"
+}
+
+// CheckRole refuses (errs.PermissionDenied, RoleData) to serve through a
+// superuser or a role with BYPASSRLS: row-level security does not apply
+// to them, so one tenant's request could read another's rows. Serve
+// through a role that holds only the grants `txkernel migrate
+// --serving-role` gives (docs: RELIABILITY.md, "Team memory").
+func CheckRole(ctx context.Context, pool *pgxpool.Pool) error {
+	var d RoleData
+	err := pool.QueryRow(ctx, `SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user`).Scan(&d.Role, &d.Superuser, &d.BypassRLS)
+	if err != nil {
+		return fmt.Errorf("memory store: read the role: %w", err)
+	}
+	if d.Superuser || d.BypassRLS {
+		d.Reason = "privileged-role"
+		what := "a superuser"
+		if !d.Superuser {
+			what = "a BYPASSRLS role"
+		}
+		return errs.New(errs.PermissionDenied, d,
+			"the memory store URL connects as %s, %s, which row-level security does not bind: serve through a role that owns nothing and has only the grants `txkernel migrate --serving-role %s` gives, and migrate as the owner",
+			d.Role, what, "ROLE")
+	}
+	return nil
+}
+
+// checkSchema refuses a database whose schema is not this txkernel's:
+// newer (SchemaData, as Migrate), or older, naming `txkernel migrate`.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	var v int
+	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM txk_schema`).Scan(&v)
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "42P01" {
+		v, err = 0, nil // no txk_schema: never migrated
+	}
+	if err != nil {
+		return fmt.Errorf("memory store: %w", err)
+	}
+	switch {
+	case v > len(migrations):
+		return errs.New(errs.Internal, SchemaData{Version: v, Known: len(migrations)},
+			"the memory database is at schema version %d; this txkernel knows %d: run a newer txkernel", v, len(migrations))
+	case v < len(migrations):
+		return errs.New(errs.Internal, SchemaData{Version: v, Known: len(migrations)},
+			"the memory database is at schema version %d, this txkernel's is %d: run `txkernel migrate --memory-store URL` as the tables' owner", v, len(migrations))
+	}
+	return nil
+}
+
+// GrantServing gives role what serving needs and nothing more: it may
+// read and write the memory tables' rows, under their row-level security,
+// and read the schema version; it owns nothing, so it can neither
+// change a policy nor turn row-level security off. The caller is the
+// tables' owner (`txkernel migrate --serving-role`).
+func (s *Store) GrantServing(ctx context.Context, role string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.deadline())
+	defer cancel()
+	id := pgx.Identifier{role}.Sanitize()
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`GRANT USAGE ON SCHEMA public TO ` + id,
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ` + id,
+			`REVOKE INSERT, UPDATE, DELETE ON txk_schema FROM ` + id,
+			`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ` + id,
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("memory store: %s: %w", q, err)
+			}
+		}
+		return nil
+	})
+}
+
+// parseTimeout reads a statement_timeout: milliseconds, or a duration
+// with a unit (Go's, such as 15s or 500ms).
+func parseTimeout(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, errs.New(errs.Invalid, errs.InvalidData{Field: "memory-store", Reason: "bad-timeout"},
+			"the memory store URL's statement_timeout %q is neither milliseconds nor a duration such as 15s", v)
+	}
+	return d, nil
+}
+
+// Timeout is the bound of one store call.
+func (s *Store) Timeout() time.Duration { return s.deadline() }
+
+func (s *Store) deadline() time.Duration {
+	if s.timeout <= 0 {
+		return DefaultTimeout
+	}
+	return s.timeout
 }
 
 // Close closes the pool.
@@ -143,11 +350,26 @@ const maxAttempts = 5
 // transaction won, and this one runs again on what it committed. So is a
 // lost or refused connection, before the commit: the server rolled the
 // transaction back, and the pool dials again. When the server is out of
-// reach the error is errs.Unavailable, at once or after the connect
-// timeout, never a hang; a connection lost during the commit itself is errs.Unavailable
-// with OutcomeUnknown, and is not retried here, since the commit may have
-// happened. A connection that cannot be made at all is not retried.
+// reach the error is errs.Unavailable, at once, after the connect
+// timeout, or when the call's deadline (Store.Timeout) passes, never a
+// hang. A write whose connection was lost or whose deadline passed during
+// the commit itself is errs.Unavailable with OutcomeUnknown, and is not
+// retried here, since the commit may have happened; a read's outcome is
+// never unknown. A connection that cannot be made at all is not retried.
 func (s *Store) inTenant(ctx context.Context, tenant string, fn func(pgx.Tx) error) error {
+	return s.run(ctx, tenant, false, fn)
+}
+
+// readTenant is inTenant for a transaction that writes nothing: its
+// failure is never of unknown outcome.
+func (s *Store) readTenant(ctx context.Context, tenant string, fn func(pgx.Tx) error) error {
+	return s.run(ctx, tenant, true, fn)
+}
+
+func (s *Store) run(ctx context.Context, tenant string, readOnly bool, fn func(pgx.Tx) error) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, s.deadline())
+	defer cancel()
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		var committing bool
@@ -155,13 +377,20 @@ func (s *Store) inTenant(ctx context.Context, tenant string, fn func(pgx.Tx) err
 		if err == nil {
 			return nil
 		}
+		unknown := committing && !readOnly
+		if parent.Err() == nil && (ctx.Err() != nil || isTimeout(err)) {
+			// The deadline passed, or the server cancelled a statement
+			// that outlived statement_timeout: a frozen or overloaded
+			// server.
+			return unavailable(err, "timeout", unknown && !pgconn.SafeToRetry(err))
+		}
 		if reason, lost := connectionLost(err); lost {
-			if committing && !pgconn.SafeToRetry(err) {
+			if unknown && !pgconn.SafeToRetry(err) {
 				return unavailable(err, reason, true)
 			}
 			// No connection could be made: the server is down, and
 			// dialling again at once would only make the caller wait.
-			if reason == "unreachable" || attempt == maxAttempts {
+			if reason == "unreachable" || reason == "shutting-down" || attempt == maxAttempts {
 				return unavailable(err, reason, false)
 			}
 		} else if !retryable(err) {
@@ -169,11 +398,23 @@ func (s *Store) inTenant(ctx context.Context, tenant string, fn func(pgx.Tx) err
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			if parent.Err() == nil {
+				return unavailable(err, "timeout", false)
+			}
+			return parent.Err()
 		case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
 		}
 	}
 	return err
+}
+
+// isTimeout reports the server's statement_timeout or
+// idle_in_transaction_session_timeout (57014, 25P03) or a network deadline.
+func isTimeout(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pe.Code == "57014" || pe.Code == "25P03"
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // attempt runs fn once in its own transaction; committing is set once
@@ -207,9 +448,9 @@ func retryable(err error) bool {
 // connection broke ("connection-lost": class 08, a closed connection, a
 // network error).
 func connectionLost(err error) (string, bool) {
-	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
-		return "unreachable", true
-	}
+	// A server that is shutting down refuses new connections with
+	// 57P03 inside a ConnectError: the PgError says more than
+	// "unreachable", so it is looked at first.
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch {
 		case pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03":
@@ -217,7 +458,12 @@ func connectionLost(err error) (string, bool) {
 		case strings.HasPrefix(pe.Code, "08"):
 			return "connection-lost", true
 		}
-		return "", false
+		if _, ok := errors.AsType[*pgconn.ConnectError](err); !ok {
+			return "", false
+		}
+	}
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return "unreachable", true
 	}
 	if errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -232,6 +478,12 @@ func connectionLost(err error) (string, bool) {
 // unavailable is the errs.Unavailable error of a lost connection.
 func unavailable(err error, reason string, outcomeUnknown bool) error {
 	msg := "the memory store (PostgreSQL) is out of reach"
+	switch reason {
+	case "timeout":
+		msg = "the memory store (PostgreSQL) did not answer within the deadline"
+	case "shutting-down":
+		msg = "the memory store (PostgreSQL) is shutting down or starting up"
+	}
 	if outcomeUnknown {
 		msg += "; the connection broke while the request was committing, so it may or may not have been applied"
 	}
