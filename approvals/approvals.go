@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Policy is the --approval-policy flag.
@@ -120,16 +119,35 @@ type State struct {
 	Decisions []protocol.ApprovalDecision
 }
 
-// Fold builds the approval state from a transaction's events.
-func Fold(events []record.Event) *State {
+// Event is what the approval state reads of one ledger event: its type
+// and, on an approval/request or approval/decision event, the request or
+// decision it carries. The engine adapts its ledger's events (tx/record's
+// Event) to it, so that approvals sits a floor below the record layer and
+// does not import it.
+type Event struct {
+	Type     string
+	Approval *protocol.ApprovalRequest
+	Decision *protocol.ApprovalDecision
+}
+
+// Add folds one ledger event into s: an approval/request event's request
+// and an approval/decision event's decision, in the order given; any other
+// event, or one without its payload, leaves s as it is.
+func (s *State) Add(ev Event) {
+	switch {
+	case ev.Type == protocol.EventApprovalRequest && ev.Approval != nil:
+		s.Requests = append(s.Requests, *ev.Approval)
+	case ev.Type == protocol.EventApprovalDecision && ev.Decision != nil:
+		s.Decisions = append(s.Decisions, *ev.Decision)
+	}
+}
+
+// Fold builds the approval state from a transaction's events, in ledger
+// order.
+func Fold(events []Event) *State {
 	st := &State{}
 	for _, ev := range events {
-		switch {
-		case ev.Type == protocol.EventApprovalRequest && ev.Approval != nil:
-			st.Requests = append(st.Requests, *ev.Approval)
-		case ev.Type == protocol.EventApprovalDecision && ev.Decision != nil:
-			st.Decisions = append(st.Decisions, *ev.Decision)
-		}
+		st.Add(ev)
 	}
 	return st
 }

@@ -4,11 +4,10 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/tx/record"
 )
 
-func ev(typ string, req *protocol.ApprovalRequest, d *protocol.ApprovalDecision) record.Event {
-	return record.Event{Type: typ, Approval: req, Decision: d}
+func ev(typ string, req *protocol.ApprovalRequest, d *protocol.ApprovalDecision) Event {
+	return Event{Type: typ, Approval: req, Decision: d}
 }
 
 func TestEvaluate(t *testing.T) {
@@ -23,7 +22,7 @@ func TestEvaluate(t *testing.T) {
 		name      string
 		policy    Policy
 		secrets   bool
-		events    []record.Event
+		events    []Event
 		reg       func(*Registry)
 		denied    bool
 		auto      []string
@@ -33,9 +32,9 @@ func TestEvaluate(t *testing.T) {
 		{name: "untrusted asks for the patchset", policy: Untrusted, toRequest: []string{patch}},
 		{name: "never grants the patchset", policy: Never, auto: []string{"policy"}},
 		{name: "never still asks for secrets", policy: Never, secrets: true, auto: []string{"policy"}, toRequest: []string{secrets}},
-		{name: "requested once stays pending", policy: Untrusted, events: []record.Event{ev(protocol.EventApprovalRequest, reqPatch, nil)}, pending: []string{"apr-1"}},
-		{name: "approved is ready", policy: Untrusted, events: []record.Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionApprove))}},
-		{name: "denied fails fast", policy: Never, events: []record.Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionDeny))}, denied: true},
+		{name: "requested once stays pending", policy: Untrusted, events: []Event{ev(protocol.EventApprovalRequest, reqPatch, nil)}, pending: []string{"apr-1"}},
+		{name: "approved is ready", policy: Untrusted, events: []Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionApprove))}},
+		{name: "denied fails fast", policy: Never, events: []Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionDeny))}, denied: true},
 		{name: "denied elsewhere fails fast", policy: Untrusted, reg: func(r *Registry) {
 			r.Observe("tx-other", *decide("apr-9", patch, protocol.DecisionDeny), false)
 		}, denied: true},

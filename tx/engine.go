@@ -164,7 +164,18 @@ func (t *transaction) pending() []protocol.ApprovalRequest {
 	if protocol.Terminal(t.meta.State) {
 		return []protocol.ApprovalRequest{}
 	}
-	return approvals.Fold(t.led.events).Pending()
+	return t.approvalState().Pending()
+}
+
+// approvalState folds t's ledger into the approval state: the engine
+// adapts its record events to approvals' own Event, so that approvals does
+// not import tx/record.
+func (t *transaction) approvalState() *approvals.State {
+	st := &approvals.State{}
+	for _, ev := range t.led.events {
+		st.Add(approvals.Event{Type: ev.Type, Approval: ev.Approval, Decision: ev.Decision})
+	}
+	return st
 }
 
 // Open takes the data dir's lock, loads every transaction that is not
@@ -512,7 +523,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*protocol.TxStatusResul
 }
 
 func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
-	st := approvals.Fold(t.led.events)
+	st := t.approvalState()
 	decisions := st.Decisions
 	if decisions == nil {
 		decisions = []protocol.ApprovalDecision{}
