@@ -359,7 +359,7 @@ func (e *Engine) loadTx(id string) *transaction {
 
 // metaFromLedger derives transaction.json from the ledger alone.
 func metaFromLedger(id string, evs []record.Event) record.Transaction {
-	m := record.Transaction{SchemaVersion: 1, TransactionID: id}
+	m := record.Transaction{SchemaVersion: record.SchemaVersion, TransactionID: id}
 	if len(evs) > 0 {
 		m.CreatedAt = evs[0].TS
 	}

@@ -179,7 +179,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		return nil, err
 	}
 	evs := pending.events
-	t.meta = record.Transaction{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
+	t.meta = record.Transaction{SchemaVersion: record.SchemaVersion, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
 		State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: record.Pointers{Proposal: &ptr}}
 	meta, err := t.meta.Encode()
 	if err != nil {
