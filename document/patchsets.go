@@ -30,11 +30,8 @@ const (
 // again returns the first result; with another body it is
 // errs.IdempotencyConflict.
 func (s *Service) ProposePatchSet(ctx context.Context, p *protocol.PatchSetProposeParams) (*protocol.PatchSetProposeResult, error) {
-	db, err := s.t.store(ctx)
+	db, err := s.open(ctx, p.DocID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(p.DocID); err != nil {
 		return nil, err
 	}
 	if p.RecipeVersion == nil {
@@ -361,14 +358,8 @@ func (s *Service) decided(ctx context.Context, row *store.PatchSetRow) (*protoco
 // is not missed.
 func (s *Service) PatchSetContext(ctx context.Context, p *protocol.DocParams) (*protocol.PatchSetContextResult, error) {
 	docID := p.DocID
-	db, err := s.t.store(ctx)
+	db, _, err := s.openDoc(ctx, docID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(docID); err != nil {
-		return nil, err
-	}
-	if _, err := db.Document(ctx, docID); err != nil {
 		return nil, err
 	}
 	if _, err := s.pendingPatchSet(ctx, docID); err != nil {
@@ -412,11 +403,8 @@ type AckData struct {
 // same. The PatchSet must be a decided PatchSet of the recipe
 // (errs.NotFound otherwise).
 func (s *Service) AckPatchSetContext(ctx context.Context, p *protocol.PatchSetContextAckParams) (*protocol.PatchSetContextAckResult, error) {
-	db, err := s.t.store(ctx)
+	db, err := s.open(ctx, p.DocID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(p.DocID); err != nil {
 		return nil, err
 	}
 	if p.PatchSetID == "" {
