@@ -158,12 +158,12 @@ func (s *Service) Paths(ctx context.Context, p *protocol.DocParams) (*protocol.D
 	return &protocol.DocPathsResult{DocID: doc.ID, Revision: doc.Revision, Paths: jsondoc.Paths(doc.Type, v)}, nil
 }
 
-// Validate dry-runs an envelope (patch/validate, seed 000 steps 1–6). The
-// result is a proposed transaction of the engine, whose id is the
-// validationId. A patch_id applied before with the same payload returns
-// that apply's transaction with AlreadyApplied; with another payload it is
-// errs.IdempotencyConflict. In PROPOSED mode the envelope and this output
-// are also stored for patch/proposed.
+// Validate dry-runs an envelope (patch/validate, seed 000's dry-run:
+// PROTOCOL.md §11). The result is a proposed transaction of the engine, whose
+// id is the validationId. A patch_id applied before with the same payload
+// returns that apply's transaction with AlreadyApplied; with another payload
+// it is errs.IdempotencyConflict. In PROPOSED mode the envelope and this
+// output are also stored for patch/proposed.
 func (s *Service) Validate(ctx context.Context, p *protocol.PatchValidateParams) (*protocol.PatchValidateResult, error) {
 	db, err := s.open(ctx, p.DocID)
 	if err != nil {
@@ -242,14 +242,14 @@ func validation(id string, r *planRecord, replay bool) *protocol.PatchValidateRe
 	}
 }
 
-// Apply applies a validated envelope (patch/apply, seed 000 step 7). It
-// refuses, each with its own kind: a missing or unknown validationId
-// (errs.UnknownValidation), an expired one (errs.Expired), a patch whose
-// hash is not the validated one (errs.HashMismatch), a moved revision
-// (errs.Stale, from the engine's base check) and a patch_id applied with
-// another payload (errs.IdempotencyConflict). A patch_id applied with the
-// same payload returns the original result with AlreadyApplied. An
-// envelope in PROPOSED mode is not applied: the result says Proposed.
+// Apply applies a validated envelope (patch/apply, seed 000's apply:
+// PROTOCOL.md §11). It refuses, each with its own kind: a missing or unknown
+// validationId (errs.UnknownValidation), an expired one (errs.Expired), a
+// patch whose hash is not the validated one (errs.HashMismatch), a moved
+// revision (errs.Stale, from the engine's base check) and a patch_id applied
+// with another payload (errs.IdempotencyConflict). A patch_id applied with the
+// same payload returns the original result with AlreadyApplied. An envelope in
+// PROPOSED mode is not applied: the result says Proposed.
 func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*protocol.PatchApplyResult, error) {
 	db, err := s.t.store(ctx)
 	if err != nil {

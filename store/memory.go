@@ -58,8 +58,8 @@ const (
 	IngestUnchanged  = "unchanged"
 	// IngestForReview: the element's current version is curated, so the
 	// new evidence version was recorded without becoming current and a
-	// proposal (ProposalID) puts it before a curator (seed 002 §5:
-	// ingested sources are not canonical truth).
+	// proposal (ProposalID) puts it before a curator (seed 002's ingest loop:
+	// ingested sources are not canonical truth; docs/DESIGN.md §7).
 	IngestForReview = "for_review"
 )
 
@@ -253,10 +253,10 @@ func insertRel(ctx context.Context, t *sql.Tx, repo, typ string, src, dst int64,
 	return nil
 }
 
-// MemDecision is a decision artefact (seed 002 §3.2, "Audit"): an
-// ameide:curation.decision element whose one version's body is Body
-// (JSON), named DecisionID, written with a ledger event of Type naming
-// the principal.
+// MemDecision is a decision artefact (seed 002's accept/reject audit:
+// PROTOCOL.md §13): an ameide:curation.decision element whose one version's
+// body is Body (JSON), named DecisionID, written with a ledger event of Type
+// naming the principal.
 type MemDecision struct {
 	DecisionID string
 	Type       string // the ledger event: memory/accept, memory/reject, memory/rebase, memory/promote, memory/propose

@@ -11,10 +11,11 @@ import (
 	"github.com/txkernel/txkernel/search"
 )
 
-// Curated memory's vectors (seed 002 §1.3: stable chunks so that embedding
-// can come later): one vec0 table per dimension, partitioned by scope, one
-// row per chunk (rowid = mem_chunks.id). As in the corpus, vectors are
-// unit length and the table measures L2, so cosine distance is d²/2.
+// Curated memory's vectors (seed 002's structure-aware chunking, PROTOCOL.md
+// §13: stable chunks so that embedding can come later): one vec0 table per
+// dimension, partitioned by scope, one row per chunk (rowid = mem_chunks.id).
+// As in the corpus, vectors are unit length and the table measures L2, so
+// cosine distance is d²/2.
 
 func memVecTable(dims int) string { return fmt.Sprintf("mem_vec_%d", dims) }
 

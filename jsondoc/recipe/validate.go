@@ -7,8 +7,8 @@ import (
 	"github.com/txkernel/txkernel/errs"
 )
 
-// Rules a PatchSet can break (seed 003, "Validation Rules" and "Hard
-// Rules"): the stable words of Violation.Rule.
+// Rules a PatchSet can break (seed 003's validation rules and hard rules:
+// docs/DESIGN.md §7, PROTOCOL.md §11): the stable words of Violation.Rule.
 const (
 	RuleDoneStep          = "done-step"                     // a patch modifies a done step
 	RuleUnknownID         = "unknown-id"                    // a step or ingredient id that does not exist
