@@ -82,7 +82,7 @@ func (f MemIngestFile) ReviewTarget(scope protocol.MemoryScope, headVersionID st
 	return p
 }
 
-// MemIngest mirrors files as ameide:ingest.backlog_md elements of scope
+// Ingest mirrors files as ameide:ingest.backlog_md elements of scope
 // with source_kind INGESTED_EVIDENCE: a new element gets its first
 // version; an element whose newest ingested version has another body hash
 // gets a new version; otherwise nothing is written. Ingest never replaces
@@ -296,7 +296,7 @@ func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDec
 	return nil
 }
 
-// MemSetAcceptTx records txID as the transaction accepting scope's open
+// SetAcceptTx records txID as the transaction accepting scope's open
 // proposal proposalID, so that an accept repeated after a crash finds and
 // finishes it.
 func (s *MemoryStore) SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error {
@@ -324,7 +324,7 @@ type MemAccept struct {
 	Chunks     func(title, body string) []MemChunk
 }
 
-// MemCommitAccept commits a. It is idempotent: when a version with a.TxID
+// CommitAccept commits a. It is idempotent: when a version with a.TxID
 // exists it does nothing, so recovery may call it again.
 func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 	ts := now()
@@ -392,7 +392,7 @@ type MemPromote struct {
 	DecisionID       string
 }
 
-// MemCommitPromote commits p. It is idempotent: when a baseline with
+// CommitPromote commits p. It is idempotent: when a baseline with
 // p.TxID exists it does nothing.
 func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 	ts := now()
@@ -455,7 +455,7 @@ func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 	})
 }
 
-// MemRecordReturned remembers that read_context returned scope's
+// RecordReturned remembers that read_context returned scope's
 // versions vids to principalID (for memory/verify_citations); a version
 // of another scope is not recorded. A pair already recorded is left
 // alone, so a repeated read writes nothing.

@@ -86,7 +86,7 @@ func queryTerms(ctx context.Context, conn *sql.Conn, words []string) ([]string, 
 	return out, rows.Err()
 }
 
-// MemSearch ranks the versions of baseline bid in scope by the BM25 score
+// Search ranks the versions of baseline bid in scope by the BM25 score
 // (BM25, summed over the query's terms) of their best chunk for the words
 // of the MATCH expression match (title weighted wTitle, body 1), best
 // first, at most k. The scope and the baseline are predicates of the
