@@ -51,14 +51,14 @@ type Requirement struct {
 // "patchset:{patch_id}" (seed 001) or "secrets_override:{patch_id}".
 func Fingerprint(kind, patchID string) string { return kind + ":" + patchID }
 
-// WorkspaceReason is the reason of a workspace patch's patchset approval.
-const WorkspaceReason = "apply this patch to the workspace"
+// workspaceReason is the reason of a workspace patch's patchset approval.
+const workspaceReason = "apply this patch to the workspace"
 
 // Required lists the approvals a workspace patch needs: always its
 // patchset approval, and a secrets_override when secrets appear in its
 // added lines.
 func Required(patchID string, containsSecrets bool) []Requirement {
-	return RequiredFor(patchID, WorkspaceReason, containsSecrets)
+	return RequiredFor(patchID, workspaceReason, containsSecrets)
 }
 
 // RequiredFor is Required for any target: reason is the patchset
@@ -140,16 +140,6 @@ func (s *State) Add(ev Event) {
 	case ev.Type == protocol.EventApprovalDecision && ev.Decision != nil:
 		s.Decisions = append(s.Decisions, *ev.Decision)
 	}
-}
-
-// Fold builds the approval state from a transaction's events, in ledger
-// order.
-func Fold(events []Event) *State {
-	st := &State{}
-	for _, ev := range events {
-		st.Add(ev)
-	}
-	return st
 }
 
 // Request returns the request with id, if the ledger has it.

@@ -6,6 +6,16 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
+// fold builds the approval state from events, in order, as the engine
+// does from its ledger.
+func fold(events []Event) *State {
+	st := &State{}
+	for _, ev := range events {
+		st.Add(ev)
+	}
+	return st
+}
+
 func ev(typ string, req *protocol.ApprovalRequest, d *protocol.ApprovalDecision) Event {
 	return Event{Type: typ, Approval: req, Decision: d}
 }
@@ -50,7 +60,7 @@ func TestEvaluate(t *testing.T) {
 			if tc.reg != nil {
 				tc.reg(reg)
 			}
-			p := Evaluate("tx-1", Fold(tc.events), Required(pid, tc.secrets), tc.policy, reg)
+			p := Evaluate("tx-1", fold(tc.events), Required(pid, tc.secrets), tc.policy, reg)
 			if (p.Denied != nil) != tc.denied {
 				t.Fatalf("denied = %v, want %v", p.Denied, tc.denied)
 			}

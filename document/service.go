@@ -33,16 +33,16 @@ func NewService(eng *tx.Engine, t *Target) *Service {
 	return &Service{eng: eng, t: t}
 }
 
-// MaxDocIDLen bounds a docId, in bytes.
-const MaxDocIDLen = 200
+// maxDocIDLen bounds a docId, in bytes.
+const maxDocIDLen = 200
 
 // checkDocID refuses an empty, overlong or unprintable docId.
 func checkDocID(id string) error {
 	if id == "" {
 		return errs.InvalidField("docId", "docId is required")
 	}
-	if len(id) > MaxDocIDLen {
-		return errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "too-long"}, "docId is longer than %d bytes", MaxDocIDLen)
+	if len(id) > maxDocIDLen {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "too-long"}, "docId is longer than %d bytes", maxDocIDLen)
 	}
 	if strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) || r == '#' }) >= 0 {
 		return errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "unprintable"}, "docId must be printable and must not contain '#'")

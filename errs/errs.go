@@ -148,9 +148,6 @@ func Wrap(kind Kind, cause error, data any, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: msg, Data: data, Err: cause}
 }
 
-// E returns a sentinel matching every *Error of kind, for errors.Is.
-func E(kind Kind) error { return &Error{Kind: kind} }
-
 // Kinded is implemented by error types that carry a Kind without being an
 // *Error (sandbox.PathError, unidiff.ConflictError).
 type Kinded interface {

@@ -52,7 +52,7 @@ import (
 // File and directory names in the data dir and in a transaction directory.
 const (
 	MetaFile  = record.TransactionFile
-	PatchFile = "proposal.patch"
+	patchFile = "proposal.patch"
 	TxDir     = "transactions"
 	ActiveDir = "active"
 	DeniedDir = "denied"

@@ -17,7 +17,6 @@ const (
 	RuleHardAvoid         = "hard-avoid"                    // a hard-avoided item (or an obvious derivative) is introduced
 	RuleEmptyText         = "empty-text"                    // a text argument is blank
 	RulePending           = "pending-patchset"              // another PatchSet is pending on the recipe
-	RuleStaleVersion      = "stale-recipe-version"          // the PatchSet targets an older recipeVersion
 )
 
 // Violation is one broken rule: which, the patch at fault (-1 for none),
