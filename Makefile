@@ -37,7 +37,7 @@ DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994
 FUZZTIME ?= 30s
 GOBIN    := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build check-release test test-short vet lint demo demo-docs demo-memory demo-team demo-corpus eval eval-data bench fuzz crash clean mcp-inspector bench-buckets
+.PHONY: all build check-release test test-short vet lint doc-comments demo demo-docs demo-memory demo-team demo-corpus eval eval-data bench fuzz crash clean mcp-inspector bench-buckets
 
 all: build
 
@@ -53,7 +53,7 @@ check-release: build
 	@if grep -q TXKERNEL_FAILPOINTS $(BIN); then \
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
-## test: vet and check-release, then every test with the race detector
+## test: vet, check-release and doc-comments, then every test with the race detector
 ## (the end-to-end tests, under e2e/, build and drive the real binary,
 ## also with -race; go test runs their packages in parallel)
 ## It says when a cold race build is about to compile SQLite (minutes of
@@ -61,7 +61,7 @@ check-release: build
 ## packages that ran, every skip grouped by its reason (a missing
 ## PostgreSQL, chromium, node, git or strace, or shared test data), and
 ## "N passed, N failed, N skipped".
-test: vet check-release
+test: vet check-release doc-comments
 	@if [ "$$($(GO) list -race -tags "$(TEST_TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
 	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
 	@$(GO) build -o bin/testreport ./internal/testreport
@@ -80,6 +80,15 @@ vet:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet -tags "$(TEST_TAGS)" ./...
 	$(GO) vet -tags "$(TAGS)" ./...
+
+## doc-comments: staticcheck's ST1020, ST1021 and ST1022 only (the doc
+## comment of an exported function, type or variable starts with its
+## name), so a renamed identifier cannot keep a stale comment; make test
+## runs it. staticcheck is installed from the Go module proxy on first use,
+## as for lint.
+doc-comments:
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	$(GOBIN)/staticcheck -tags "$(TEST_TAGS)" -checks ST1020,ST1021,ST1022 ./...
 
 ## lint: staticcheck (installed from the Go module proxy on first use)
 lint: vet

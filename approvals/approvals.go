@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Policy is the --approval-policy flag.
@@ -52,14 +51,14 @@ type Requirement struct {
 // "patchset:{patch_id}" (seed 001) or "secrets_override:{patch_id}".
 func Fingerprint(kind, patchID string) string { return kind + ":" + patchID }
 
-// WorkspaceReason is the reason of a workspace patch's patchset approval.
-const WorkspaceReason = "apply this patch to the workspace"
+// workspaceReason is the reason of a workspace patch's patchset approval.
+const workspaceReason = "apply this patch to the workspace"
 
 // Required lists the approvals a workspace patch needs: always its
 // patchset approval, and a secrets_override when secrets appear in its
 // added lines.
 func Required(patchID string, containsSecrets bool) []Requirement {
-	return RequiredFor(patchID, WorkspaceReason, containsSecrets)
+	return RequiredFor(patchID, workspaceReason, containsSecrets)
 }
 
 // RequiredFor is Required for any target: reason is the patchset
@@ -120,18 +119,27 @@ type State struct {
 	Decisions []protocol.ApprovalDecision
 }
 
-// Fold builds the approval state from a transaction's events.
-func Fold(events []record.Event) *State {
-	st := &State{}
-	for _, ev := range events {
-		switch {
-		case ev.Type == protocol.EventApprovalRequest && ev.Approval != nil:
-			st.Requests = append(st.Requests, *ev.Approval)
-		case ev.Type == protocol.EventApprovalDecision && ev.Decision != nil:
-			st.Decisions = append(st.Decisions, *ev.Decision)
-		}
+// Event is what the approval state reads of one ledger event: its type
+// and, on an approval/request or approval/decision event, the request or
+// decision it carries. The engine adapts its ledger's events (tx/record's
+// Event) to it, so that approvals sits a floor below the record layer and
+// does not import it.
+type Event struct {
+	Type     string
+	Approval *protocol.ApprovalRequest
+	Decision *protocol.ApprovalDecision
+}
+
+// Add folds one ledger event into s: an approval/request event's request
+// and an approval/decision event's decision, in the order given; any other
+// event, or one without its payload, leaves s as it is.
+func (s *State) Add(ev Event) {
+	switch {
+	case ev.Type == protocol.EventApprovalRequest && ev.Approval != nil:
+		s.Requests = append(s.Requests, *ev.Approval)
+	case ev.Type == protocol.EventApprovalDecision && ev.Decision != nil:
+		s.Decisions = append(s.Decisions, *ev.Decision)
 	}
-	return st
 }
 
 // Request returns the request with id, if the ledger has it.

@@ -4,11 +4,20 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/tx/record"
 )
 
-func ev(typ string, req *protocol.ApprovalRequest, d *protocol.ApprovalDecision) record.Event {
-	return record.Event{Type: typ, Approval: req, Decision: d}
+// fold builds the approval state from events, in order, as the engine
+// does from its ledger.
+func fold(events []Event) *State {
+	st := &State{}
+	for _, ev := range events {
+		st.Add(ev)
+	}
+	return st
+}
+
+func ev(typ string, req *protocol.ApprovalRequest, d *protocol.ApprovalDecision) Event {
+	return Event{Type: typ, Approval: req, Decision: d}
 }
 
 func TestEvaluate(t *testing.T) {
@@ -23,7 +32,7 @@ func TestEvaluate(t *testing.T) {
 		name      string
 		policy    Policy
 		secrets   bool
-		events    []record.Event
+		events    []Event
 		reg       func(*Registry)
 		denied    bool
 		auto      []string
@@ -33,9 +42,9 @@ func TestEvaluate(t *testing.T) {
 		{name: "untrusted asks for the patchset", policy: Untrusted, toRequest: []string{patch}},
 		{name: "never grants the patchset", policy: Never, auto: []string{"policy"}},
 		{name: "never still asks for secrets", policy: Never, secrets: true, auto: []string{"policy"}, toRequest: []string{secrets}},
-		{name: "requested once stays pending", policy: Untrusted, events: []record.Event{ev(protocol.EventApprovalRequest, reqPatch, nil)}, pending: []string{"apr-1"}},
-		{name: "approved is ready", policy: Untrusted, events: []record.Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionApprove))}},
-		{name: "denied fails fast", policy: Never, events: []record.Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionDeny))}, denied: true},
+		{name: "requested once stays pending", policy: Untrusted, events: []Event{ev(protocol.EventApprovalRequest, reqPatch, nil)}, pending: []string{"apr-1"}},
+		{name: "approved is ready", policy: Untrusted, events: []Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionApprove))}},
+		{name: "denied fails fast", policy: Never, events: []Event{ev(protocol.EventApprovalRequest, reqPatch, nil), ev(protocol.EventApprovalDecision, nil, decide("apr-1", patch, protocol.DecisionDeny))}, denied: true},
 		{name: "denied elsewhere fails fast", policy: Untrusted, reg: func(r *Registry) {
 			r.Observe("tx-other", *decide("apr-9", patch, protocol.DecisionDeny), false)
 		}, denied: true},
@@ -51,7 +60,7 @@ func TestEvaluate(t *testing.T) {
 			if tc.reg != nil {
 				tc.reg(reg)
 			}
-			p := Evaluate("tx-1", Fold(tc.events), Required(pid, tc.secrets), tc.policy, reg)
+			p := Evaluate("tx-1", fold(tc.events), Required(pid, tc.secrets), tc.policy, reg)
 			if (p.Denied != nil) != tc.denied {
 				t.Fatalf("denied = %v, want %v", p.Denied, tc.denied)
 			}

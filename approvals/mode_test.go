@@ -40,13 +40,13 @@ func TestModeChangeGrants(t *testing.T) {
 			pid := modePatchID(tc.path, tc.old, tc.new)
 			reg := NewRegistry()
 			reg.Observe("tx-0", protocol.ApprovalDecision{ApprovalRequestID: "apr-0", Fingerprint: Fingerprint(protocol.ApprovalPatchset, granted), Decision: protocol.DecisionApproveForSession}, true)
-			p := Evaluate("tx-1", Fold(nil), Required(pid, false), Untrusted, reg)
+			p := Evaluate("tx-1", fold(nil), Required(pid, false), Untrusted, reg)
 			if got := len(p.Auto) == 1; got != tc.covered {
 				t.Errorf("session grant covers it = %v, want %v (plan %+v)", got, tc.covered, p)
 			}
 			deny := NewRegistry()
 			deny.Observe("tx-0", protocol.ApprovalDecision{ApprovalRequestID: "apr-0", Fingerprint: Fingerprint(protocol.ApprovalPatchset, granted), Decision: protocol.DecisionDeny}, false)
-			p = Evaluate("tx-1", Fold(nil), Required(pid, false), Untrusted, deny)
+			p = Evaluate("tx-1", fold(nil), Required(pid, false), Untrusted, deny)
 			if got := p.Denied != nil; got != tc.covered {
 				t.Errorf("deny covers it = %v, want %v", got, tc.covered)
 			}

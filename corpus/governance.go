@@ -22,8 +22,8 @@ import (
 	"github.com/txkernel/txkernel/store"
 )
 
-// The governance files of a log corpus (seed 004, "Pre-Build Gates" and
-// "Sync / Ingestion"). By default they live in a governance/ folder beside
+// The governance files of a log corpus (seed 004's pre-build
+// gates and sync: docs/DESIGN.md §7, PROTOCOL.md §12). By default they live in a governance/ folder beside
 // the log inside the workspace, where the seed's writers read them before
 // they append (its Step 0); corpus/open's governanceDir moves them, and
 // governanceDir: null keeps them in the data dir only. Every workspace

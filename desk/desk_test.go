@@ -37,7 +37,7 @@ func TestParseReviewers(t *testing.T) {
 		{"trailing data", `[{"principal_id":"a","token_sha256":"` + h + `"}] []`, "trailing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := ParseReviewers([]byte(tc.file))
+			rs, err := parseReviewers([]byte(tc.file))
 			if tc.err == "" {
 				if err != nil || len(rs) == 0 {
 					t.Fatalf("got %v, %v", rs, err)

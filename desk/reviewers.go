@@ -55,11 +55,11 @@ func LoadReviewers(path string) ([]Reviewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseReviewers(data)
+	return parseReviewers(data)
 }
 
-// ParseReviewers is LoadReviewers on the file's bytes.
-func ParseReviewers(data []byte) ([]Reviewer, error) {
+// parseReviewers is LoadReviewers on the file's bytes.
+func parseReviewers(data []byte) ([]Reviewer, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var rs []Reviewer

@@ -30,11 +30,8 @@ const (
 // again returns the first result; with another body it is
 // errs.IdempotencyConflict.
 func (s *Service) ProposePatchSet(ctx context.Context, p *protocol.PatchSetProposeParams) (*protocol.PatchSetProposeResult, error) {
-	db, err := s.t.store(ctx)
+	db, err := s.open(ctx, p.DocID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(p.DocID); err != nil {
 		return nil, err
 	}
 	if p.RecipeVersion == nil {
@@ -178,10 +175,10 @@ func (s *Service) settle(ctx context.Context, row *store.PatchSetRow) error {
 	return nil
 }
 
-// ReviewPatchSet returns what a review UI renders (patchset/review, seed
-// 003 "Rendering Requirements"): every added, modified and removed item in
-// its original position, and the full end state. A PatchSet whose recipe
-// moved on is expired (errs.Stale).
+// ReviewPatchSet returns what a review UI renders (patchset/review, seed 003's
+// rendering requirements: PROTOCOL.md §11): every added, modified and removed
+// item in its original position, and the full end state. A PatchSet whose
+// recipe moved on is expired (errs.Stale).
 func (s *Service) ReviewPatchSet(ctx context.Context, p *protocol.PatchSetParams) (*recipe.ReviewResult, error) {
 	id := p.PatchSetID
 	db, err := s.t.store(ctx)
@@ -353,22 +350,15 @@ func (s *Service) decided(ctx context.Context, row *store.PatchSetRow) (*protoco
 		TransactionID: row.TxID, Revision: doc.Revision, Summary: row.Summary}, nil
 }
 
-// PatchSetContext returns the recipe's lastPatchDecision and the PatchSet
-// it belongs to (patchset/context, seed 003 "Patch Decision Context"),
-// without clearing it: only the host knows when the LLM response that
-// carried it succeeded, and says so with patchset/context_ack. A PatchSet
-// a crash left pending after its apply is settled first, so its decision
-// is not missed.
+// PatchSetContext returns the recipe's lastPatchDecision and the PatchSet it
+// belongs to (patchset/context, seed 003's decision context: PROTOCOL.md §11),
+// without clearing it: only the host knows when the LLM response that carried
+// it succeeded, and says so with patchset/context_ack. A PatchSet a crash left
+// pending after its apply is settled first, so its decision is not missed.
 func (s *Service) PatchSetContext(ctx context.Context, p *protocol.DocParams) (*protocol.PatchSetContextResult, error) {
 	docID := p.DocID
-	db, err := s.t.store(ctx)
+	db, _, err := s.openDoc(ctx, docID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(docID); err != nil {
-		return nil, err
-	}
-	if _, err := db.Document(ctx, docID); err != nil {
 		return nil, err
 	}
 	if _, err := s.pendingPatchSet(ctx, docID); err != nil {
@@ -412,11 +402,8 @@ type AckData struct {
 // same. The PatchSet must be a decided PatchSet of the recipe
 // (errs.NotFound otherwise).
 func (s *Service) AckPatchSetContext(ctx context.Context, p *protocol.PatchSetContextAckParams) (*protocol.PatchSetContextAckResult, error) {
-	db, err := s.t.store(ctx)
+	db, err := s.open(ctx, p.DocID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(p.DocID); err != nil {
 		return nil, err
 	}
 	if p.PatchSetID == "" {

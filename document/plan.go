@@ -23,8 +23,8 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// dryRunResult is a patch run on a copy of a document (seed 000, "Dry-run
-// operations on an isolated copy").
+// dryRunResult is a patch run on a copy of a document (seed 000's
+// dry-run on an isolated copy: docs/DESIGN.md §7, PROTOCOL.md §11).
 type dryRunResult struct {
 	before, after any
 	content       []byte // after, compact JSON

@@ -33,16 +33,16 @@ func NewService(eng *tx.Engine, t *Target) *Service {
 	return &Service{eng: eng, t: t}
 }
 
-// MaxDocIDLen bounds a docId, in bytes.
-const MaxDocIDLen = 200
+// maxDocIDLen bounds a docId, in bytes.
+const maxDocIDLen = 200
 
 // checkDocID refuses an empty, overlong or unprintable docId.
 func checkDocID(id string) error {
 	if id == "" {
 		return errs.InvalidField("docId", "docId is required")
 	}
-	if len(id) > MaxDocIDLen {
-		return errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "too-long"}, "docId is longer than %d bytes", MaxDocIDLen)
+	if len(id) > maxDocIDLen {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "too-long"}, "docId is longer than %d bytes", maxDocIDLen)
 	}
 	if strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) || r == '#' }) >= 0 {
 		return errs.New(errs.Invalid, errs.InvalidData{Field: "docId", Reason: "unprintable"}, "docId must be printable and must not contain '#'")
@@ -50,14 +50,40 @@ func checkDocID(id string) error {
 	return nil
 }
 
-// Create creates a document at revision 0 (doc/create). The content must
-// decode within the limits and be valid for its type.
-func (s *Service) Create(ctx context.Context, p *protocol.DocCreateParams) (*protocol.DocResult, error) {
+// open is the preamble of every method that names a document: kernel.db's
+// documents (opened on first use), once docID is a well-formed docId
+// (checkDocID). A closed or unopenable kernel.db answers before a bad
+// docId, as it always has.
+func (s *Service) open(ctx context.Context, docID string) (*store.Documents, error) {
 	db, err := s.t.store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDocID(p.DocID); err != nil {
+	if err := checkDocID(docID); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// openDoc is open, then the document docID names (errs.NotFound when
+// there is none).
+func (s *Service) openDoc(ctx context.Context, docID string) (*store.Documents, *store.Document, error) {
+	db, err := s.open(ctx, docID)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := db.Document(ctx, docID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, doc, nil
+}
+
+// Create creates a document at revision 0 (doc/create). The content must
+// decode within the limits and be valid for its type.
+func (s *Service) Create(ctx context.Context, p *protocol.DocCreateParams) (*protocol.DocResult, error) {
+	db, err := s.open(ctx, p.DocID)
+	if err != nil {
 		return nil, err
 	}
 	if p.DocType == "" {
@@ -96,14 +122,7 @@ func docResult(d *store.Document) *protocol.DocResult {
 // Get returns a document's current revision and content (doc/get).
 func (s *Service) Get(ctx context.Context, p *protocol.DocParams) (*protocol.DocResult, error) {
 	docID := p.DocID
-	db, err := s.t.store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(docID); err != nil {
-		return nil, err
-	}
-	doc, err := db.Document(ctx, docID)
+	_, doc, err := s.openDoc(ctx, docID)
 	if err != nil {
 		return nil, err
 	}
@@ -128,14 +147,7 @@ func (s *Service) Types(context.Context, *struct{}) (*protocol.DocTypesResult, e
 // Paths returns the canonical path map of a document (doc/paths).
 func (s *Service) Paths(ctx context.Context, p *protocol.DocParams) (*protocol.DocPathsResult, error) {
 	docID := p.DocID
-	db, err := s.t.store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(docID); err != nil {
-		return nil, err
-	}
-	doc, err := db.Document(ctx, docID)
+	_, doc, err := s.openDoc(ctx, docID)
 	if err != nil {
 		return nil, err
 	}
@@ -146,18 +158,15 @@ func (s *Service) Paths(ctx context.Context, p *protocol.DocParams) (*protocol.D
 	return &protocol.DocPathsResult{DocID: doc.ID, Revision: doc.Revision, Paths: jsondoc.Paths(doc.Type, v)}, nil
 }
 
-// Validate dry-runs an envelope (patch/validate, seed 000 steps 1–6). The
-// result is a proposed transaction of the engine, whose id is the
-// validationId. A patch_id applied before with the same payload returns
-// that apply's transaction with AlreadyApplied; with another payload it is
-// errs.IdempotencyConflict. In PROPOSED mode the envelope and this output
-// are also stored for patch/proposed.
+// Validate dry-runs an envelope (patch/validate, seed 000's dry-run:
+// PROTOCOL.md §11). The result is a proposed transaction of the engine, whose
+// id is the validationId. A patch_id applied before with the same payload
+// returns that apply's transaction with AlreadyApplied; with another payload
+// it is errs.IdempotencyConflict. In PROPOSED mode the envelope and this
+// output are also stored for patch/proposed.
 func (s *Service) Validate(ctx context.Context, p *protocol.PatchValidateParams) (*protocol.PatchValidateResult, error) {
-	db, err := s.t.store(ctx)
+	db, err := s.open(ctx, p.DocID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(p.DocID); err != nil {
 		return nil, err
 	}
 	if len(p.Patch) == 0 {
@@ -233,14 +242,14 @@ func validation(id string, r *planRecord, replay bool) *protocol.PatchValidateRe
 	}
 }
 
-// Apply applies a validated envelope (patch/apply, seed 000 step 7). It
-// refuses, each with its own kind: a missing or unknown validationId
-// (errs.UnknownValidation), an expired one (errs.Expired), a patch whose
-// hash is not the validated one (errs.HashMismatch), a moved revision
-// (errs.Stale, from the engine's base check) and a patch_id applied with
-// another payload (errs.IdempotencyConflict). A patch_id applied with the
-// same payload returns the original result with AlreadyApplied. An
-// envelope in PROPOSED mode is not applied: the result says Proposed.
+// Apply applies a validated envelope (patch/apply, seed 000's apply:
+// PROTOCOL.md §11). It refuses, each with its own kind: a missing or unknown
+// validationId (errs.UnknownValidation), an expired one (errs.Expired), a
+// patch whose hash is not the validated one (errs.HashMismatch), a moved
+// revision (errs.Stale, from the engine's base check) and a patch_id applied
+// with another payload (errs.IdempotencyConflict). A patch_id applied with the
+// same payload returns the original result with AlreadyApplied. An envelope in
+// PROPOSED mode is not applied: the result says Proposed.
 func (s *Service) Apply(ctx context.Context, p *protocol.PatchApplyParams) (*protocol.PatchApplyResult, error) {
 	db, err := s.t.store(ctx)
 	if err != nil {
@@ -380,11 +389,8 @@ func (s *Service) applied(ctx context.Context, out *protocol.PatchApplyResult, t
 
 // Log pages through a document's patch log, oldest first (patch/log).
 func (s *Service) Log(ctx context.Context, p *protocol.PatchLogParams) (*protocol.PatchLogResult, error) {
-	db, err := s.t.store(ctx)
+	db, err := s.open(ctx, p.DocID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(p.DocID); err != nil {
 		return nil, err
 	}
 	limit := p.Limit
@@ -416,14 +422,8 @@ func (s *Service) Log(ctx context.Context, p *protocol.PatchLogParams) (*protoco
 // Proposed lists the envelopes validated in PROPOSED mode (patch/proposed).
 func (s *Service) Proposed(ctx context.Context, p *protocol.DocParams) (*protocol.PatchProposedResult, error) {
 	docID := p.DocID
-	db, err := s.t.store(ctx)
+	db, _, err := s.openDoc(ctx, docID)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkDocID(docID); err != nil {
-		return nil, err
-	}
-	if _, err := db.Document(ctx, docID); err != nil {
 		return nil, err
 	}
 	rows, err := db.ProposedPatches(ctx, docID)

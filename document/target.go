@@ -1,7 +1,7 @@
 // Package document is the engine's second target (DESIGN.md §2, seeds 000
 // and 003): a JSON document in kernel.db, changed by seed 000's JSON Patch
 // envelopes (kind json_patch) and by seed 003's recipe PatchSets (kind
-// recipe_patchset, compiled to JSON Patch by docs/recipe). It plans by
+// recipe_patchset, compiled to JSON Patch by jsondoc/recipe). It plans by
 // dry-running the patch on a copy and validating the result against the
 // document's type, checks expected_revision at apply, stages the new
 // content in kernel.db, and commits it as one SQL transaction keyed by the

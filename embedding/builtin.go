@@ -15,7 +15,7 @@ const (
 	// BuiltinModel is Info.Model of every Builtin.
 	BuiltinModel = "txkernel-lsa"
 	// builtinVersionPrefix starts Info.ModelVersion. Bump the number when
-	// Tokens, the weighting or the fold-in changes, so that rows embedded
+	// tokens, the weighting or the fold-in changes, so that rows embedded
 	// by an older build are re-embedded even if a blob hashes the same.
 	builtinVersionPrefix = "txkernel-lsa-1:"
 )
@@ -24,12 +24,12 @@ const (
 const (
 	// DefaultBuiltinDims is the default vector length (LSA components).
 	DefaultBuiltinDims = 256
-	// DefaultBuiltinMinDF is the default minimum document frequency.
-	DefaultBuiltinMinDF = 2
-	// DefaultBuiltinMaxVocab is the default vocabulary cap. At 256 dims
+	// defaultBuiltinMinDF is the default minimum document frequency.
+	defaultBuiltinMinDF = 2
+	// defaultBuiltinMaxVocab is the default vocabulary cap. At 256 dims
 	// it bounds the stored model to about 100 MB; real corpora of tens of
 	// thousands of sections stay far below it.
-	DefaultBuiltinMaxVocab = 100_000
+	defaultBuiltinMaxVocab = 100_000
 	// MaxBuiltinDims is the largest Dims accepted, by TrainBuiltin and by
 	// LoadBuiltin.
 	MaxBuiltinDims = 4096
@@ -48,14 +48,14 @@ type BuiltinConfig struct {
 	Dims int
 	// MinDF is the least number of documents a term must occur in to enter
 	// the vocabulary; terms seen in one document carry no co-occurrence
-	// signal and mostly add noise. 0 means DefaultBuiltinMinDF (2). When
+	// signal and mostly add noise. 0 means defaultBuiltinMinDF (2). When
 	// the corpus has no more documents than Dims, 1 is used instead: the
 	// decomposition is then exact, so rare terms cost size but no quality,
 	// and a tiny corpus would otherwise have almost no vocabulary.
 	MinDF int
 	// MaxVocab caps the vocabulary to the terms of highest document
 	// frequency (ties broken by term order). 0 means
-	// DefaultBuiltinMaxVocab.
+	// defaultBuiltinMaxVocab.
 	MaxVocab int
 	// PowerIters is the number of power (subspace) iterations of the
 	// randomized SVD; each sharpens the estimate of the leading singular
@@ -113,10 +113,10 @@ func (c BuiltinConfig) resolve() (resolved, error) {
 		r.dims = DefaultBuiltinDims
 	}
 	if r.minDF == 0 {
-		r.minDF = DefaultBuiltinMinDF
+		r.minDF = defaultBuiltinMinDF
 	}
 	if r.maxVocab == 0 {
-		r.maxVocab = DefaultBuiltinMaxVocab
+		r.maxVocab = defaultBuiltinMaxVocab
 	}
 	switch {
 	case r.powerIters == 0:

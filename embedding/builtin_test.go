@@ -55,8 +55,8 @@ func TestBuiltinTokens(t *testing.T) {
 		"":                              nil,
 		"\xff\xfeab\xffcd":              {"ab", "cd"},
 	} {
-		if got := Tokens(in); !slices.Equal(got, want) {
-			t.Errorf("Tokens(%q) = %q, want %q", in, got, want)
+		if got := tokens(in); !slices.Equal(got, want) {
+			t.Errorf("tokens(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -106,7 +106,7 @@ func TestBuiltinTinyCorpus(t *testing.T) {
 			if len(v) != DefaultBuiltinDims {
 				t.Fatalf("%q: vector %d has %d dims", docs, i, len(v))
 			}
-			if i < len(docs) && len(Tokens(docs[i])) > 0 && math.Abs(norm(v)-1) > 1e-5 {
+			if i < len(docs) && len(tokens(docs[i])) > 0 && math.Abs(norm(v)-1) > 1e-5 {
 				t.Errorf("%q: vector %d norm %v", docs, i, norm(v))
 			}
 		}
@@ -221,7 +221,7 @@ func FuzzLoadBuiltin(f *testing.F) {
 func FuzzBuiltinTokens(f *testing.F) {
 	f.Add("The Running dogs, don't they? COVID-19 naïve café \xff")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, tok := range Tokens(s) {
+		for _, tok := range tokens(s) {
 			if len([]rune(tok)) < 2 || len(tok) > maxTokenBytes {
 				t.Fatalf("bad token %q", tok)
 			}

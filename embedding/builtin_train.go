@@ -19,7 +19,7 @@ import (
 )
 
 // TrainBuiltin trains the built-in embedder on docs, the bodies of every
-// indexed section. It tokenizes with Tokens, keeps terms with document
+// indexed section. It tokenizes with tokens, keeps terms with document
 // frequency ≥ MinDF (at most MaxVocab of them), weights each document as
 // (1+ln tf)·idf with idf = ln((N+1)/df), L2-normalises the rows, and
 // computes a rank-Dims randomized SVD (Halko, Martinsson & Tropp 2011:

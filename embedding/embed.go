@@ -1,8 +1,9 @@
 // Package embedding turns text into vectors for the corpus and memory indexes
-// (DESIGN.md §5, seed 004 "Retrieval"). One interface, Embedder, has two
-// implementations: the built-in corpus-trained default (builtin.go), which
-// downloads nothing, and an HTTP client for OpenAI-compatible
-// /v1/embeddings servers (http.go) such as Ollama, llama.cpp, vLLM and TEI.
+// (DESIGN.md §5; seed 004's retrieval, PROTOCOL.md §12). One interface,
+// Embedder, has two implementations: the built-in corpus-trained default
+// (builtin.go), which downloads nothing, and an HTTP client for
+// OpenAI-compatible /v1/embeddings servers (http.go) such as Ollama,
+// llama.cpp, vLLM and TEI.
 //
 // Only the body of a section is ever passed to an Embedder: governance tags
 // are metadata and never enter a vector (seed 004, RULE-STORE-002).

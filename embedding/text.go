@@ -13,7 +13,7 @@ import (
 // so keeping them would only grow the stem cache and the vocabulary scan.
 const maxTokenBytes = 64
 
-// Tokens splits s into the index terms the built-in embedder works on.
+// tokens splits s into the index terms the built-in embedder works on.
 //
 // The rules, in order:
 //   - s is lowercased (Unicode simple case folding via unicode.ToLower);
@@ -29,9 +29,9 @@ const maxTokenBytes = 64
 //     nothing sensible to say about them;
 //   - tokens shorter than 2 runes or longer than 64 bytes are dropped.
 //
-// For a text with no terms the result is empty (nil). Tokens never panics, whatever the input, including
+// For a text with no terms the result is empty (nil). tokens never panics, whatever the input, including
 // invalid UTF-8 (invalid bytes act as separators).
-func Tokens(s string) []string {
+func tokens(s string) []string {
 	var tk tokenizer
 	return tk.appendTokens(nil, s)
 }
@@ -49,7 +49,7 @@ type tokenizer struct {
 // words cannot grow it without limit; past it, words are stemmed afresh.
 const maxStemCache = 1 << 18
 
-// appendTokens appends the terms of s to dst (see Tokens).
+// appendTokens appends the terms of s to dst (see tokens).
 func (tk *tokenizer) appendTokens(dst []string, s string) []string {
 	buf := tk.buf[:0]
 	ascii := true
@@ -114,7 +114,7 @@ func (tk *tokenizer) term(word []byte, ascii bool) string {
 	return t
 }
 
-// stemWord applies the stopword, stemming and length rules of Tokens to
+// stemWord applies the stopword, stemming and length rules of tokens to
 // one lowercased word.
 func stemWord(w string, ascii bool) string {
 	if english.IsStopWord(w) {

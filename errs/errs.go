@@ -52,8 +52,8 @@ const (
 	LedgerCorrupt Kind = "ledger_corrupt"
 	// Cancelled: the request's context was cancelled (-32800).
 	Cancelled Kind = "cancelled"
-	// Expired: a validation_id past its expiresAt (seed 000, "Validation
-	// artefact"); validate again (-32011).
+	// Expired: a validation_id past its expiresAt (seed 000's validation
+	// artefact: PROTOCOL.md §11); validate again (-32011).
 	Expired Kind = "expired"
 	// UnknownValidation: a validation_id the kernel never issued, or one
 	// issued for another document (-32012).
@@ -74,9 +74,9 @@ const (
 	// (-32017).
 	Exists Kind = "exists"
 	// PermissionDenied: the principal holds no grant for the action in the
-	// scope (seed 002, §1.2), claims a role the policy does not give it,
-	// decides its own proposal, or memory runs without a policy (-32018).
-	// Data names the reason.
+	// scope (seed 002's permission-trimmed retrieval: PROTOCOL.md §13), claims
+	// a role the policy does not give it, decides its own proposal, or memory
+	// runs without a policy (-32018). Data names the reason.
 	PermissionDenied Kind = "permission_denied"
 	// Unavailable: a service the request needs is out of reach for now,
 	// such as the team's memory database while its server restarts
@@ -151,9 +151,6 @@ func Wrap(kind Kind, cause error, data any, format string, args ...any) *Error {
 	}
 	return &Error{Kind: kind, Message: msg, Data: data, Err: cause}
 }
-
-// E returns a sentinel matching every *Error of kind, for errors.Is.
-func E(kind Kind) error { return &Error{Kind: kind} }
 
 // Kinded is implemented by error types that carry a Kind without being an
 // *Error (sandbox.PathError, unidiff.ConflictError).

@@ -54,7 +54,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 }
 
 // appendObject appends x with its members sorted by name, each value
-// appended by elem (appendValue, or EncodeReusing's walk).
+// appended by elem (appendValue, or encodeReusing's walk).
 func appendObject(dst []byte, x map[string]any, elem func([]byte, any) ([]byte, error)) ([]byte, error) {
 	keys := make([]string, 0, len(x))
 	for k := range x {

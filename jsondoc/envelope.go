@@ -187,11 +187,11 @@ func DecodeEnvelope(raw []byte) (*Envelope, error) {
 	return env, nil
 }
 
-// DecodeOperations decodes an RFC 6902 patch: a JSON array of operation
+// decodePatch decodes an RFC 6902 patch: a JSON array of operation
 // objects. Members match by exact case; unknown members are ignored (RFC
 // 6902 §4); op and path are required, from for move and copy, value for
 // add, replace and test. Values keep numbers as json.Number.
-func DecodeOperations(raw []byte) ([]Operation, error) {
+func decodePatch(raw []byte) ([]Operation, error) {
 	return decodeOperations(raw, "patch")
 }
 

@@ -82,7 +82,7 @@ func Patch(doc any, ops []Operation, lim Limits) (*Patched, error) {
 // PatchReusing is Patch, with base the Encoded of doc (nil when there is
 // none, as after a decode): the containers the patch did not change are
 // copied from base.Content into the result's Content rather than encoded
-// again (EncodeReusing). The result is the same.
+// again (encodeReusing). The result is the same.
 func PatchReusing(doc any, base *Encoded, ops []Operation, lim Limits) (*Patched, error) {
 	pt := &patcher{root: doc, owned: map[uintptr]bool{}}
 	targets := make([]ResolvedTarget, len(ops))
@@ -96,7 +96,7 @@ func PatchReusing(doc any, base *Encoded, ops []Operation, lim Limits) (*Patched
 		}
 		targets[i] = rt
 	}
-	enc, err := EncodeReusing(pt.root, base)
+	enc, err := encodeReusing(pt.root, base)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (pt *patcher) resolve(i int, op Operation) (ResolvedTarget, error) {
 			rt.Path = p.String()
 		}
 	}
-	rt.Exists = Has(pt.root, p)
+	rt.Exists = hasPointer(pt.root, p)
 	return rt, nil
 }
 

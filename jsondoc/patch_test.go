@@ -31,7 +31,7 @@ func checkPatch(t *testing.T, docRaw, opsRaw []byte) {
 	if err != nil {
 		return
 	}
-	ops, err := DecodeOperations(opsRaw)
+	ops, err := decodePatch(opsRaw)
 	if err != nil {
 		return
 	}

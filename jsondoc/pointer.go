@@ -149,8 +149,8 @@ func Get(v any, p Pointer) (any, error) {
 	return cur, nil
 }
 
-// Has reports whether p resolves in v.
-func Has(v any, p Pointer) bool {
+// hasPointer reports whether p resolves in v.
+func hasPointer(v any, p Pointer) bool {
 	_, err := Get(v, p)
 	return err == nil
 }

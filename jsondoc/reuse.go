@@ -6,7 +6,7 @@ import "reflect"
 // the encoding of each of its larger containers lies in those bytes. A
 // patch's result shares every container the patch did not change with the
 // document it was applied to (Patch is copy-on-write), so encoding the
-// result with EncodeReusing copies those containers' bytes instead of
+// result with encodeReusing copies those containers' bytes instead of
 // walking them again: a 20-operation patch of a 10 MB document encodes a
 // few paths, not 10 MB.
 //
@@ -39,12 +39,12 @@ type span struct{ start, end int }
 // patch did not touch is copied.
 const reuseMin = 64
 
-// EncodeReusing returns v's compact JSON, the bytes Encode(v) returns,
+// encodeReusing returns v's compact JSON, the bytes Encode(v) returns,
 // with the index of its containers' spans. Every container of v that prev
 // indexes (the same map or array, so the same value, since neither
 // changes) is copied from prev.Content rather than encoded. prev may be
 // nil. Errors are Encode's.
-func EncodeReusing(v any, prev *Encoded) (*Encoded, error) {
+func encodeReusing(v any, prev *Encoded) (*Encoded, error) {
 	e := &reuser{prev: prev, spans: map[containerKey]span{}}
 	var dst []byte
 	if prev != nil {
@@ -57,7 +57,7 @@ func EncodeReusing(v any, prev *Encoded) (*Encoded, error) {
 	return &Encoded{Content: out, spans: e.spans}, nil
 }
 
-// reuser is one EncodeReusing run.
+// reuser is one encodeReusing run.
 type reuser struct {
 	prev  *Encoded
 	spans map[containerKey]span

@@ -19,7 +19,7 @@ func checkReusing(t *testing.T, docRaw, opsRaw []byte) {
 	if err != nil {
 		return
 	}
-	ops, err := DecodeOperations(opsRaw)
+	ops, err := decodePatch(opsRaw)
 	if err != nil {
 		return
 	}
@@ -34,12 +34,12 @@ func checkReusing(t *testing.T, docRaw, opsRaw []byte) {
 		items[i] = map[string]any{"id": json.Number(fmt.Sprint(i)), "text": strings.Repeat("x", i*7), "d": inner}
 	}
 	doc := map[string]any{"d": inner, "items": items}
-	enc, err := EncodeReusing(doc, nil)
+	enc, err := encodeReusing(doc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want, _ := Encode(doc); !bytes.Equal(enc.Content, want) {
-		t.Fatalf("EncodeReusing without a base gave %s, Encode %s", enc.Content, want)
+		t.Fatalf("encodeReusing without a base gave %s, Encode %s", enc.Content, want)
 	}
 	plain, plainErr := Patch(doc, ops, lim)
 	cur := any(doc)
@@ -89,11 +89,11 @@ func TestPatchReusingCopies(t *testing.T) {
 		items[i] = map[string]any{"id": json.Number(fmt.Sprint(i)), "text": "item text long enough to be indexed", "done": false}
 	}
 	doc := map[string]any{"items": items, "title": "t"}
-	base, err := EncodeReusing(doc, nil)
+	base, err := encodeReusing(doc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := DecodeOperations([]byte(`[{"op":"replace","path":"/items/500/done","value":true}]`))
+	ops, err := decodePatch([]byte(`[{"op":"replace","path":"/items/500/done","value":true}]`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ type SchemaData struct {
 
 // ValidateDoc checks v against docType's schema, and for recipes that step
 // and ingredient ids are unique. It reports every violation at once
-// (errs.Validation with SchemaData, listed by SchemaViolations).
+// (errs.Validation with SchemaData, listed by schemaViolations).
 func ValidateDoc(docType string, v any) error {
 	if _, err := LookupType(docType); err != nil {
 		return err
@@ -164,7 +164,7 @@ func ValidateDoc(docType string, v any) error {
 		if !errors.As(err, &ve) {
 			return errs.Wrap(errs.Internal, err, nil, "validate %s", docType)
 		}
-		vs = append(vs, SchemaViolations(ve)...)
+		vs = append(vs, schemaViolations(ve)...)
 	}
 	if docType == TypeRecipe {
 		vs = append(vs, duplicateIDs(v, "steps")...)

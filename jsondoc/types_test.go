@@ -119,7 +119,7 @@ func validateWith(t *testing.T, schema, doc string) map[string]string {
 		t.Fatalf("Validate: %v", err)
 	}
 	out := map[string]string{}
-	for _, x := range SchemaViolations(ve) {
+	for _, x := range schemaViolations(ve) {
 		if x.Message == "" || x.Keyword == "" {
 			t.Errorf("empty keyword or message: %+v", x)
 		}

@@ -33,7 +33,7 @@ func TestCheckJSONPatch(t *testing.T) {
 		{"move between user members", `[{"op":"move","from":"/userDefaults/hardAvoids/0","path":"/overrides/hardAvoids/-"}]`, "", 0},
 		{"no operations", `[]`, "", 0},
 	} {
-		ops, err := DecodeOperations([]byte(c.ops))
+		ops, err := decodePatch([]byte(c.ops))
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

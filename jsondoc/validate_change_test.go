@@ -17,7 +17,7 @@ func checkValidateChange(t *testing.T, docType string, docRaw, opsRaw []byte) (c
 	if err != nil || ValidateDoc(docType, before) != nil {
 		return false
 	}
-	ops, err := DecodeOperations(opsRaw)
+	ops, err := decodePatch(opsRaw)
 	if err != nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func TestValidateChangeSkipsShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, _ := DecodeOperations([]byte(`[{"op":"replace","path":"/issues_by_id/a/status","value":"CLOSED"}]`))
+	ops, _ := decodePatch([]byte(`[{"op":"replace","path":"/issues_by_id/a/status","value":"CLOSED"}]`))
 	p, err := Patch(before, ops, DefaultLimits())
 	if err != nil {
 		t.Fatal(err)

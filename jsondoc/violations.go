@@ -17,7 +17,7 @@ import (
 // unique. It is not a JSON Schema keyword.
 const KeywordUniqueIDs = "uniqueIds"
 
-// SchemaViolations lists every violation a JSON Schema validation error
+// schemaViolations lists every violation a JSON Schema validation error
 // holds: one per failing keyword that has no failing keyword below it, so
 // a "$ref", "allOf" or "items" that failed only because something inside
 // it did is not listed itself. Each gives the instance location as an RFC
@@ -25,7 +25,7 @@ const KeywordUniqueIDs = "uniqueIds"
 // `text`"). The list is sorted by path and keyword and has no duplicates.
 // doc/create, patch/validate, patch/apply and a PatchSet's compiled patch
 // all report schema violations through this one function.
-func SchemaViolations(ve *jsonschema.ValidationError) []Violation {
+func schemaViolations(ve *jsonschema.ValidationError) []Violation {
 	var out []Violation
 	seen := map[Violation]bool{}
 	var walk func(e *jsonschema.ValidationError)

@@ -27,7 +27,7 @@ func TestRoman(t *testing.T) {
 	if v, ok := RomanValue("MMMMCMXCIX"); !ok || v != 4999 {
 		t.Errorf("MMMMCMXCIX = %d, %v", v, ok)
 	}
-	if Roman(0) != "" || Roman(MaxRoman+1) != "" {
+	if Roman(0) != "" || Roman(maxRoman+1) != "" {
 		t.Error("Roman out of range")
 	}
 }

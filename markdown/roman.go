@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// MaxRoman is the largest section number a heading may carry.
-const MaxRoman = 99_999
+// maxRoman is the largest section number a heading may carry.
+const maxRoman = 99_999
 
 // romanRE is the canonical (subtractive) form of the numerals: "IIII",
 // "VV" and "IC" are refused, so that a typo is reported rather than read
@@ -37,10 +37,10 @@ func RomanValue(s string) (int, bool) {
 	return v, true
 }
 
-// Roman writes n (1–MaxRoman) as an upper-case Roman numeral, thousands
+// Roman writes n (1–maxRoman) as an upper-case Roman numeral, thousands
 // as repeated Ms; "" outside that range.
 func Roman(n int) string {
-	if n < 1 || n > MaxRoman {
+	if n < 1 || n > maxRoman {
 		return ""
 	}
 	vals := []int{1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1}

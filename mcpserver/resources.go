@@ -14,11 +14,11 @@ import (
 // Resource URI templates (RFC 6570): a transaction's ledger and one
 // corpus section.
 const (
-	TxResource      = "txkernel://tx/{transactionId}"
-	SectionResource = "txkernel://corpus/{corpusId}/section/{n}"
+	txResource      = "txkernel://tx/{transactionId}"
+	sectionResource = "txkernel://corpus/{corpusId}/section/{n}"
 )
 
-// TxURI is the resource URI of a transaction's ledger (TxResource). A
+// TxURI is the resource URI of a transaction's ledger (txResource). A
 // server that is told of each new ledger event sends
 // notifications/resources/updated for it to the sessions subscribed.
 func TxURI(transactionID string) string { return "txkernel://tx/" + transactionID }
@@ -27,7 +27,7 @@ func TxURI(transactionID string) string { return "txkernel://tx/" + transactionI
 // tx/events or corpus/section.
 func (f *facade) addResources(s *mcp.Server) {
 	s.AddResourceTemplate(&mcp.ResourceTemplate{
-		Name: "transaction", Title: "A transaction's ledger", URITemplate: TxResource, MIMEType: "application/json",
+		Name: "transaction", Title: "A transaction's ledger", URITemplate: txResource, MIMEType: "application/json",
 		Description: "Every ledger event of one transaction (tx/events).",
 	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		id, ok := strings.CutPrefix(req.Params.URI, "txkernel://tx/")
@@ -38,7 +38,7 @@ func (f *facade) addResources(s *mcp.Server) {
 		return f.read(ctx, req.Params.URI, protocol.MethodTxEvents, params)
 	})
 	s.AddResourceTemplate(&mcp.ResourceTemplate{
-		Name: "corpus-section", Title: "A corpus section", URITemplate: SectionResource, MIMEType: "application/json",
+		Name: "corpus-section", Title: "A corpus section", URITemplate: sectionResource, MIMEType: "application/json",
 		Description: "One section of a corpus by canonical number, with its citation (corpus/section).",
 	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		rest, ok := strings.CutPrefix(req.Params.URI, "txkernel://corpus/")

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/txkernel/txkernel/internal/wireschema"
+	"github.com/txkernel/txkernel/wireschema"
 )
 
 // inputSchema is a tool's input schema: the params type's, an object. For

@@ -20,7 +20,7 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// Propose answers memory/propose (seed 002 §2): an ameide:curation.proposal
+// Propose answers memory/propose (seed 002's propose loop; PROTOCOL.md §13): an ameide:curation.proposal
 // element holding the full replacement body, with its targets_version
 // relationship pinned to target_version_id. The kernel sets created_at. A
 // proposal on a version that is no longer the current one is recorded
@@ -104,7 +104,7 @@ func (s *Service) newProposal(scope protocol.MemoryScope, pr protocol.MemoryPrin
 	}
 }
 
-// Accept answers memory/accept (seed 002 §3.2): a transaction of the
+// Accept answers memory/accept (seed 002's accept/reject; PROTOCOL.md §13): a transaction of the
 // engine on the memory target makes the proposal's body the target
 // element's next version, with accepted_as, a decision artefact and a
 // ledger event, atomically. Its proposer may not accept it unless the
@@ -253,7 +253,7 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 	return &protocol.RejectResult{ProposalID: p.ProposalID, DecisionID: dec}, nil
 }
 
-// Rebase answers memory/rebase (seed 002 §2.3): a new proposal with the
+// Rebase answers memory/rebase (seed 002's staleness and rebase; PROTOCOL.md §13): a new proposal with the
 // same body on the element's current version, the old one linked to it by
 // rebased_to and closed, and a decision artefact. The new proposal keeps
 // the old one's proposer, so the curator who rebases an agent's proposal
@@ -291,7 +291,7 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	return &protocol.RebaseResult{ProposalID: next.ProposalID, PreviousProposalID: old.ProposalID, TargetVersionID: old.CurrentVersionID, DecisionID: dec}, nil
 }
 
-// Promote answers memory/promote (seed 002 §4): a transaction of the engine
+// Promote answers memory/promote (seed 002's publish loop; PROTOCOL.md §13): a transaction of the engine
 // builds a new baseline from the published one plus versions (by default
 // every accepted version not yet published) and moves the pointer,
 // atomically, with a decision artefact.

@@ -22,7 +22,7 @@ import (
 	"github.com/txkernel/txkernel/store"
 )
 
-// DefaultGlob is memory/ingest's default glob (seed 002 §5).
+// DefaultGlob is memory/ingest's default glob (seed 002's ingest loop; PROTOCOL.md §13).
 const DefaultGlob = "backlog/**/*.md"
 
 // fpAfterIngestBatch is hit after each batch of an ingest is committed.
@@ -32,14 +32,14 @@ const fpAfterIngestBatch = "memory.after-ingest-batch"
 // how often progress is reported.
 const ingestBatch = 64
 
-// Ingest answers memory/ingest (seed 002 §5): the markdown files Glob
+// Ingest answers memory/ingest (seed 002's ingest loop; PROTOCOL.md §13): the markdown files Glob
 // matches under Path (a workspace directory) become
 // ameide:ingest.backlog_md elements, one per file, whose versions carry
 // source_kind INGESTED_EVIDENCE and provenance {source_repo, commit_sha,
 // path}. commit_sha is the work tree's HEAD, or null when Path is not in a
 // git work tree. An unchanged file makes no version. Binary, non-UTF-8 and
 // oversized files are skipped and reported. A changed file whose element's
-// current version is curated never replaces it (seed 002 §5: ingested
+// current version is curated never replaces it (seed 002's ingest loop: ingested
 // sources are not canonical truth): the store records the evidence
 // version without making it current and opens a proposal for a curator
 // (result.review); it is not published. What ingest created is then

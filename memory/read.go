@@ -13,7 +13,7 @@ import (
 	"github.com/txkernel/txkernel/unidiff"
 )
 
-// ReadContext answers memory/read_context (seed 002 §1.1): the
+// ReadContext answers memory/read_context (seed 002's retrieval contract; PROTOCOL.md §13): the
 // ElementVersions of the selected baseline that match Query (keyword
 // search, BM25 over structure-aware chunks, at most k, each with its best
 // chunk as content and an excerpt citation) or the one ElementID names
@@ -157,7 +157,7 @@ func item(v *store.MemVersion, content string, ex *protocol.MemoryExcerpt, why s
 
 // VerifyCitations answers memory/verify_citations: for each citation,
 // whether memory/read_context ever returned its version to this principal
-// (seed 002 §6's negative assertion: no invented citations).
+// (seed 002's smoke, docs/DESIGN.md §7: its negative assertion: no invented citations).
 func (s *Service) VerifyCitations(ctx context.Context, p *protocol.VerifyCitationsParams) (*protocol.VerifyCitationsResult, error) {
 	scope, pr, err := s.authorize(p.MemoryRequest, protocol.ActionRead)
 	if err != nil {
@@ -269,7 +269,7 @@ func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*pr
 	}
 	// Agents read published truth only: a target never published, or
 	// the body of an accepted proposal whose version is not published
-	// yet, is a curator's to see (seed 002 §3, §4).
+	// yet, is a curator's to see (seed 002's curate and publish loops; PROTOCOL.md §13).
 	pub, err := db.Published(ctx, scope, []string{target.VersionID, r.AcceptedVersionID})
 	if err != nil {
 		return nil, err

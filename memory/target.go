@@ -50,7 +50,7 @@ type Target struct {
 
 var _ tx.Target = (*Target)(nil)
 
-// New returns the memory target over kernel.db (db opens it on first use).
+// NewTarget returns the memory target over kernel.db (db opens it on first use).
 func NewTarget(db func(context.Context) (store.Memory, error), fps *failpoint.Set) *Target {
 	return &Target{db: db, fp: fps}
 }

@@ -13,7 +13,7 @@ import (
 const embedBatch = 64
 
 // embedVersions gives the chunks of scope's versions that have no vector yet one
-// from the configured embedder (seed 002 §1.3: keyword first, vectors when
+// from the configured embedder (seed 002's structure-aware chunking: keyword first, vectors when
 // an embedder is there). It is best effort: a change is durable before it
 // is embedded, and a failure leaves those chunks to keyword search and to
 // the next call. It returns how many chunks it embedded.

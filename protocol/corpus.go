@@ -28,7 +28,7 @@ const (
 	MethodProgress = "$/progress"
 )
 
-// Callers (seed 004, "Query Modes"), declared at initialize.
+// Callers (seed 004's query modes: PROTOCOL.md §12), declared at initialize.
 const (
 	CallerExternal = "external" // the default: temporal flow first
 	CallerResident = "resident"

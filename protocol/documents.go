@@ -30,13 +30,13 @@ const (
 	KindRecipePatchSet = "recipe_patchset" // seed 003's PatchSet
 )
 
-// Envelope modes (seed 000, "Optional PROPOSED mode").
+// Envelope modes (seed 000's optional PROPOSED mode: PROTOCOL.md §11).
 const (
 	ModeApply    = "APPLY"
 	ModeProposed = "PROPOSED"
 )
 
-// PatchSet decisions (seed 003, "Patch Decision Context").
+// PatchSet decisions (seed 003's decision context: PROTOCOL.md §11).
 const (
 	PatchSetAccepted = "accepted"
 	PatchSetRejected = "rejected"

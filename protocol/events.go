@@ -103,11 +103,12 @@ const (
 )
 
 // ProposalPointer is tx/status's pointers.proposal and the turn/start
-// notification's proposal (PROTOCOL.md §10.3): the bridge between the
-// review trace and the apply (seed 001, "pointers.proposal required
-// fields"), as stored in transaction.json. It mirrors tx/record.Proposal,
-// the engine's own, member for member. Changes and PatchPath are txkernel's additions: what each target
-// becomes, and where the redacted diff is stored.
+// notification's proposal (PROTOCOL.md §10.3): the bridge between the review
+// trace and the apply (seed 001's required fields of pointers.proposal:
+// docs/DESIGN.md §7), as stored in transaction.json. It mirrors
+// tx/record.Proposal, the engine's own, member for member. Changes and
+// PatchPath are txkernel's additions: what each target becomes, and where the
+// redacted diff is stored.
 type ProposalPointer struct {
 	Target                      string            `json:"target,omitempty"` // absent in ledgers written before targets: workspace
 	Kind                        string            `json:"kind"`

@@ -69,7 +69,8 @@ const (
 	ProposalRebased  = "rebased"
 )
 
-// Why a memory item is included (seed 002 §1.1).
+// Why a memory item is included (seed 002's retrieval contract: PROTOCOL.md
+// §13).
 const (
 	WhyRelationship = "relationship_path"
 )

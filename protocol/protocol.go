@@ -58,9 +58,9 @@ const (
 type InitializeParams struct {
 	ProtocolVersion string          `json:"protocolVersion,omitempty"`
 	ClientInfo      *Implementation `json:"clientInfo,omitempty"`
-	// Caller is "external" (the default) or "resident" (seed 004, "Query
-	// Modes"). corpus/query answers both with linear_tail; the kind is
-	// echoed on every corpus result.
+	// Caller is "external" (the default) or "resident" (seed 004's query
+	// modes: PROTOCOL.md §12). corpus/query answers both with linear_tail; the
+	// kind is echoed on every corpus result.
 	Caller string `json:"caller,omitempty"`
 }
 

@@ -1,6 +1,6 @@
 // Package sandbox confines every workspace read and write to one directory
-// tree, decides which paths a sandbox mode lets the kernel write, and finds
-// and redacts secrets in text the kernel stores or echoes.
+// tree and decides which paths a sandbox mode lets the kernel write.
+// Finding and redacting secrets is not its job but package secrets'.
 //
 // It imports the standard library only, so that the transaction engine can
 // depend on it without pulling in anything that could itself touch the

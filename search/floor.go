@@ -34,12 +34,12 @@ func ZeroVector(v []float32) bool {
 	return true
 }
 
-// KeywordFloor keeps the hits of a keyword ranking whose BM25 score is
+// keywordFloor keeps the hits of a keyword ranking whose BM25 score is
 // above 0, in order. BM25 is a sum over the query's terms that a row
 // holds, each weighted by its IDF: a score of 0 (or less, as a store that
 // subtracts might give) means no term of weight matched, only terms so
 // common they say nothing, and such a row is not an answer.
-func KeywordFloor(kw []Scored) []Scored {
+func keywordFloor(kw []Scored) []Scored {
 	out := kw[:0:0]
 	for _, h := range kw {
 		if h.Score > 0 {

@@ -40,9 +40,9 @@ func TestZeroVector(t *testing.T) {
 // ones keep their order; Fuse applies the floor.
 func TestKeywordFloor(t *testing.T) {
 	kw := []Scored{{ID: 1, Score: 2.5}, {ID: 2, Score: 0}, {ID: 3, Score: 1e-9}, {ID: 4, Score: -0.1}}
-	got := KeywordFloor(kw)
+	got := keywordFloor(kw)
 	if len(got) != 2 || got[0].ID != 1 || got[1].ID != 3 {
-		t.Fatalf("KeywordFloor = %v, want ids 1 and 3", got)
+		t.Fatalf("keywordFloor = %v, want ids 1 and 3", got)
 	}
 	if f := Fuse(kw, nil, DefaultTuning, 10); len(f) != 2 {
 		t.Fatalf("Fuse kept %d keyword hits, want 2: %v", len(f), f)

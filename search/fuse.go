@@ -22,9 +22,9 @@ type Fused struct {
 // rank), or a convex combination of min-max normalised scores. Raw scores
 // are never added: BM25 and cosine are on different scales. A keyword hit
 // whose BM25 score is not above 0 matched nothing that counts and is left
-// out (KeywordFloor).
+// out (keywordFloor).
 func Fuse(kw, sem []Scored, t Tuning, k int) []Fused {
-	kw = KeywordFloor(kw)
+	kw = keywordFloor(kw)
 	if len(sem) == 0 || len(kw) == 0 {
 		var out []Fused
 		for i, h := range kw {

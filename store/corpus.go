@@ -9,7 +9,7 @@ import (
 	"github.com/txkernel/txkernel/errs"
 )
 
-// Corpus is one registered corpus source (seed 004): a markdown log
+// CorpusRow is one registered corpus source (seed 004): a markdown log
 // ("log") or a folder of markdown documents ("folder").
 type CorpusRow struct {
 	ID         string
@@ -131,7 +131,7 @@ func (s *Corpus) OpenCorpus(ctx context.Context, id, path, kind string) (*Corpus
 	return s.Get(ctx, cid)
 }
 
-// Corpus returns one corpus. errs.NotFound if there is none.
+// Get returns one corpus. errs.NotFound if there is none.
 func (s *Corpus) Get(ctx context.Context, id string) (*CorpusRow, error) {
 	rows, err := s.d.db.QueryContext(ctx, corpusSelect+` WHERE corpus_id = ?`, id)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Package store owns txkernel's SQLite database, kernel.db (DESIGN.md
-// §5–6): documents with their revisions and patch log (seeds 000 and 003)
-// today, corpus sections and memory elements next. It is the only package
-// that speaks SQL.
+// §5–6), one view per domain over the shared *DB: documents with their
+// revisions, patch log and PatchSets (Documents, seeds 000 and 003), corpus
+// sources and sections (Corpus, seed 004) and curated memory (MemoryStore,
+// seed 002). With store/postgres, the team memory's implementation of the
+// Memory interface, it is the only package that speaks SQL.
 //
 // The database is in WAL mode with synchronous=FULL on every connection,
 // so a method that returns nil has made its change durable (an

@@ -24,9 +24,9 @@ import (
 	"github.com/txkernel/txkernel/errs"
 )
 
-// IDSuffix names the identity file: kernel.db's path plus this suffix
+// idSuffix names the identity file: kernel.db's path plus this suffix
 // (<data-dir>/kernel.db.id).
-const IDSuffix = ".id"
+const idSuffix = ".id"
 
 // identityTable holds kernel.db's own copy of its id, one row. It is made
 // outside the numbered migrations (CREATE TABLE IF NOT EXISTS) so that a
@@ -71,13 +71,13 @@ func identityErr(path, idPath, reason, detail string) error {
 	return errs.Wrap(errs.Internal, ie, map[string]string{"path": path, "reason": reason}, "")
 }
 
-// IdentityPath returns the identity file of the database at path.
-func IdentityPath(path string) string { return path + IDSuffix }
+// identityPath returns the identity file of the database at path.
+func identityPath(path string) string { return path + idSuffix }
 
 // ReadIdentity reads the identity file of the database at path. ok is
 // false when there is none.
 func ReadIdentity(path string) (id Identity, ok bool, err error) {
-	data, err := os.ReadFile(IdentityPath(path))
+	data, err := os.ReadFile(identityPath(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Identity{}, false, nil
 	}
@@ -85,7 +85,7 @@ func ReadIdentity(path string) (id Identity, ok bool, err error) {
 		return Identity{}, false, err
 	}
 	if err := json.Unmarshal(data, &id); err != nil || id.ID == "" {
-		return Identity{}, false, fmt.Errorf("%s is not an identity file (%v): move it aside to record the database afresh", IdentityPath(path), err)
+		return Identity{}, false, fmt.Errorf("%s is not an identity file (%v): move it aside to record the database afresh", identityPath(path), err)
 	}
 	return id, true, nil
 }
@@ -101,11 +101,11 @@ func CheckFile(path string) error {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return identityErr(path, IdentityPath(path), "missing", fmt.Sprintf("has disappeared, but %s records a database (id %s, schema %d, created %s)", IdentityPath(path), id.ID, id.SchemaVersion, id.CreatedAt))
+		return identityErr(path, identityPath(path), "missing", fmt.Sprintf("has disappeared, but %s records a database (id %s, schema %d, created %s)", identityPath(path), id.ID, id.SchemaVersion, id.CreatedAt))
 	case err != nil:
 		return err
 	case st.Size() == 0:
-		return identityErr(path, IdentityPath(path), "empty", fmt.Sprintf("is empty, but %s records a database (id %s, schema %d, created %s)", IdentityPath(path), id.ID, id.SchemaVersion, id.CreatedAt))
+		return identityErr(path, identityPath(path), "empty", fmt.Sprintf("is empty, but %s records a database (id %s, schema %d, created %s)", identityPath(path), id.ID, id.SchemaVersion, id.CreatedAt))
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (s *DB) identify(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("kernel.db: identity: %w", err)
 	}
-	idPath := IdentityPath(path)
+	idPath := identityPath(path)
 	switch {
 	case recorded && id.ID == "":
 		return identityErr(path, idPath, "replaced", fmt.Sprintf("holds no identity, but %s records database %s (schema %d, created %s): it is not that database", idPath, rec.ID, rec.SchemaVersion, rec.CreatedAt))

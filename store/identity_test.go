@@ -40,10 +40,10 @@ func TestIdentity(t *testing.T) {
 			}
 			os.WriteFile(path, data, 0o600)
 		}, "replaced"},
-		{"identity file moved aside", func(t *testing.T, path string) { os.Rename(IdentityPath(path), IdentityPath(path)+".old") }, ""},
+		{"identity file moved aside", func(t *testing.T, path string) { os.Rename(identityPath(path), identityPath(path)+".old") }, ""},
 		{"deleted, identity file moved aside", func(t *testing.T, path string) {
 			os.Remove(path)
-			os.Remove(IdentityPath(path))
+			os.Remove(identityPath(path))
 		}, ""},
 	}
 	for _, c := range cases {

@@ -58,8 +58,8 @@ const (
 	IngestUnchanged  = "unchanged"
 	// IngestForReview: the element's current version is curated, so the
 	// new evidence version was recorded without becoming current and a
-	// proposal (ProposalID) puts it before a curator (seed 002 §5:
-	// ingested sources are not canonical truth).
+	// proposal (ProposalID) puts it before a curator (seed 002's ingest loop:
+	// ingested sources are not canonical truth; docs/DESIGN.md §7).
 	IngestForReview = "for_review"
 	// IngestSkipped: the store could not hold the file (Reason says
 	// why: a name that is not UTF-8, a path or body over one of the
@@ -88,7 +88,7 @@ func (f MemIngestFile) ReviewTarget(scope protocol.MemoryScope, headVersionID st
 	return p
 }
 
-// MemIngest mirrors files as ameide:ingest.backlog_md elements of scope
+// Ingest mirrors files as ameide:ingest.backlog_md elements of scope
 // with source_kind INGESTED_EVIDENCE: a new element gets its first
 // version; an element whose newest ingested version has another body hash
 // gets a new version; otherwise nothing is written. Ingest never replaces
@@ -259,10 +259,10 @@ func insertRel(ctx context.Context, t *sql.Tx, repo, typ string, src, dst int64,
 	return nil
 }
 
-// MemDecision is a decision artefact (seed 002 §3.2, "Audit"): an
-// ameide:curation.decision element whose one version's body is Body
-// (JSON), named DecisionID, written with a ledger event of Type naming
-// the principal.
+// MemDecision is a decision artefact (seed 002's accept/reject audit:
+// PROTOCOL.md §13): an ameide:curation.decision element whose one version's
+// body is Body (JSON), named DecisionID, written with a ledger event of Type
+// naming the principal.
 type MemDecision struct {
 	DecisionID string
 	Type       string // the ledger event: memory/accept, memory/reject, memory/rebase, memory/promote, memory/propose
@@ -302,7 +302,7 @@ func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDec
 	return nil
 }
 
-// MemSetAcceptTx records txID as the transaction accepting scope's open
+// SetAcceptTx records txID as the transaction accepting scope's open
 // proposal proposalID, so that an accept repeated after a crash finds and
 // finishes it.
 func (s *MemoryStore) SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error {
@@ -330,7 +330,7 @@ type MemAccept struct {
 	Chunks     func(title, body string) []MemChunk
 }
 
-// MemCommitAccept commits a. It is idempotent: when a version with a.TxID
+// CommitAccept commits a. It is idempotent: when a version with a.TxID
 // exists it does nothing, so recovery may call it again.
 func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 	ts := now()
@@ -404,7 +404,7 @@ type MemPromote struct {
 	DecisionID       string
 }
 
-// MemCommitPromote commits p. It is idempotent: when a baseline with
+// CommitPromote commits p. It is idempotent: when a baseline with
 // p.TxID exists it does nothing.
 func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 	ts := now()
@@ -467,7 +467,7 @@ func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 	})
 }
 
-// MemRecordReturned remembers that read_context returned scope's
+// RecordReturned remembers that read_context returned scope's
 // versions vids to principalID (for memory/verify_citations); a version
 // of another scope is not recorded. A pair already recorded is left
 // alone, so a repeated read writes nothing.

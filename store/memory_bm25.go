@@ -12,16 +12,16 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-// Keyword ranking on kernel.db over the rows the caller may see (seed 002
-// §1.2). FTS5's bm25() takes N, the average row length and each term's
-// document frequency from the whole mem_fts table, so every tenant's text
-// would shift every other tenant's scores: a signal across tenants. Here
-// the statistics are those of the visible rows only (the selected
-// baseline's chunks in the caller's scope), as the PostgreSQL store
-// computes them: FTS5 still tokenizes (the same porter unicode61, for the
-// documents and the query), and fts5vocab's instance table gives each
-// term's occurrences, read by term; mem_chunks.tokens holds each chunk's
-// length in tokens (FTS5's docsize, kept at insert).
+// Keyword ranking on kernel.db over the rows the caller may see (seed 002's
+// permission-trimmed retrieval: PROTOCOL.md §13). FTS5's bm25() takes N, the
+// average row length and each term's document frequency from the whole mem_fts
+// table, so every tenant's text would shift every other tenant's scores: a
+// signal across tenants. Here the statistics are those of the visible rows
+// only (the selected baseline's chunks in the caller's scope), as the
+// PostgreSQL store computes them: FTS5 still tokenizes (the same porter
+// unicode61, for the documents and the query), and fts5vocab's instance table
+// gives each term's occurrences, read by term; mem_chunks.tokens holds each
+// chunk's length in tokens (FTS5's docsize, kept at insert).
 
 // BM25's parameters, FTS5's defaults, as in the PostgreSQL store.
 const (
@@ -86,7 +86,7 @@ func queryTerms(ctx context.Context, conn *sql.Conn, words []string) ([]string, 
 	return out, rows.Err()
 }
 
-// MemSearch ranks the versions of baseline bid in scope by the BM25 score
+// Search ranks the versions of baseline bid in scope by the BM25 score
 // (BM25, summed over the query's terms) of their best chunk for the words
 // of the MATCH expression match (title weighted wTitle, body 1), best
 // first, at most k. The scope and the baseline are predicates of the

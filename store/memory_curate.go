@@ -29,7 +29,7 @@ type MemNewProposal struct {
 	Version         MemNewVersion
 }
 
-// MemPropose records p with a memory/propose ledger event. The target
+// Propose records p with a memory/propose ledger event. The target
 // element must be a document of p.Scope (errs.NotFound otherwise, the same
 // as for one that does not exist) and TargetVersionID one of its versions
 // (errs.Invalid with reason other-element otherwise).
@@ -90,7 +90,7 @@ func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *mem
 	return ledger(ctx, t, p.Scope, MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, ProposeLedgerData(p, proposer))
 }
 
-// MemReject rejects an open proposal: a decision artefact with the
+// Reject rejects an open proposal: a decision artefact with the
 // rationale, a rejected_because relationship to it and the status.
 // errs.Closed when the proposal is no longer open.
 func (s *MemoryStore) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d MemDecision) error {
@@ -137,7 +137,7 @@ func openProposal(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id
 	return eid, nil
 }
 
-// MemRebase replaces the open proposal OldID by next, which targets the
+// Rebase replaces the open proposal OldID by next, which targets the
 // element's current version: next is recorded, the old proposal is marked
 // rebased with a rebased_to relationship, and a decision artefact names
 // the principal. errs.Conflict when the old proposal is not stale.

@@ -58,7 +58,7 @@ func scopeArgs(s protocol.MemoryScope) []any {
 	return []any{s.RepositoryID, s.OrganizationID, s.TenantID}
 }
 
-// MemHead returns the newest version of scope's element id: errs.NotFound
+// Head returns the newest version of scope's element id: errs.NotFound
 // when scope has no such element.
 func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
@@ -72,7 +72,7 @@ func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id s
 	return v, nil
 }
 
-// MemVersionByID returns scope's version id: errs.NotFound when scope has
+// VersionByID returns scope's version id: errs.NotFound when scope has
 // none.
 func (s *MemoryStore) VersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
@@ -122,7 +122,7 @@ func scanProposal(row interface{ Scan(...any) error }) (*MemProposalRow, error) 
 	return &p, nil
 }
 
-// MemProposal returns scope's proposal id: errs.NotFound when scope has
+// Proposal returns scope's proposal id: errs.NotFound when scope has
 // none.
 func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*MemProposalRow, error) {
 	p, err := scanProposal(s.db.QueryRowContext(ctx, memProposalQuery+` AND p.proposal_id = ?`, append(scopeArgs(scope), id)...))
@@ -135,7 +135,7 @@ func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, 
 	return p, nil
 }
 
-// MemProposals lists scope's proposals with status (all when empty),
+// Proposals lists scope's proposals with status (all when empty),
 // newest first.
 func (s *MemoryStore) Proposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]MemProposalRow, error) {
 	q, args := memProposalQuery, scopeArgs(scope)
@@ -171,7 +171,7 @@ type MemLedgerEvent struct {
 	Data        json.RawMessage `json:"data"`
 }
 
-// MemLedger returns scope's ledger events about subjects, oldest first.
+// Ledger returns scope's ledger events about subjects, oldest first.
 func (s *MemoryStore) Ledger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]MemLedgerEvent, error) {
 	q := `SELECT seq, ts, type, principal_id, subject, COALESCE(decision_id, ''), COALESCE(tx_id, ''), data FROM mem_ledger e WHERE ` + scopeWhere
 	args := scopeArgs(scope)
@@ -199,7 +199,7 @@ func (s *MemoryStore) Ledger(ctx context.Context, scope protocol.MemoryScope, su
 	return out, rows.Err()
 }
 
-// MemPointer returns scope's published baseline id and its row id, or ""
+// Pointer returns scope's published baseline id and its row id, or ""
 // and 0 when nothing was published.
 func (s *MemoryStore) Pointer(ctx context.Context, scope protocol.MemoryScope) (string, int64, error) {
 	var id string
@@ -214,7 +214,7 @@ func (s *MemoryStore) Pointer(ctx context.Context, scope protocol.MemoryScope) (
 	return id, bid, nil
 }
 
-// MemBaseline returns the row id of scope's baseline id: errs.NotFound
+// Baseline returns the row id of scope's baseline id: errs.NotFound
 // when scope has none.
 func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, id string) (int64, error) {
 	var bid int64
@@ -228,7 +228,7 @@ func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, 
 	return bid, nil
 }
 
-// MemPromotable resolves what a promote onto baseline bid (0: none)
+// Promotable resolves what a promote onto baseline bid (0: none)
 // publishes: the given version ids, or, when none are given, the newest
 // curated version of every element whose curated head is not in bid.
 // Given versions must be document versions of scope (errs.NotFound
@@ -295,7 +295,7 @@ type MemPointerMove struct {
 	BaselineID, PreviousBaselineID, MovedAt, PrincipalID, Reason string
 }
 
-// MemBaselines lists scope's baselines and its pointer's history, newest
+// Baselines lists scope's baselines and its pointer's history, newest
 // first.
 func (s *MemoryStore) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT e.baseline_id, COALESCE(p.baseline_id, ''), e.created_at, e.principal_id, e.reason, e.tx_id, e.items
@@ -340,7 +340,7 @@ type MemHit struct {
 	Score      float64
 }
 
-// MemFetch returns the version baseline bid holds for scope's element id:
+// Fetch returns the version baseline bid holds for scope's element id:
 // errs.NotFound, the same as for an element that does not exist, when the
 // element is outside scope or not in the baseline.
 func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error) {
@@ -355,7 +355,7 @@ func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid
 	return v, nil
 }
 
-// MemPublished reports which of versions some baseline of scope holds
+// Published reports which of versions some baseline of scope holds
 // (published now or before): the versions a principal that neither
 // curates nor publishes may read (memory.Service.Proposal). A version
 // outside scope is never published.
@@ -393,7 +393,7 @@ const (
 	VerifyOtherElement  = "other-element"
 )
 
-// MemVerify reports, for each citation, whether read_context returned its
+// Verify reports, for each citation, whether read_context returned its
 // version to principalID, and if not why: the version is unknown in scope,
 // belongs to another element, or was never returned.
 func (s *MemoryStore) Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error) {

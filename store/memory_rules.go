@@ -13,11 +13,11 @@ import (
 // these, so the conformance suite (store/memtest) and the hosts see one
 // behaviour.
 
-// EvidenceOverCurated reports whether a version of source_kind kind may
-// not be published because its element's published version (pubKind) or
-// current version (headKind) is CURATED while it is not: ingested
-// evidence never replaces curated truth (seed 002 §5), whoever promotes
-// it. A curator who wants the evidence as truth accepts its review
+// EvidenceOverCurated reports whether a version of source_kind kind may not be
+// published because its element's published version (pubKind) or current
+// version (headKind) is CURATED while it is not: ingested evidence never
+// replaces curated truth (seed 002's ingest loop, docs/DESIGN.md §7), whoever
+// promotes it. A curator who wants the evidence as truth accepts its review
 // proposal, which makes it a CURATED version.
 func EvidenceOverCurated(kind, pubKind, headKind string) bool {
 	return kind != protocol.SourceCurated && (pubKind == protocol.SourceCurated || headKind == protocol.SourceCurated)

@@ -11,10 +11,11 @@ import (
 	"github.com/txkernel/txkernel/search"
 )
 
-// Curated memory's vectors (seed 002 §1.3: stable chunks so that embedding
-// can come later): one vec0 table per dimension, partitioned by scope, one
-// row per chunk (rowid = mem_chunks.id). As in the corpus, vectors are
-// unit length and the table measures L2, so cosine distance is d²/2.
+// Curated memory's vectors (seed 002's structure-aware chunking, PROTOCOL.md
+// §13: stable chunks so that embedding can come later): one vec0 table per
+// dimension, partitioned by scope, one row per chunk (rowid = mem_chunks.id).
+// As in the corpus, vectors are unit length and the table measures L2, so
+// cosine distance is d²/2.
 
 func memVecTable(dims int) string { return fmt.Sprintf("mem_vec_%d", dims) }
 
@@ -31,7 +32,7 @@ type MemChunkText struct {
 	Text    string
 }
 
-// MemChunksToEmbed returns the chunks of scope's versions (by version id)
+// ChunksToEmbed returns the chunks of scope's versions (by version id)
 // that have no vector of dimension dims yet.
 func (s *MemoryStore) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]MemChunkText, error) {
 	if len(versions) == 0 {
@@ -88,7 +89,7 @@ func (s *DB) tableExists(ctx context.Context, name string) (bool, error) {
 	return n > 0, nil
 }
 
-// MemPutVectors stores one unit vector per chunk (vectors[i] for
+// PutVectors stores one unit vector per chunk (vectors[i] for
 // chunks[i]) in one SQL transaction, creating the table of their
 // dimension on first use. A chunk that has a vector keeps it.
 func (s *MemoryStore) PutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error {
@@ -117,7 +118,7 @@ func (s *MemoryStore) PutVectors(ctx context.Context, chunks []MemChunkText, vec
 	})
 }
 
-// MemSearchVector ranks the versions of baseline bid in scope by the cosine
+// SearchVector ranks the versions of baseline bid in scope by the cosine
 // distance of their nearest chunk to q (unit length), nearest first, at
 // most k versions. The scope (the partition key) and the baseline
 // (`rowid IN` the baseline's chunks of scope) are predicates of the KNN
@@ -154,7 +155,7 @@ func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemorySco
 	return out, best, rows.Err()
 }
 
-// MemHitsByChunk returns, for chunk ids of scope, their versions as hits
+// HitsByChunk returns, for chunk ids of scope, their versions as hits
 // (Score 0), in the order given; a chunk of another scope is
 // errs.NotFound.
 func (s *MemoryStore) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]MemHit, error) {

@@ -72,7 +72,7 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 
 	reqs := pl.Approvals()
 	e.observeDenials(reqs)
-	plan := approvals.Evaluate(id, approvals.Fold(t.led.events), reqs, e.policy(ptr.Kind), e.reg)
+	plan := approvals.Evaluate(id, t.approvalState(), reqs, e.policy(ptr.Kind), e.reg)
 	if plan.Denied != nil {
 		// Deny sticks: this transaction can never apply. Make that its
 		// state, so its blobs go and tx/list says so.
@@ -209,14 +209,14 @@ func deniedErr(d approvals.Denial) error {
 // deniedError explains why a denied transaction refuses to apply: its own
 // deny decision, or the persisted one of another transaction.
 func (e *Engine) deniedError(t *transaction) error {
-	for _, d := range approvals.Fold(t.led.events).Decisions {
+	for _, d := range t.approvalState().Decisions {
 		if d.Decision == protocol.DecisionDeny {
 			return deniedErr(approvals.Denial{TransactionID: t.id, Decision: d})
 		}
 	}
 	reqs := t.planned.Approvals()
 	e.observeDenials(reqs)
-	if plan := approvals.Evaluate(t.id, approvals.Fold(t.led.events), reqs, e.policy(t.meta.Pointers.Proposal.Kind), e.reg); plan.Denied != nil {
+	if plan := approvals.Evaluate(t.id, t.approvalState(), reqs, e.policy(t.meta.Pointers.Proposal.Kind), e.reg); plan.Denied != nil {
 		return deniedErr(*plan.Denied)
 	}
 	return errs.New(errs.Denied, TxData{TransactionID: t.id, State: t.meta.State}, "transaction %s was denied", t.id)
@@ -451,7 +451,7 @@ func (e *Engine) recover(ctx context.Context, t *transaction) (rolled bool, remo
 			return false, c.removed.Load(), err
 		}
 		removed = c.removed.Load()
-		for _, d := range approvals.Fold(t.led.events).Decisions {
+		for _, d := range t.approvalState().Decisions {
 			if d.Decision == protocol.DecisionDeny {
 				return false, removed, e.deny(t)
 			}
@@ -472,7 +472,7 @@ func (e *Engine) Respond(ctx context.Context, p protocol.ApprovalRespondParams) 
 		return nil, err
 	}
 	defer t.release()
-	st := approvals.Fold(t.led.events)
+	st := t.approvalState()
 	req, ok := st.Request(p.ApprovalRequestID)
 	if !ok {
 		return nil, errs.New(errs.NotFound, ApprovalData{ApprovalRequestID: p.ApprovalRequestID, TransactionID: p.TransactionID},

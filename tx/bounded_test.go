@@ -88,7 +88,7 @@ func TestLedgerOpenOnlyDuringAppend(t *testing.T) {
 		if len(fds) > maxDataDirFDs {
 			t.Fatalf("%s: %d descriptors into the data dir, want at most %d: %v", step, len(fds), maxDataDirFDs, fds)
 		}
-		if !slices.Contains(fds, filepath.Join(f.data(), LockFile)) {
+		if !slices.Contains(fds, filepath.Join(f.data(), lockFile)) {
 			t.Fatalf("%s: kernel.lock is not held: %v", step, fds)
 		}
 		if n := len(loadedIDs(f.e)); n != 100 {

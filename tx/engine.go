@@ -52,7 +52,7 @@ import (
 // File and directory names in the data dir and in a transaction directory.
 const (
 	MetaFile  = record.TransactionFile
-	PatchFile = "proposal.patch"
+	patchFile = "proposal.patch"
 	TxDir     = "transactions"
 	ActiveDir = "active"
 	DeniedDir = "denied"
@@ -164,7 +164,18 @@ func (t *transaction) pending() []protocol.ApprovalRequest {
 	if protocol.Terminal(t.meta.State) {
 		return []protocol.ApprovalRequest{}
 	}
-	return approvals.Fold(t.led.events).Pending()
+	return t.approvalState().Pending()
+}
+
+// approvalState folds t's ledger into the approval state: the engine
+// adapts its record events to approvals' own Event, so that approvals does
+// not import tx/record.
+func (t *transaction) approvalState() *approvals.State {
+	st := &approvals.State{}
+	for _, ev := range t.led.events {
+		st.Add(approvals.Event{Type: ev.Type, Approval: ev.Approval, Decision: ev.Decision})
+	}
+	return st
 }
 
 // Open takes the data dir's lock, loads every transaction that is not
@@ -348,7 +359,7 @@ func (e *Engine) loadTx(id string) *transaction {
 
 // metaFromLedger derives transaction.json from the ledger alone.
 func metaFromLedger(id string, evs []record.Event) record.Transaction {
-	m := record.Transaction{SchemaVersion: 1, TransactionID: id}
+	m := record.Transaction{SchemaVersion: record.SchemaVersion, TransactionID: id}
 	if len(evs) > 0 {
 		m.CreatedAt = evs[0].TS
 	}
@@ -512,7 +523,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*protocol.TxStatusResul
 }
 
 func (e *Engine) statusLocked(t *transaction) *protocol.TxStatusResult {
-	st := approvals.Fold(t.led.events)
+	st := t.approvalState()
 	decisions := st.Decisions
 	if decisions == nil {
 		decisions = []protocol.ApprovalDecision{}

@@ -10,8 +10,8 @@ import (
 	"syscall"
 )
 
-// LockFile is the data dir's lock file. It holds the owner's pid.
-const LockFile = "kernel.lock"
+// lockFile is the data dir's lock file. It holds the owner's pid.
+const lockFile = "kernel.lock"
 
 // ErrDataDirLocked is returned (wrapped) by Open when another kernel owns the
 // data dir.
@@ -37,7 +37,7 @@ func lockDataDir(dataDir string) (*dirLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dataDir, LockFile)
+	path := filepath.Join(dataDir, lockFile)
 	locked := func(err error) error {
 		owner, _ := os.ReadFile(path)
 		if errors.Is(err, syscall.EWOULDBLOCK) {

@@ -138,7 +138,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	ptr.ContainsSecretIntroductions = len(plan.Findings) > 0
 	ptr.ProposalTurnID = turnID
 	ptr.ProposalItemID = itemID
-	ptr.PatchPath = PatchFile
+	ptr.PatchPath = patchFile
 	stored, planned, err := storedPlan(tg, &ptr)
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	}
 	turn = append(turn,
 		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: fileItem},
-		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem, DiffFile: PatchFile},
+		record.Event{Type: protocol.EventTurnItem, TurnID: turnID, Item: diffItem, DiffFile: patchFile},
 		record.Event{Type: protocol.EventTxStatus, Status: protocol.StateProposed},
 	)
 	// Everything the directory holds is encoded before any of it is
@@ -179,7 +179,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		return nil, err
 	}
 	evs := pending.events
-	t.meta = record.Transaction{SchemaVersion: 1, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
+	t.meta = record.Transaction{SchemaVersion: record.SchemaVersion, TransactionID: txID, CreatedAt: evs[0].TS, UpdatedAt: evs[len(evs)-1].TS,
 		State: protocol.StateProposed, WorkspaceRoot: ptr.WorkspaceRoot, Pointers: record.Pointers{Proposal: &ptr}}
 	meta, err := t.meta.Encode()
 	if err != nil {
@@ -191,7 +191,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		// is unreadable (see replaceMeta); its name is made durable with
 		// the directory's.
 		{name: MetaFile, data: meta},
-		{name: PatchFile, data: redacted, sync: true},
+		{name: patchFile, data: redacted, sync: true},
 	}
 	if len(plan.Blobs) > 0 {
 		files = append(files, dirFile{name: BlobFile, data: encodeBlobs(plan.Blobs), sync: true})
@@ -287,11 +287,11 @@ func loadDiffs(t *transaction, evs []record.Event) ([]record.Event, error) {
 		if ev.DiffFile == "" || ev.Item == nil {
 			continue
 		}
-		if ev.DiffFile != PatchFile {
+		if ev.DiffFile != patchFile {
 			return nil, corrupt(CorruptData{TransactionID: t.id, File: t.led.path, Reason: "diffFile " + ev.DiffFile},
-				"transaction %s: a turnDiff item names %q, not %s", t.id, ev.DiffFile, PatchFile)
+				"transaction %s: a turnDiff item names %q, not %s", t.id, ev.DiffFile, patchFile)
 		}
-		path := filepath.Join(t.dir, PatchFile)
+		path := filepath.Join(t.dir, patchFile)
 		diff, err := os.ReadFile(path)
 		if err != nil {
 			return nil, corrupt(CorruptData{TransactionID: t.id, File: path, Reason: "unreadable"},

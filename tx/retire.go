@@ -35,7 +35,7 @@ func (e *Engine) denialPath(fingerprint string) string {
 // observes its decisions again.
 func (e *Engine) recordDenials(t *transaction) error {
 	wrote := false
-	for _, d := range approvals.Fold(t.led.events).Decisions {
+	for _, d := range t.approvalState().Decisions {
 		if d.Decision != protocol.DecisionDeny {
 			continue
 		}

@@ -203,13 +203,13 @@ var (
 	_ errs.Kinded = (*ConflictError)(nil)
 )
 
-// AllowedModes are the only file modes a diff may carry, as "old mode",
+// allowedModes are the only file modes a diff may carry, as "old mode",
 // "new mode", "new file mode", "deleted file mode" or an "index" line's
 // mode: the two git records for a regular file (non-executable and
 // executable).
-var AllowedModes = []string{"100644", "100755"}
+var allowedModes = []string{"100644", "100755"}
 
-// ModeError reports a mode line whose mode is not one of AllowedModes
+// ModeError reports a mode line whose mode is not one of allowedModes
 // (100664, 100600, 120000 for a symlink, 160000 for a submodule, or no
 // octal number at all). It is an errs.Kinded of kind errs.Invalid whose data
 // is a ModeData: the mode of a file is part of what a reviewer approves,
@@ -230,13 +230,13 @@ type ModeData struct {
 	Text    string   `json:"text"`    // the line, without its newline
 	Mode    string   `json:"mode"`    // the mode refused
 	Reason  string   `json:"reason"`  // always "mode"
-	Allowed []string `json:"allowed"` // AllowedModes
+	Allowed []string `json:"allowed"` // allowedModes
 }
 
 // Error formats as "unidiff: line N: file mode M is not allowed ...".
 func (e *ModeError) Error() string {
 	return fmt.Sprintf("unidiff: line %d: file mode %q is not allowed (a diff may carry only %s and %s): %q",
-		e.Line, e.Mode, AllowedModes[0], AllowedModes[1], e.Text)
+		e.Line, e.Mode, allowedModes[0], allowedModes[1], e.Text)
 }
 
 // ErrorKind implements errs.Kinded: a mode outside the allowed ones is
@@ -245,7 +245,7 @@ func (e *ModeError) ErrorKind() errs.Kind { return errs.Invalid }
 
 // ErrorData implements errs.Kinded; it returns a ModeData.
 func (e *ModeError) ErrorData() any {
-	return ModeData{Line: e.Line, Text: e.Text, Mode: e.Mode, Reason: "mode", Allowed: AllowedModes}
+	return ModeData{Line: e.Line, Text: e.Text, Mode: e.Mode, Reason: "mode", Allowed: allowedModes}
 }
 
 var _ errs.Kinded = (*ModeError)(nil)

@@ -189,7 +189,7 @@ func clip(line string) string {
 var modeHeaderPrefixes = []string{"old mode ", "new mode ", "new file mode ", "deleted file mode "}
 
 // checkModes refuses, with its line, every mode in a file header that is
-// not one of AllowedModes. Only header lines count (after a "diff --git"
+// not one of allowedModes. Only header lines count (after a "diff --git"
 // line and before its first hunk): a commit message in the preamble may
 // say anything. A CRLF line is left to scanLayout, which refuses the CRLF
 // diff as a whole.
@@ -220,7 +220,7 @@ func checkModes(lines []string) *ModeError {
 				mode, ok = strings.Join(f[1:], " "), true
 			}
 		}
-		if ok && !slices.Contains(AllowedModes, mode) {
+		if ok && !slices.Contains(allowedModes, mode) {
 			if len(text) > 200 {
 				text = text[:200]
 			}

@@ -82,7 +82,7 @@ var gitdiffErrRE = regexp.MustCompile(`^gitdiff: line (-?\d+): (.*)$`)
 // order or overlapping, uses a traditional "---/+++" header without a
 // "diff --git" line, is a binary or copy patch, or when two files touch the
 // same path. It returns a *ModeError (errs.Invalid) for a file header line
-// whose mode is not 100644 or 100755 (AllowedModes): 100664, 100600, a
+// whose mode is not 100644 or 100755 (allowedModes): 100664, 100600, a
 // symlink's 120000, a submodule's 160000. Parse never panics; a panic
 // inside go-gitdiff is returned as a *ParseError.
 func Parse(diff []byte) (patches []*FilePatch, err error) {

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/txkernel/txkernel/internal/wireschema"
+	"github.com/txkernel/txkernel/wireschema"
 )
 
-// schemaCmd writes the protocol's JSON Schema files (internal/wireschema)
+// schemaCmd writes the protocol's JSON Schema files (wireschema)
 // under --out: the command a host's developer runs to get machine-readable
 // schemas of the binary they have. It replaces only files it wrote itself
 // (a txkernel schema, by its $id): any other file in the way stops it

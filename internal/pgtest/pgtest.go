@@ -27,7 +27,8 @@ import (
 // instead of starting one.
 const EnvURL = "TXKERNEL_TEST_PG"
 
-// EnvRequired, when set, makes a missing server a failure, not a skip.
+// EnvRequired names the variable that, when set, makes a missing server a
+// failure, not a skip.
 const EnvRequired = "TXKERNEL_TEST_PG_REQUIRED"
 
 // Role is the non-superuser, non-owner-of-anything role the kernel's

@@ -21,10 +21,10 @@ import (
 	"github.com/txkernel/txkernel/workspace"
 )
 
-// HistoryVersion names the layout BuildHistory writes. A cached history
+// historyVersion names the layout BuildHistory writes. A cached history
 // (CachedHistory) of another version is never reused; bump it whenever
 // BuildHistory or the engine's data dir format changes.
-const HistoryVersion = 1
+const historyVersion = 1
 
 // History is a workspace and a data dir holding Total transactions, Live of
 // them not terminal (proposed, each waiting for its patchset approval) and
@@ -115,12 +115,12 @@ func BuildHistory(tb testing.TB, root string, total, live int) *History {
 
 // CachedHistory returns the History of total and live under cacheRoot,
 // building it on first use. A history whose build did not finish, or of
-// another HistoryVersion, is rebuilt. Nothing that reads a History changes
+// another historyVersion, is rebuilt. Nothing that reads a History changes
 // it (a kernel started on it has nothing to recover), so benchmarks may
 // share one.
 func CachedHistory(tb testing.TB, cacheRoot string, total, live int) *History {
 	tb.Helper()
-	dir := filepath.Join(cacheRoot, fmt.Sprintf("history-v%d-%d-%d", HistoryVersion, total, live))
+	dir := filepath.Join(cacheRoot, fmt.Sprintf("history-v%d-%d-%d", historyVersion, total, live))
 	manifest := filepath.Join(dir, "manifest.json")
 	if raw, err := os.ReadFile(manifest); err == nil {
 		var h History

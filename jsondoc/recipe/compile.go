@@ -178,8 +178,8 @@ type ReviewResult struct {
 	Impacted    Impacted     `json:"impacted"`
 }
 
-// Review renders ps against the recipe document content (seed 003,
-// "Rendering Requirements"): added steps right after their after_step_id,
+// Review renders ps against the recipe document content (seed 003's rendering
+// requirements: PROTOCOL.md §11): added steps right after their after_step_id,
 // added ingredients at the end, removed ones where they were, and the end
 // state the compiled patch produces.
 func Review(content []byte, ps *PatchSet) (*ReviewResult, error) {

@@ -36,8 +36,8 @@ type Ingredient struct {
 	Text string `json:"text"`
 }
 
-// UserDefaults are the user's constraints (seed 003, "User Defaults
-// Constraints").
+// UserDefaults are the user's constraints (seed 003's user
+// defaults: docs/DESIGN.md §7, PROTOCOL.md §11).
 type UserDefaults struct {
 	HardAvoids []string `json:"hardAvoids,omitempty"`
 	Portions   int      `json:"portions,omitempty"`
@@ -84,7 +84,7 @@ type Patch struct {
 	Text        string `json:"text,omitempty"`
 }
 
-// The operations (seed 003, "Allowed Patch Operations") and their
+// The operations (seed 003's allowed operations: PROTOCOL.md §11) and their
 // arguments.
 var opArgs = map[string][]string{
 	"add_step":          {"after_step_id", "text"},

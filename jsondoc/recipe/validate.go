@@ -7,8 +7,8 @@ import (
 	"github.com/txkernel/txkernel/errs"
 )
 
-// Rules a PatchSet can break (seed 003, "Validation Rules" and "Hard
-// Rules"): the stable words of Violation.Rule.
+// Rules a PatchSet can break (seed 003's validation rules and hard rules:
+// docs/DESIGN.md §7, PROTOCOL.md §11): the stable words of Violation.Rule.
 const (
 	RuleDoneStep          = "done-step"                     // a patch modifies a done step
 	RuleUnknownID         = "unknown-id"                    // a step or ingredient id that does not exist
@@ -17,7 +17,6 @@ const (
 	RuleHardAvoid         = "hard-avoid"                    // a hard-avoided item (or an obvious derivative) is introduced
 	RuleEmptyText         = "empty-text"                    // a text argument is blank
 	RulePending           = "pending-patchset"              // another PatchSet is pending on the recipe
-	RuleStaleVersion      = "stale-recipe-version"          // the PatchSet targets an older recipeVersion
 )
 
 // Violation is one broken rule: which, the patch at fault (-1 for none),

@@ -444,14 +444,13 @@ func curate(t *testing.T, m store.Memory, sc protocol.MemoryScope, id, body, tx 
 	return "ver_" + tx
 }
 
-// ingestNeverReplacesCuratedTruth (seed 002 §5: ingested sources are not
-// canonical truth): once an element's current version is curated, a
-// re-ingest of a changed file records the evidence without making it
-// current or publishable, opens the review proposal the file names
-// (targeting the curated version, holding the evidence), and an
-// unchanged re-ingest does nothing; no promote, explicit or not, puts
-// evidence over a curated version; an element never curated still
-// follows its file.
+// ingestNeverReplacesCuratedTruth (seed 002's ingest loop: ingested sources
+// are not canonical truth; docs/DESIGN.md §7): once an element's current
+// version is curated, a re-ingest of a changed file records the evidence
+// without making it current or publishable, opens the review proposal the file
+// names (targeting the curated version, holding the evidence), and an
+// unchanged re-ingest does nothing; no promote, explicit or not, puts evidence
+// over a curated version; an element never curated still follows its file.
 func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}

@@ -8,11 +8,11 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-// Proposal is the proposal pointer: transaction.json's pointers.proposal
-// and the turn/start ledger event's proposal, the bridge between the review
-// trace and the apply (seed 001, "pointers.proposal required fields";
-// DESIGN.md §2). A target's Propose fills it and its Load reads it back.
-// Member names are the seed's (snake_case).
+// Proposal is the proposal pointer: transaction.json's pointers.proposal and
+// the turn/start ledger event's proposal, the bridge between the review trace
+// and the apply (seed 001's required fields of pointers.proposal, PROTOCOL.md
+// §10.3; DESIGN.md §2). A target's Propose fills it and its Load reads it
+// back. Member names are the seed's (snake_case).
 //
 // Changes and PatchPath are txkernel's additions: what each target file
 // becomes, and where the redacted diff is stored. TargetPlan is a

@@ -28,8 +28,8 @@ import (
 	"github.com/txkernel/txkernel/workspace"
 )
 
-// Draft is the JSON Schema dialect of every file.
-const Draft = "https://json-schema.org/draft/2020-12/schema"
+// schemaDraft is the JSON Schema dialect of every file.
+const schemaDraft = "https://json-schema.org/draft/2020-12/schema"
 
 // IDBase prefixes every schema's $id: IDBase + its file name.
 const IDBase = "https://txkernel.dev/schema/"
@@ -206,7 +206,7 @@ func Generate() (map[string][]byte, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		s := files[name]
-		s.Schema, s.ID = Draft, IDBase+name
+		s.Schema, s.ID = schemaDraft, IDBase+name
 		b, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -216,7 +216,7 @@ func Generate() (map[string][]byte, error) {
 		c.Schema = ""
 		bundle.Defs[strings.TrimSuffix(strings.ReplaceAll(name, "/", "."), ".json")] = &c
 	}
-	bundle.Schema, bundle.ID = Draft, IDBase+"bundle.json"
+	bundle.Schema, bundle.ID = schemaDraft, IDBase+"bundle.json"
 	b, err := json.MarshalIndent(bundle, "", "  ")
 	if err != nil {
 		return nil, err

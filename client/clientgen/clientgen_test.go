@@ -12,7 +12,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite client/methods.go from a fresh run")
 
-var methodsFile = filepath.Join("..", "..", "client", "methods.go")
+var methodsFile = filepath.Join("..", "methods.go")
 
 // TestMethodsCheckedIn compares client/methods.go with a fresh run.
 func TestMethodsCheckedIn(t *testing.T) {
@@ -27,7 +27,7 @@ func TestMethodsCheckedIn(t *testing.T) {
 	}
 	got, err := os.ReadFile(methodsFile)
 	if err != nil || !bytes.Equal(got, src) {
-		t.Fatalf("client/methods.go differs from a fresh run (%v): run go test ./internal/clientgen -update", err)
+		t.Fatalf("client/methods.go differs from a fresh run (%v): run go test ./client/clientgen -update", err)
 	}
 	for _, want := range []string{"TurnStart(", "ApplyExecute(", "ApprovalRespond(", "TxStatus(", "DocCreate(", "PatchValidate(", "CorpusSearch(", "MemoryReadContext("} {
 		if !bytes.Contains(src, []byte(want)) {
@@ -39,12 +39,12 @@ func TestMethodsCheckedIn(t *testing.T) {
 // TestClientWithoutCgo builds the client with CGO_ENABLED=0: a host needs
 // no C compiler to use it.
 func TestClientWithoutCgo(t *testing.T) {
-	cmd := exec.Command("go", "build", "-o", os.DevNull, "../../client")
+	cmd := exec.Command("go", "build", "-o", os.DevNull, "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build ./client: %v\n%s", err, out)
 	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .CgoFiles}}{{.ImportPath}}{{end}}", "../../client").Output()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .CgoFiles}}{{.ImportPath}}{{end}}", "..").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the checked-in schema/ from a fresh run")
 
 // checkedIn is the repository's schema/ directory.
-var checkedIn = filepath.Join("..", "..", "schema")
+var checkedIn = filepath.Join("..", "schema")
 
 // TestCheckedIn compares schema/ with a fresh run, file for file, so a
 // change of a wire type without regenerating (go test -update, or
@@ -53,9 +53,9 @@ func TestCheckedIn(t *testing.T) {
 		got, _ := os.ReadFile(path)
 		switch {
 		case !ok:
-			t.Errorf("schema/%s is not generated any more: run go test ./internal/wireschema -update", rel)
+			t.Errorf("schema/%s is not generated any more: run go test ./wireschema -update", rel)
 		case !bytes.Equal(got, want):
-			t.Errorf("schema/%s differs from a fresh run: run go test ./internal/wireschema -update", rel)
+			t.Errorf("schema/%s differs from a fresh run: run go test ./wireschema -update", rel)
 		}
 		return nil
 	})
@@ -64,7 +64,7 @@ func TestCheckedIn(t *testing.T) {
 	}
 	for name := range files {
 		if !seen[name] {
-			t.Errorf("schema/%s is missing: run go test ./internal/wireschema -update", name)
+			t.Errorf("schema/%s is missing: run go test ./wireschema -update", name)
 		}
 	}
 }
@@ -115,7 +115,7 @@ func TestSchemasCompile(t *testing.T) {
 // change without a schema change fails here.
 func TestGoldenSessionsValidate(t *testing.T) {
 	schemas := compiled(t)
-	goldens, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "sessions", "*.golden"))
+	goldens, _ := filepath.Glob(filepath.Join("..", "testdata", "sessions", "*.golden"))
 	if len(goldens) < 10 {
 		t.Fatalf("only %d golden sessions", len(goldens))
 	}
