@@ -21,7 +21,7 @@ func BenchmarkHandleTxStatus(b *testing.B) {
 	}
 	raw := json.RawMessage(`{"transactionId":"` + res.TransactionID + `"}`)
 	for b.Loop() {
-		out, err := methods[protocol.MethodTxStatus].handle(context.Background(), s, &raw)
+		out, err := callRow(s, methods[protocol.MethodTxStatus], raw)
 		if err != nil {
 			b.Fatal(err)
 		}

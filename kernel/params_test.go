@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -64,7 +63,7 @@ func TestParamsNoGoTypeNamesOnWire(t *testing.T) {
 		cases = append(cases, `{"transactionId":{},"proposal":[],"afterSeq":true,"limit":"x","decision":[1]}`)
 		for _, p := range cases {
 			raw := json.RawMessage(p)
-			_, err := methods[name].handle(context.Background(), s, &raw)
+			_, err := callRow(s, methods[name], raw)
 			if err == nil {
 				continue
 			}

@@ -87,12 +87,28 @@ type Config struct {
 	MaxInflightBytes int64
 }
 
-// Server serves one host connection. It is created per Serve call.
-type Server struct {
+// services is what a row of the method table runs on: the configured
+// services, the logger and the scanner that redacts answers. It has no
+// connection: a Server serves rows over one, an Invoker calls them in
+// process.
+type services struct {
 	cfg     Config
 	log     *slog.Logger
-	stream  *Stream
 	scanner *secrets.Scanner // redacts secrets in error messages
+}
+
+// newServices fills cfg's defaults that rows read.
+func newServices(cfg Config) services {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return services{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner()}
+}
+
+// Server serves one host connection. It is created per Serve call.
+type Server struct {
+	services
+	stream *Stream
 
 	mu          sync.Mutex
 	initialized bool
@@ -105,17 +121,21 @@ type Server struct {
 	exitClean   bool
 }
 
-// handlerFunc is one entry of the method table: it decodes raw params and
-// calls a service.
-type handlerFunc func(ctx context.Context, s *Server, params *json.RawMessage) (any, error)
+// handlerFunc is one entry of the method table: it decodes raw params (nil
+// when absent) and calls a service.
+type handlerFunc func(ctx context.Context, sv *services, params json.RawMessage) (any, error)
+
+// sessionFunc is a session method's handler: it acts on the connection.
+type sessionFunc func(ctx context.Context, s *Server, params json.RawMessage) (any, error)
 
 // methodInfo is one row of the method table: how a method is decoded and
 // dispatched, and which service it needs.
 type methodInfo struct {
 	handle     handlerFunc
-	beforeInit bool // may be called before initialize
-	notify     bool // a notification: never answered
-	inline     bool // runs on the read loop, in message order (session methods)
+	session    sessionFunc // session methods only, instead of handle
+	beforeInit bool        // may be called before initialize
+	notify     bool        // a notification: never answered
+	inline     bool        // runs on the read loop, in message order (session methods)
 	// quick is tried first on the read loop under tx.NoWait: a read
 	// answered from memory without waiting skips a goroutine's start;
 	// one that would wait (tx.ErrWouldBlock) runs as every other request.
@@ -144,7 +164,7 @@ const (
 
 // serves reports whether svc is configured, and the -32601 to answer when
 // it is not.
-func (s *Server) serves(svc service) (bool, error) {
+func (s *services) serves(svc service) (bool, error) {
 	switch svc {
 	case svcDocuments:
 		return s.cfg.Documents != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "documents are not served by this kernel")
@@ -159,7 +179,7 @@ func (s *Server) serves(svc service) (bool, error) {
 // listed reports whether capabilities.methods lists a method on svc: its
 // service is configured, and for memory a --memory-policy is given
 // (without one every memory method is refused, naming the flag).
-func (s *Server) listed(svc service) bool {
+func (s *services) listed(svc service) bool {
 	if ok, _ := s.serves(svc); !ok {
 		return false
 	}
@@ -168,7 +188,7 @@ func (s *Server) listed(svc service) bool {
 
 // servedMethods is capabilities.methods: every request method whose
 // service is configured, sorted.
-func (s *Server) servedMethods() []string {
+func (s *services) servedMethods() []string {
 	out := []string{}
 	for _, name := range requestMethods {
 		if s.listed(requestServices[name]) {
@@ -181,13 +201,34 @@ func (s *Server) servedMethods() []string {
 // typed adapts a handler over typed params P into a handlerFunc. Absent or
 // null params decode as the zero P; anything else that does not decode gets
 // -32602 with data.field naming the field.
-func typed[P any](fn func(ctx context.Context, s *Server, p *P) (any, error)) handlerFunc {
-	return func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
-		p := new(P)
-		if raw != nil && !bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
-			if err := decodeParams(*raw, p); err != nil {
-				return nil, err
-			}
+func typed[P any](fn func(ctx context.Context, s *services, p *P) (any, error)) handlerFunc {
+	return func(ctx context.Context, s *services, raw json.RawMessage) (any, error) {
+		p, err := decodeTyped[P](raw)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, s, p)
+	}
+}
+
+// decodeTyped decodes raw params into a new P; absent or null params are
+// the zero P.
+func decodeTyped[P any](raw json.RawMessage) (*P, error) {
+	p := new(P)
+	if raw != nil && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if err := decodeParams(raw, p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// sessionTyped is typed for a session method.
+func sessionTyped[P any](fn func(ctx context.Context, s *Server, p *P) (any, error)) sessionFunc {
+	return func(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+		p, err := decodeTyped[P](raw)
+		if err != nil {
+			return nil, err
 		}
 		return fn(ctx, s, p)
 	}
@@ -222,42 +263,42 @@ func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
 
 // txMethods are the session methods and the transaction methods (seed 001).
 var txMethods = map[string]methodInfo{
-	protocol.MethodInitialize: {effect: Session, params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
+	protocol.MethodInitialize: {effect: Session, params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, session: sessionTyped(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
 		if p.Caller != "" && p.Caller != protocol.CallerExternal && p.Caller != protocol.CallerResident {
 			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "caller", "reason": "unknown"}, "caller must be external or resident")
 		}
 		return s.initialize(p), nil
 	})},
-	protocol.MethodInitialized: {effect: Session, beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
-	protocol.MethodShutdown: {effect: Session, params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+	protocol.MethodInitialized: {effect: Session, beforeInit: true, notify: true, session: func(context.Context, *Server, json.RawMessage) (any, error) { return nil, nil }},
+	protocol.MethodShutdown: {effect: Session, params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, session: func(ctx context.Context, s *Server, _ json.RawMessage) (any, error) {
 		s.mu.Lock()
 		s.shutdown = true
 		s.mu.Unlock()
 		return map[string]any{}, nil
 	}},
-	protocol.MethodExit: {effect: Session, beforeInit: true, notify: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
+	protocol.MethodExit: {effect: Session, beforeInit: true, notify: true, session: func(ctx context.Context, s *Server, _ json.RawMessage) (any, error) {
 		s.mu.Lock()
 		clean := s.shutdown
 		s.mu.Unlock()
 		s.exitOnce.Do(func() { s.exitClean = clean; close(s.exit) })
 		return nil, nil
 	}},
-	protocol.MethodCancelRequest: {effect: Session, beforeInit: true, notify: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
+	protocol.MethodCancelRequest: {effect: Session, beforeInit: true, notify: true, session: sessionTyped(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
 		s.cancel(p.ID)
 		return nil, nil
 	})},
-	protocol.MethodTurnStart: {effect: Writes, params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
-		return typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
+	protocol.MethodTurnStart: {effect: Writes, params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *services, raw json.RawMessage) (any, error) {
+		return typed(func(ctx context.Context, s *services, p *protocol.TurnStartParams) (any, error) {
 			return s.turnStart(ctx, p, raw)
 		})(ctx, s, raw)
 	}},
-	protocol.MethodTxStatus: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxStatus: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Status(ctx, p.TransactionID)
 	})},
-	protocol.MethodTxList: {effect: Reads, params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
+	protocol.MethodTxList: {effect: Reads, params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxListParams) (any, error) {
 		res, err := s.cfg.Engine.List(ctx, *p)
 		if err != nil {
 			return nil, err
@@ -269,25 +310,25 @@ var txMethods = map[string]methodInfo{
 		}
 		return res, nil
 	})},
-	protocol.MethodTxEvents: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
+	protocol.MethodTxEvents: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxEventsParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Events(ctx, p.TransactionID, p.AfterSeq)
 	})},
-	protocol.MethodTxClose: {effect: Writes, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodTxClose: {effect: Writes, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.CloseTx(ctx, p.TransactionID)
 	})},
-	protocol.MethodApplyExecute: {effect: Destroys, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
+	protocol.MethodApplyExecute: {effect: Destroys, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
 		return s.cfg.Engine.Apply(ctx, p.TransactionID)
 	})},
-	protocol.MethodApprovalRespond: {effect: Decides, params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
+	protocol.MethodApprovalRespond: {effect: Decides, params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.ApprovalRespondParams) (any, error) {
 		if err := requireTx(p.TransactionID); err != nil {
 			return nil, err
 		}
@@ -382,7 +423,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	if cfg.Framing == "" {
 		cfg.Framing = FramingAuto
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
+	s := &Server{services: newServices(cfg), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
 	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: cfg.Logger})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -447,7 +488,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		return
 	}
 	if req.Notif {
-		if _, err := m.handle(ctx, s, s.stream.Params(req)); err != nil {
+		if _, err := s.invoke(ctx, m, req.Method, params(s.stream.Params(req))); err != nil {
 			s.log.Warn("notification failed", "method", req.Method, "err", err)
 		}
 		s.log.Debug("notification", "method", req.Method, "duration", time.Since(start))
@@ -498,23 +539,45 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 
 // call runs a request's handler under this connection's session.
 func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (any, error) {
-	return s.invoke(s.withSession(ctx), m, req.Method, s.stream.Params(req))
+	return s.invoke(s.withSession(ctx), m, req.Method, params(s.stream.Params(req)))
+}
+
+// params is a request's raw params, nil when absent.
+func params(p *json.RawMessage) json.RawMessage {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // invoke runs a row's handler under the session already in ctx, with the
 // service check, and turns a panic into an internal error: a bug must
 // cost one request, never the host's session.
-func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params *json.RawMessage) (res any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("handler panic", "method", method, "panic", r)
-			err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": method}, "internal error in %s", method)
-		}
-	}()
+func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params json.RawMessage) (res any, err error) {
+	if m.session != nil {
+		defer s.recoverPanic(method, &err)
+		return m.session(ctx, s, params)
+	}
+	return s.services.invoke(ctx, m, method, params)
+}
+
+// invoke runs a service row's handler under the session already in ctx,
+// with the service check, and turns a panic into an internal error: a
+// bug must cost one request, never the host's session.
+func (s *services) invoke(ctx context.Context, m methodInfo, method string, params json.RawMessage) (res any, err error) {
+	defer s.recoverPanic(method, &err)
 	if ok, notServed := s.serves(m.service); !ok {
 		return nil, notServed
 	}
 	return m.handle(ctx, s, params)
+}
+
+// recoverPanic turns a handler's panic into an internal error in *err.
+func (s *services) recoverPanic(method string, err *error) {
+	if r := recover(); r != nil {
+		s.log.Error("handler panic", "method", method, "panic", r)
+		*err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": method}, "internal error in %s", method)
+	}
 }
 
 // cancel cancels the in-flight request the host calls id. Unknown or
