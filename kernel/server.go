@@ -34,16 +34,12 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"reflect"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +52,6 @@ import (
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
-	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/tx"
 )
 
@@ -87,24 +82,6 @@ type Config struct {
 	MaxInflightBytes int64
 }
 
-// services is what a row of the method table runs on: the configured
-// services, the logger and the scanner that redacts answers. It has no
-// connection: a Server serves rows over one, an Invoker calls them in
-// process.
-type services struct {
-	cfg     Config
-	log     *slog.Logger
-	scanner *secrets.Scanner // redacts secrets in error messages
-}
-
-// newServices fills cfg's defaults that rows read.
-func newServices(cfg Config) services {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return services{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner()}
-}
-
 // Server serves one host connection. It is created per Serve call.
 type Server struct {
 	services
@@ -120,248 +97,6 @@ type Server struct {
 	exitOnce    sync.Once
 	exitClean   bool
 }
-
-// handlerFunc is one entry of the method table: it decodes raw params (nil
-// when absent) and calls a service.
-type handlerFunc func(ctx context.Context, sv *services, params json.RawMessage) (any, error)
-
-// sessionFunc is a session method's handler: it acts on the connection.
-type sessionFunc func(ctx context.Context, s *Server, params json.RawMessage) (any, error)
-
-// methodInfo is one row of the method table: how a method is decoded and
-// dispatched, and which service it needs.
-type methodInfo struct {
-	handle     handlerFunc
-	session    sessionFunc // session methods only, instead of handle
-	beforeInit bool        // may be called before initialize
-	notify     bool        // a notification: never answered
-	inline     bool        // runs on the read loop, in message order (session methods)
-	// quick is tried first on the read loop under tx.NoWait: a read
-	// answered from memory without waiting skips a goroutine's start;
-	// one that would wait (tx.ErrWouldBlock) runs as every other request.
-	quick bool
-	// service is what the method needs configured: a method whose service
-	// is not is answered -32601 (decided here, in one place) and is not
-	// listed in capabilities.methods.
-	service service
-	// params is the Go type its params decode into and result the Go type
-	// of its result (nil for notifications, which have none), for
-	// reflection over the table (JSON Schema, tools).
-	params, result reflect.Type
-	// effect is what the method does to state (Methods, MCP tools).
-	effect Effect
-}
-
-// service names the service a method runs on.
-type service int
-
-const (
-	svcEngine    service = iota // the session and transaction methods: always served
-	svcDocuments                // doc/*, patch/*, patchset/* (Config.Documents)
-	svcCorpus                   // corpus/* (Config.Corpus)
-	svcMemory                   // memory/* (Config.Memory)
-)
-
-// serves reports whether svc is configured, and the -32601 to answer when
-// it is not.
-func (s *services) serves(svc service) (bool, error) {
-	switch svc {
-	case svcDocuments:
-		return s.cfg.Documents != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "documents are not served by this kernel")
-	case svcCorpus:
-		return s.cfg.Corpus != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "the corpus is not served by this kernel")
-	case svcMemory:
-		return s.cfg.Memory != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "memory is not served by this kernel")
-	}
-	return true, nil
-}
-
-// listed reports whether capabilities.methods lists a method on svc: its
-// service is configured, and for memory a --memory-policy is given
-// (without one every memory method is refused, naming the flag).
-func (s *services) listed(svc service) bool {
-	if ok, _ := s.serves(svc); !ok {
-		return false
-	}
-	return svc != svcMemory || s.cfg.Memory.Capabilities().Enabled
-}
-
-// servedMethods is capabilities.methods: every request method whose
-// service is configured, sorted.
-func (s *services) servedMethods() []string {
-	out := []string{}
-	for _, name := range requestMethods {
-		if s.listed(requestServices[name]) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// typed adapts a handler over typed params P into a handlerFunc. Absent or
-// null params decode as the zero P; anything else that does not decode gets
-// -32602 with data.field naming the field.
-func typed[P any](fn func(ctx context.Context, s *services, p *P) (any, error)) handlerFunc {
-	return func(ctx context.Context, s *services, raw json.RawMessage) (any, error) {
-		p, err := decodeTyped[P](raw)
-		if err != nil {
-			return nil, err
-		}
-		return fn(ctx, s, p)
-	}
-}
-
-// decodeTyped decodes raw params into a new P; absent or null params are
-// the zero P.
-func decodeTyped[P any](raw json.RawMessage) (*P, error) {
-	p := new(P)
-	if raw != nil && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		if err := decodeParams(raw, p); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-// sessionTyped is typed for a session method.
-func sessionTyped[P any](fn func(ctx context.Context, s *Server, p *P) (any, error)) sessionFunc {
-	return func(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
-		p, err := decodeTyped[P](raw)
-		if err != nil {
-			return nil, err
-		}
-		return fn(ctx, s, p)
-	}
-}
-
-func requireTx(id string) error {
-	if id == "" {
-		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "transactionId"}, "transactionId is required")
-	}
-	return nil
-}
-
-// methods is the method table: every request and notification the kernel
-// understands, the session and transaction methods below and the document
-// methods (documents.go) and the corpus methods (corpus.go). Anything else
-// gets -32601.
-var methods = joinTables(txMethods, documentMethods, corpusMethods, memoryMethods)
-
-// joinTables merges method tables; a name in two tables is a bug.
-func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
-	out := map[string]methodInfo{}
-	for _, t := range tables {
-		for name, m := range t {
-			if _, dup := out[name]; dup {
-				panic("kernel: method " + name + " registered twice")
-			}
-			out[name] = m
-		}
-	}
-	return out
-}
-
-// txMethods are the session methods and the transaction methods (seed 001).
-var txMethods = map[string]methodInfo{
-	protocol.MethodInitialize: {effect: Session, params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, session: sessionTyped(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
-		if p.Caller != "" && p.Caller != protocol.CallerExternal && p.Caller != protocol.CallerResident {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "caller", "reason": "unknown"}, "caller must be external or resident")
-		}
-		return s.initialize(p), nil
-	})},
-	protocol.MethodInitialized: {effect: Session, beforeInit: true, notify: true, session: func(context.Context, *Server, json.RawMessage) (any, error) { return nil, nil }},
-	protocol.MethodShutdown: {effect: Session, params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, session: func(ctx context.Context, s *Server, _ json.RawMessage) (any, error) {
-		s.mu.Lock()
-		s.shutdown = true
-		s.mu.Unlock()
-		return map[string]any{}, nil
-	}},
-	protocol.MethodExit: {effect: Session, beforeInit: true, notify: true, session: func(ctx context.Context, s *Server, _ json.RawMessage) (any, error) {
-		s.mu.Lock()
-		clean := s.shutdown
-		s.mu.Unlock()
-		s.exitOnce.Do(func() { s.exitClean = clean; close(s.exit) })
-		return nil, nil
-	}},
-	protocol.MethodCancelRequest: {effect: Session, beforeInit: true, notify: true, session: sessionTyped(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
-		s.cancel(p.ID)
-		return nil, nil
-	})},
-	protocol.MethodTurnStart: {effect: Writes, params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *services, raw json.RawMessage) (any, error) {
-		return typed(func(ctx context.Context, s *services, p *protocol.TurnStartParams) (any, error) {
-			return s.turnStart(ctx, p, raw)
-		})(ctx, s, raw)
-	}},
-	protocol.MethodTxStatus: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.Status(ctx, p.TransactionID)
-	})},
-	protocol.MethodTxList: {effect: Reads, params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxListParams) (any, error) {
-		res, err := s.cfg.Engine.List(ctx, *p)
-		if err != nil {
-			return nil, err
-		}
-		for i := range res.Transactions {
-			if row := &res.Transactions[i]; row.LoadErr != nil {
-				row.Error = s.redact(s.wireError(row.LoadErr))
-			}
-		}
-		return res, nil
-	})},
-	protocol.MethodTxEvents: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxEventsParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.Events(ctx, p.TransactionID, p.AfterSeq)
-	})},
-	protocol.MethodTxClose: {effect: Writes, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.CloseTx(ctx, p.TransactionID)
-	})},
-	protocol.MethodApplyExecute: {effect: Destroys, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.TxParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.Apply(ctx, p.TransactionID)
-	})},
-	protocol.MethodApprovalRespond: {effect: Decides, params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *services, p *protocol.ApprovalRespondParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		if p.ApprovalRequestID == "" {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "approvalRequestId"}, "approvalRequestId is required")
-		}
-		if p.Decision == "" {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "decision"}, "decision is required (approve, approve_for_session or deny)")
-		}
-		return s.cfg.Engine.Respond(ctx, *p)
-	})},
-}
-
-// requestMethods lists every request method (not notifications), sorted,
-// for initialize's capabilities.
-var requestMethods []string
-
-// requestServices is the service of each request method (init fills it
-// from methods, which refers to handlers that read it).
-var requestServices = map[string]service{}
-
-func init() {
-	for name, m := range methods {
-		if !m.notify {
-			requestMethods = append(requestMethods, name)
-			requestServices[name] = m.service
-		}
-	}
-	sort.Strings(requestMethods)
-}
-
-// RequestMethods returns every request method the kernel answers, sorted.
-func RequestMethods() []string { return slices.Clone(requestMethods) }
 
 func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeResult {
 	s.mu.Lock()
@@ -559,25 +294,6 @@ func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params
 		return m.session(ctx, s, params)
 	}
 	return s.services.invoke(ctx, m, method, params)
-}
-
-// invoke runs a service row's handler under the session already in ctx,
-// with the service check, and turns a panic into an internal error: a
-// bug must cost one request, never the host's session.
-func (s *services) invoke(ctx context.Context, m methodInfo, method string, params json.RawMessage) (res any, err error) {
-	defer s.recoverPanic(method, &err)
-	if ok, notServed := s.serves(m.service); !ok {
-		return nil, notServed
-	}
-	return m.handle(ctx, s, params)
-}
-
-// recoverPanic turns a handler's panic into an internal error in *err.
-func (s *services) recoverPanic(method string, err *error) {
-	if r := recover(); r != nil {
-		s.log.Error("handler panic", "method", method, "panic", r)
-		*err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": method}, "internal error in %s", method)
-	}
 }
 
 // cancel cancels the in-flight request the host calls id. Unknown or
