@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -66,20 +64,12 @@ func (s *services) wireError(err error) *protocol.Error {
 	return protocol.NewError(protocol.CodeInternalError, nil, "internal error: %v", err)
 }
 
-// toWire encodes err as a JSON-RPC error object, with its message and data
-// redacted: error text can quote the host's input (a diff line that does
-// not parse, a path) or a file's content (a conflict's expected and actual
-// text). It never returns code 0.
-func (s *services) toWire(err error) *jsonrpc2.Error {
-	pe := s.redact(s.wireError(err))
-	out := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
-	if pe.Data != nil {
-		if raw, mErr := json.Marshal(pe.Data); mErr == nil {
-			rm := json.RawMessage(raw)
-			out.Data = &rm
-		}
-	}
-	return out
+// toWire is err as the wire carries it: its code (never 0), and its
+// message and data redacted: error text can quote the host's input (a
+// diff line that does not parse, a path) or a file's content (a
+// conflict's expected and actual text).
+func (s *services) toWire(err error) *protocol.Error {
+	return s.redact(s.wireError(err))
 }
 
 // redact returns pe with secrets redacted in its message and data. Data is

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/document"
@@ -59,7 +57,7 @@ func newTestServer(tb testing.TB) *Server {
 	ms := memory.New(memory.Config{Store: store.MemoryOf(kdb.Open), Engine: eng, Workspace: w, Policy: pol, Logger: log})
 	s := &Server{
 		services: newServices(Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log}),
-		inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
+		inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{}),
 	}
 	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
 	return s
@@ -279,7 +277,7 @@ func TestMalformedParamsEveryMethod(t *testing.T) {
 			switch {
 			case we.Code == -32602:
 				var data map[string]any
-				if we.Data == nil || json.Unmarshal(*we.Data, &data) != nil || data["field"] == nil {
+				if we.Data == nil || json.Unmarshal(we.Data.(json.RawMessage), &data) != nil || data["field"] == nil {
 					t.Errorf("%s(%s): -32602 without data.field: %s", name, label, we.Message)
 				}
 			case we.Code >= -32099 && we.Code <= -32000:

@@ -70,7 +70,7 @@ func TestParamsNoGoTypeNamesOnWire(t *testing.T) {
 			we := s.toWire(err)
 			text := we.Message
 			if we.Data != nil {
-				text += " " + string(*we.Data)
+				text += " " + string(we.Data.(json.RawMessage))
 			}
 			if m := goTypeName.FindString(text); m != "" {
 				t.Errorf("%s(%s): Go type name %q on the wire: %s", name, p, m, text)

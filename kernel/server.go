@@ -34,17 +34,14 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
@@ -53,6 +50,7 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Config wires a Server to its services.
@@ -91,7 +89,7 @@ type Server struct {
 	initialized bool
 	callerKind  string // protocol.CallerExternal or CallerResident, from initialize
 	shutdown    bool
-	inflight    map[jsonrpc2.ID]context.CancelFunc
+	inflight    map[*request]context.CancelFunc
 	wg          sync.WaitGroup
 	exit        chan struct{}
 	exitOnce    sync.Once
@@ -149,25 +147,21 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 // shutdown+exit or end of input, and ErrExitWithoutShutdown after an exit
 // that was not preceded by shutdown (LSP's exit code 1).
 func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.Framing == "" {
 		cfg.Framing = FramingAuto
 	}
-	s := &Server{services: newServices(cfg), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
-	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: cfg.Logger})
+	s := &Server{services: newServices(cfg), inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{})}
+	s.stream = NewStream(r, w, nil, StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: s.log})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(slogAdapter{s.log}))
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
 		if ev.Type == protocol.EventApprovalRequest && cfg.ReviewURL != nil {
 			ev.ReviewURL = cfg.ReviewURL(ev.TransactionID)
 		}
-		if err := s.stream.WriteNotification(ev.Type, ev); err != nil {
+		if err := s.stream.Notify(ev.Type, ev); err != nil {
 			s.log.Debug("notification not sent", "type", ev.Type, "err", err)
 		}
 		if cfg.Observe != nil {
@@ -175,13 +169,20 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		}
 	})
 	defer cfg.Engine.SetNotify(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.stream.Serve(ctx, s.handle); err != nil {
+			s.log.Debug("jsonrpc: connection ended", "err", err)
+		}
+	}()
 	select {
-	case <-conn.DisconnectNotify():
+	case <-done:
 	case <-s.exit:
 	case <-ctx.Done():
 	}
 	s.wg.Wait()
-	conn.Close()
+	s.stream.Close()
 	if s.exitClean || !s.exited() {
 		return nil
 	}
@@ -201,32 +202,33 @@ func (s *Server) exited() bool {
 	}
 }
 
-// Handle implements jsonrpc2.Handler. jsonrpc2 calls it from its read loop,
-// one message at a time, so everything that depends on message order runs
-// here, inline: the session checks, the notifications (initialized, exit,
-// $/cancelRequest) and the session methods (initialize, shutdown). A request
-// that reaches a service runs in its own goroutine, so a long apply never
-// blocks the $/cancelRequest that would stop it.
-func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+// handle serves one request or notification; Stream.Serve calls it from
+// its read loop, one message at a time, so everything that depends on
+// message order runs here, inline: the session checks, the notifications
+// (initialized, exit, $/cancelRequest) and the session methods
+// (initialize, shutdown). A request that reaches a service runs in its
+// own goroutine, so a long apply never blocks the $/cancelRequest that
+// would stop it.
+func (s *Server) handle(ctx context.Context, req *request) {
 	start := time.Now()
-	m, ok := methods[req.Method]
-	if !ok || m.notify != req.Notif {
-		if req.Notif {
-			s.log.Debug("ignoring notification", "method", req.Method)
-			return
+	notif := req.id == nil
+	m, ok := methods[req.method]
+	if !ok || m.notify != notif {
+		switch {
+		case notif:
+			s.log.Debug("ignoring notification", "method", req.method)
+		case ok && m.notify:
+			s.reply(req, start, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.method}, "%s is a notification; send it without an id", req.method))
+		default:
+			s.reply(req, start, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.method}, "method not found: %s", req.method))
 		}
-		if ok && m.notify {
-			s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.Method}, "%s is a notification; send it without an id", req.Method))
-			return
-		}
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method))
 		return
 	}
-	if req.Notif {
-		if _, err := s.invoke(ctx, m, req.Method, params(s.stream.Params(req))); err != nil {
-			s.log.Warn("notification failed", "method", req.Method, "err", err)
+	if notif {
+		if _, err := s.invoke(ctx, m, req.method, req.params); err != nil {
+			s.log.Warn("notification failed", "method", req.method, "err", err)
 		}
-		s.log.Debug("notification", "method", req.Method, "duration", time.Since(start))
+		s.log.Debug("notification", "method", req.method, "duration", time.Since(start))
 		return
 	}
 	s.mu.Lock()
@@ -234,60 +236,46 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	s.mu.Unlock()
 	switch {
 	case shutdown:
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
+		s.reply(req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.method}, "the kernel is shutting down"))
 		return
 	case !initialized && !m.beforeInit:
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.Method}, "call initialize first"))
+		s.reply(req, start, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.method}, "call initialize first"))
 		return
 	}
 	if m.inline {
-		res, err := s.call(ctx, m, req)
-		s.reply(ctx, req, start, res, err)
+		res, err := s.invoke(s.withSession(ctx), m, req.method, req.params)
+		s.reply(req, start, res, err)
 		return
 	}
 	if m.quick {
-		if res, err := s.call(tx.NoWait(ctx), m, req); !errors.Is(err, tx.ErrWouldBlock) {
-			s.reply(ctx, req, start, res, err)
+		if res, err := s.invoke(s.withSession(tx.NoWait(ctx)), m, req.method, req.params); !errors.Is(err, tx.ErrWouldBlock) {
+			s.reply(req, start, res, err)
 			return
 		}
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
-	s.inflight[req.ID] = cancel
+	s.inflight[req] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
-			delete(s.inflight, req.ID)
+			delete(s.inflight, req)
 			s.mu.Unlock()
 			cancel()
 		}()
-		res, err := s.call(reqCtx, m, req)
+		res, err := s.invoke(s.withSession(reqCtx), m, req.method, req.params)
 		if err != nil && reqCtx.Err() != nil && errors.Is(err, context.Canceled) {
-			err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.Method}, "request cancelled")
+			err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.method}, "request cancelled")
 		}
-		s.reply(ctx, req, start, res, err)
+		s.reply(req, start, res, err)
 	}()
 }
 
-// call runs a request's handler under this connection's session.
-func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (any, error) {
-	return s.invoke(s.withSession(ctx), m, req.Method, params(s.stream.Params(req)))
-}
-
-// params is a request's raw params, nil when absent.
-func params(p *json.RawMessage) json.RawMessage {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// invoke runs a row's handler under the session already in ctx, with the
-// service check, and turns a panic into an internal error: a bug must
-// cost one request, never the host's session.
+// invoke runs a row's handler: a session row on this connection, any
+// other on its services.
 func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params json.RawMessage) (res any, err error) {
 	if m.session != nil {
 		defer s.recoverPanic(method, &err)
@@ -299,22 +287,97 @@ func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params
 // cancel cancels the in-flight request the host calls id. Unknown or
 // finished ids are ignored, as LSP requires.
 func (s *Server) cancel(id json.RawMessage) {
-	internal, ok := s.stream.InternalID(id)
-	if !ok {
-		return
-	}
+	req := s.stream.lookup(id)
 	s.mu.Lock()
-	fn := s.inflight[internal]
+	fn := s.inflight[req]
 	s.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
 }
 
-// slogAdapter routes jsonrpc2's internal log lines to slog at debug level.
-type slogAdapter struct{ l *slog.Logger }
+// reply answers req with res, encoded once into a pooled buffer and
+// redacted (redactAnswer), or with err mapped to its wire code and
+// redacted. At debug level it logs the request: method, the client's id,
+// duration since start and the error code (0 for a result). Never the
+// params or the result, which can hold secrets.
+func (s *Server) reply(req *request, start time.Time, res any, err error) {
+	var code int64
+	var sendErr error
+	if err == nil {
+		buf, mErr := encodeResult(res)
+		if err = mErr; err == nil {
+			// Reply copies the result out: the buffer can go back.
+			sendErr = s.stream.Reply(req, redactAnswer(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil)
+			putResultBuffer(buf)
+		}
+	}
+	if err != nil {
+		pe := s.toWire(err)
+		code = pe.Code
+		sendErr = s.stream.Reply(req, nil, &wireError{code: pe.Code, message: pe.Message, data: pe.Data})
+	}
+	if sendErr != nil {
+		s.log.Debug("reply not sent", "method", req.method, "err", sendErr)
+	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("request", "method", req.method, "id", logID(req.id), "duration", time.Since(start).Round(time.Microsecond), "code", code)
+	}
+}
 
-// Printf implements jsonrpc2.Logger.
-func (a slogAdapter) Printf(format string, v ...any) {
-	a.l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)))
+// resultBuffers holds the buffers results are encoded into, so that an
+// answer costs no allocation of its size (a tx/status is about 1 KB, on
+// every call).
+var resultBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResult bounds the buffers kept in resultBuffers: a rare huge
+// answer (a document read) must not stay in memory.
+const maxPooledResult = 64 << 10
+
+// encodeResult encodes res as json.Marshal does (the same bytes, HTML
+// escaped), followed by the newline json.Encoder adds, into a pooled
+// buffer; give it back with putResultBuffer. On error the buffer is
+// already back and the error is json.Marshal's.
+func encodeResult(res any) (*bytes.Buffer, error) {
+	buf := resultBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(res); err != nil {
+		putResultBuffer(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// putResultBuffer returns a buffer from encodeResult to the pool, unless
+// it grew too large to keep.
+func putResultBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledResult {
+		resultBuffers.Put(buf)
+	}
+}
+
+// logID is a client's id as the log shows it: a string id unquoted, any
+// other its JSON text, cut to 64 bytes (an id may be any string the host
+// chose).
+func logID(raw json.RawMessage) string {
+	id := string(raw)
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		id = str
+	}
+	if len(id) > 64 {
+		id = id[:61] + "..."
+	}
+	return id
+}
+
+// redactAnswer is the one rule for every answer and notification the
+// kernel emits (Server.reply, Invoker.Invoke, Stream.Notify): every
+// secret in the JSON's strings is redacted (record.RedactJSON, the rule
+// the ledger and transaction.json are written with), whatever service
+// made it: a document's values, a memory body, a path, a needle
+// (PROTOCOL.md §7.4). A JSON text without secrets comes back as is.
+func redactAnswer(data []byte) []byte {
+	out, _ := record.RedactJSON(data)
+	return out
 }
