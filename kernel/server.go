@@ -1,36 +1,30 @@
-// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: it frames
-// messages (Stream), checks the session state, decodes params into typed
-// structs through a method table, calls a service, and encodes the result or
-// maps the error's kind to one wire code (errors.go). Ledger events reach
-// the host as notifications as soon as they are durable.
+// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: a request
+// goes down one path, through one file at a time, and never comes back
+// to a file it has left:
 //
-// What sourcegraph/jsonrpc2, the project's chosen library, does for us:
-// jsonrpc2.Conn runs the read loop over an ObjectStream, decodes each
-// message into a Request, and calls Handler.Handle for it one at a time,
-// in arrival order, which is what lets session methods (initialize,
-// shutdown, $/cancelRequest) run inline and in order; it also tracks the
-// connection's end (DisconnectNotify).
+//   - framing.go reads one frame (ndjson or Content-Length, detected from
+//     the first bytes) under the size limit, answering what it cannot read
+//     (-32700 with data {reason, offset}; an oversize message with the id
+//     oversize.go's idScan finds; the reasons in reasons.go);
+//   - stream.go classifies the message or each batch member (JSON-RPC 2.0
+//     §4-§6, member.go splitting the envelope), charges it to the
+//     in-flight budget and hands the handler the real request: its method,
+//     its id and params as the client sent them;
+//   - server.go checks the session state and picks the row of the method
+//     table (table.go), inline or in a goroutine;
+//   - table.go decodes params into the row's typed struct (params.go,
+//     closed.go) and calls the service; errors.go maps an error's kind to
+//     one wire code;
+//   - server.go encodes the result once and stream.go's Reply writes it
+//     with the client's id, a batch's answers as one array.
 //
-// What we add on top, in the Stream under the Conn, and why: the library
-// reads one JSON value per call with no size limit, answers nothing it
-// cannot decode, knows no batches, and keeps ids only as uint64 or string.
-// So the stream, one job per file:
-//   - framing.go: ndjson and Content-Length framing, detected from the
-//     first bytes, with a size limit, and -32700 with data.reason and
-//     data.offset, skipping a frame of the other framing whole;
-//   - batch.go: envelope checks (JSON-RPC 2.0 §4, §5) and batches (§6);
-//   - ids.go: client ids of any JSON shape, kept byte-exact, behind
-//     internal ids the library can carry;
-//   - encode.go: the replies built by hand so those ids go back unchanged;
-//   - reasons.go: every data.reason the stream sends itself, in one table;
-//   - stream.go: the ObjectStream itself, ordering and draining answers;
-//
-// params.go decodes params for the method table, with type errors in
-// JSON's words; reply.go encodes results and writes answers.
-//
-// Replies are written straight to the Stream (reply.go), not through
-// Conn.Reply, because the stream must restore the client's id and join
-// batch answers.
+// Ledger events reach the host as notifications (Stream.Notify) as soon
+// as they are durable, before the answer of the request that caused
+// them. The transport is the project's own, not sourcegraph/jsonrpc2's
+// Conn, which cannot carry ids of any JSON type, answer a frame it cannot
+// decode or take a batch (docs/DESIGN.md §6). An Invoker calls the same
+// rows in process, without a connection (the MCP facade, the review
+// desk).
 package kernel
 
 import (
