@@ -1,6 +1,6 @@
 // Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: a request
-// goes down one path, through one file at a time, and never comes back
-// to a file it has left:
+// goes down one path, each file doing one step, and comes back only to
+// the caller that asked for that step:
 //
 //   - framing.go reads one frame (ndjson or Content-Length, detected from
 //     the first bytes) under the size limit, answering what it cannot read
