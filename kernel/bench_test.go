@@ -21,7 +21,7 @@ func BenchmarkHandleTxStatus(b *testing.B) {
 	}
 	raw := json.RawMessage(`{"transactionId":"` + res.TransactionID + `"}`)
 	for b.Loop() {
-		out, err := methods[protocol.MethodTxStatus].handle(context.Background(), s, &raw)
+		out, err := callRow(s, methods[protocol.MethodTxStatus], raw)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func BenchmarkParseMember(b *testing.B) {
 	b.Run("impl=envelopeMembers", func(b *testing.B) {
 		b.SetBytes(int64(len(msg)))
 		for b.Loop() {
-			if m, ok := parseMember(msg); !ok || m.kind != kindRequest {
+			if r, reason, ok := parseMember(msg); !ok || r == nil || reason != "" || r.id == nil {
 				b.Fatal("not a request")
 			}
 		}
@@ -53,7 +53,7 @@ func BenchmarkParseMember(b *testing.B) {
 		b.SetBytes(int64(len(msg)))
 		for b.Loop() {
 			f, err := envelopeOf(msg)
-			if err != nil || classify(f).kind != kindRequest {
+			if err != nil || f.method == nil || f.id == nil {
 				b.Fatal("not a request")
 			}
 		}

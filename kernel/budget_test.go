@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // TestStreamInflightBudget pipelines more params than the budget holds to
@@ -45,20 +43,22 @@ func TestStreamInflightBudget(t *testing.T) {
 				mu      sync.Mutex
 				maxHeld int64
 			)
-			h := jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
-				st.mu.Lock()
-				held := st.held
-				st.mu.Unlock()
-				mu.Lock()
-				maxHeld = max(maxHeld, held)
-				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
-				return st.Params(r), nil
-			}))
+			h := func(ctx context.Context, r *request) {
+				go func() {
+					st.mu.Lock()
+					held := st.held
+					st.mu.Unlock()
+					mu.Lock()
+					maxHeld = max(maxHeld, held)
+					mu.Unlock()
+					time.Sleep(2 * time.Millisecond)
+					st.Reply(r, r.params, nil)
+				}()
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			conn := jsonrpc2.NewConn(ctx, st, h, quiet)
-			defer conn.Close()
+			go func() { st.Serve(ctx, h); st.Close() }()
+			defer st.Close()
 			go func() { inW.Write([]byte(in.String())); inW.Close() }()
 			out, err := io.ReadAll(outR)
 			if err != nil {

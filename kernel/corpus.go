@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"context"
-	"reflect"
+	"encoding/json"
 
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/protocol"
@@ -28,7 +28,7 @@ var corpusMethods = map[string]methodInfo{
 // corpusMethod makes a row from a corpus service method: typed params, and
 // -32601 when the kernel was started without a corpus service.
 func corpusMethod[P, R any](effect Effect, fn func(c *corpus.Service, ctx context.Context, p *P) (R, error)) methodInfo {
-	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
-		return fn(s.cfg.Corpus, ctx, p)
-	}), effect: effect, service: svcCorpus, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	return row(svcCorpus, effect, func(ctx context.Context, sv *services, p *P, _ json.RawMessage) (R, error) {
+		return fn(sv.cfg.Corpus, ctx, p)
+	})
 }

@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"context"
-	"reflect"
+	"encoding/json"
 
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/protocol"
@@ -30,7 +30,7 @@ var documentMethods = map[string]methodInfo{
 // -32601 when the kernel was started without documents (Config.Documents
 // nil).
 func docMethod[P, R any](effect Effect, fn func(d *document.Service, ctx context.Context, p *P) (R, error)) methodInfo {
-	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
-		return fn(s.cfg.Documents, ctx, p)
-	}), effect: effect, service: svcDocuments, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	return row(svcDocuments, effect, func(ctx context.Context, sv *services, p *P, _ json.RawMessage) (R, error) {
+		return fn(sv.cfg.Documents, ctx, p)
+	})
 }

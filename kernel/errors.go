@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -43,7 +41,7 @@ var codes = map[errs.Kind]int64{
 // passes through; a domain error gets its kind's code and its data; a
 // bare context cancellation is -32800; anything else is an internal
 // error whose text is logged and reported.
-func (s *Server) wireError(err error) *protocol.Error {
+func (s *services) wireError(err error) *protocol.Error {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
 		return pe
@@ -66,26 +64,18 @@ func (s *Server) wireError(err error) *protocol.Error {
 	return protocol.NewError(protocol.CodeInternalError, nil, "internal error: %v", err)
 }
 
-// toWire encodes err as a JSON-RPC error object, with its message and data
-// redacted: error text can quote the host's input (a diff line that does
-// not parse, a path) or a file's content (a conflict's expected and actual
-// text). It never returns code 0.
-func (s *Server) toWire(err error) *jsonrpc2.Error {
-	pe := s.redact(s.wireError(err))
-	out := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
-	if pe.Data != nil {
-		if raw, mErr := json.Marshal(pe.Data); mErr == nil {
-			rm := json.RawMessage(raw)
-			out.Data = &rm
-		}
-	}
-	return out
+// toWire is err as the wire carries it: its code (never 0), and its
+// message and data redacted: error text can quote the host's input (a
+// diff line that does not parse, a path) or a file's content (a
+// conflict's expected and actual text).
+func (s *services) toWire(err error) *protocol.Error {
+	return s.redact(s.wireError(err))
 }
 
 // redact returns pe with secrets redacted in its message and data. Data is
 // redacted as JSON text; if that ever produced invalid JSON the unredacted
 // data would be dropped rather than sent.
-func (s *Server) redact(pe *protocol.Error) *protocol.Error {
+func (s *services) redact(pe *protocol.Error) *protocol.Error {
 	msg, _ := s.scanner.RedactString(pe.Message)
 	out := &protocol.Error{Code: pe.Code, Message: msg}
 	if out.Code == 0 {

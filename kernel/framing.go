@@ -186,7 +186,7 @@ func (s *Stream) readLine() ([]byte, *wireError, error) {
 			}
 			return nil, s.oversize(n, scan.ID()), nil
 		}
-		buf := joinFragments(frags, n)
+		buf := joinFragments(frags)
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
 		if int64(len(buf)) > s.max {
@@ -247,17 +247,13 @@ func (s *Stream) skipContentLengthFrame(first []byte) (*wireError, error) {
 	return s.parseError(ReasonContentLengthOnNDJSON), nil
 }
 
-// joinFragments returns frags (n bytes in all) as one slice, without a
-// copy when there is a single fragment.
-func joinFragments(frags [][]byte, n int64) []byte {
+// joinFragments returns frags as one slice, without a copy when there is
+// a single fragment.
+func joinFragments(frags [][]byte) []byte {
 	if len(frags) == 1 {
 		return frags[0]
 	}
-	buf := make([]byte, 0, n)
-	for _, f := range frags {
-		buf = append(buf, f...)
-	}
-	return buf
+	return bytes.Join(frags, nil)
 }
 
 // oversize is the -32600 for a message of n bytes over the limit, answered
@@ -451,22 +447,12 @@ func isHeaderStart(b []byte) bool {
 	return false
 }
 
-// indexContentLength finds "content-length:" in b, ASCII case-insensitively
-// (header names are case-insensitive, RFC 7230 §3.2), or returns -1.
+// indexContentLength finds "content-length:" in b, case-insensitively
+// (header names are, RFC 7230 §3.2), or returns -1. No letter of the
+// name has a non-ASCII case fold, so the fold matches ASCII only.
 func indexContentLength(b []byte) int {
-	const pat = headerContentLength
-	for i := 0; i+len(pat) <= len(b); i++ {
-		j := 0
-		for ; j < len(pat); j++ {
-			c := b[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != pat[j] {
-				break
-			}
-		}
-		if j == len(pat) {
+	for i := 0; i+len(headerContentLength) <= len(b); i++ {
+		if bytes.EqualFold(b[i:i+len(headerContentLength)], []byte(headerContentLength)) {
 			return i
 		}
 	}
@@ -488,13 +474,4 @@ func cutHeader(b []byte) (name, value string, ok bool) {
 }
 
 // trimWS trims JSON whitespace (RFC 8259 §2), not Unicode spaces.
-func trimWS(b []byte) []byte {
-	isWS := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-	for len(b) > 0 && isWS(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isWS(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }

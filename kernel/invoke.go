@@ -3,12 +3,8 @@ package kernel
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/secrets"
 )
 
 // Invoker runs the method table in process, for a facade that speaks
@@ -16,19 +12,17 @@ import (
 // same params decoding, service checks, domain-error → code mapping and
 // secret redaction as a JSON-RPC request, under a session the facade
 // gives. It has no connection: ledger events are not sent anywhere, and
-// the session methods (initialize, shutdown, …) are the facade's own.
+// the session methods (initialize, shutdown, …) are the facade's own. It
+// calls a row's handler on the services directly, as a connection does.
 type Invoker struct {
-	s *Server
+	s *services
 }
 
 // NewInvoker returns an Invoker over cfg's services. cfg's Framing and
 // MaxMessageBytes are unused.
 func NewInvoker(cfg Config) *Invoker {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	s := &Server{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}), initialized: true}
-	return &Invoker{s: s}
+	sv := newServices(cfg)
+	return &Invoker{s: &sv}
 }
 
 // Served returns the methods of the table this Invoker's services answer,
@@ -54,11 +48,10 @@ func (iv *Invoker) Invoke(ctx context.Context, method string, params json.RawMes
 	if !ok || m.notify || m.effect == Session {
 		return nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": method}, "method not found: %s", method)
 	}
-	var raw *json.RawMessage
-	if len(params) > 0 {
-		raw = &params
+	if len(params) == 0 {
+		params = nil
 	}
-	res, err := iv.s.invoke(protocol.WithSession(ctx, sess), m, method, raw)
+	res, err := iv.s.invoke(protocol.WithSession(ctx, sess), m, method, params)
 	if err != nil {
 		return nil, iv.s.redact(iv.s.wireError(err))
 	}

@@ -14,38 +14,46 @@ import (
 // diff of megabytes, and a second json.Unmarshal just to cut it out cost as
 // much as decoding it. FuzzRawMember checks it against json.Unmarshal into
 // map[string]json.RawMessage.
-func rawMember(obj []byte, name string) (json.RawMessage, bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	var found json.RawMessage
-	ok := false
-	i = skipSpace(obj, i+1)
-	for i < len(obj) && obj[i] == '"' {
-		keyEnd := skipString(obj, i)
-		key := obj[i:keyEnd]
-		i = skipSpace(obj, keyEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		i = skipSpace(obj, i+1)
-		valEnd := skipValue(obj, i)
-		if valEnd < 0 {
-			return nil, false
-		}
+func rawMember(obj []byte, name string) (found json.RawMessage, ok bool) {
+	if !eachMember(obj, func(key, val []byte) {
 		if keyIs(key, name) {
-			found, ok = obj[i:valEnd], true
+			found, ok = val, true
 		}
-		i = skipSpace(obj, valEnd)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
+	}) {
+		return nil, false
 	}
 	return found, ok
 }
 
-// envelope is what classify reads of a message object: the raw values of
+// eachMember calls fn with the quoted key (with its quotes) and the raw
+// value of each member of obj, in order, without decoding. It returns
+// false when obj is not an object or ends early; it does not check the
+// rest of obj is valid JSON (its callers know, or check it first).
+func eachMember(obj []byte, fn func(key, val []byte)) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] == '"'; {
+		keyEnd := skipString(obj, i)
+		key := obj[i:keyEnd]
+		if i = skipSpace(obj, keyEnd); i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		i = skipSpace(obj, i+1)
+		valEnd := skipValue(obj, i)
+		if valEnd < 0 {
+			return false
+		}
+		fn(key, obj[i:valEnd:valEnd])
+		if i = skipSpace(obj, valEnd); i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return true
+}
+
+// envelope is what parseMember reads of a message object: the raw values of
 // the members JSON-RPC 2.0 gives a meaning (§4, §5), nil when absent. Every
 // other member is skipped: a request carries no others that matter, and a
 // map of all of them cost an allocation per member on every message.
@@ -61,35 +69,19 @@ type envelope struct {
 // json.Valid and one scan cost a third of the decoder's pass for a request
 // of a hundred bytes, on the path of every message (BenchmarkRoundTrip).
 // FuzzEnvelopeMembers checks it against json.Unmarshal.
-func envelopeMembers(raw []byte) (envelope, bool) {
-	var e envelope
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' || !json.Valid(raw) {
-		return e, false
-	}
-	i = skipSpace(raw, i+1)
-	for i < len(raw) && raw[i] == '"' {
-		keyEnd := skipString(raw, i)
-		key := raw[i:keyEnd]
-		i = skipSpace(raw, keyEnd)
-		i = skipSpace(raw, i+1) // past ':', which json.Valid saw
-		valEnd := skipValue(raw, i)
-		if valEnd < 0 {
-			return envelope{}, false
-		}
+func envelopeMembers(raw []byte) (e envelope, ok bool) {
+	if !json.Valid(raw) || !eachMember(raw, func(key, val []byte) {
 		if slot := e.slot(key); slot != nil {
-			*slot = raw[i:valEnd:valEnd]
+			*slot = val
 		}
-		i = skipSpace(raw, valEnd)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
+	}) {
+		return envelope{}, false
 	}
 	return e, true
 }
 
 // slot is the field of e for the quoted key (with its quotes), or nil for
-// a member classify does not read. A plain key is compared in place; one
+// a member parseMember does not read. A plain key is compared in place; one
 // with an escape or bytes that are not UTF-8 is decoded first, as
 // encoding/json compares it.
 func (e *envelope) slot(key []byte) *json.RawMessage {

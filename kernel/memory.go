@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"context"
-	"reflect"
+	"encoding/json"
 
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
@@ -28,7 +28,7 @@ var memoryMethods = map[string]methodInfo{
 // memoryMethod makes a row from a memory service method: typed params, and
 // -32601 when the kernel was started without a memory service.
 func memoryMethod[P, R any](effect Effect, fn func(m *memory.Service, ctx context.Context, p *P) (R, error)) methodInfo {
-	return methodInfo{handle: typed(func(ctx context.Context, s *Server, p *P) (any, error) {
-		return fn(s.cfg.Memory, ctx, p)
-	}), effect: effect, service: svcMemory, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	return row(svcMemory, effect, func(ctx context.Context, sv *services, p *P, _ json.RawMessage) (R, error) {
+		return fn(sv.cfg.Memory, ctx, p)
+	})
 }

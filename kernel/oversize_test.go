@@ -48,7 +48,7 @@ func TestIDScan(t *testing.T) {
 					t.Errorf("%s: ID() = %q, want %q", what, got, c.want)
 				}
 			}
-			if m, ok := parseMember([]byte(c.msg)); ok && m.kind == kindRequest && string(m.id) != c.want {
+			if m, reason, ok := parseMember([]byte(c.msg)); ok && m != nil && reason == "" && m.id != nil && string(m.id) != c.want {
 				t.Errorf("parseMember finds id %q, idScan %q", m.id, c.want)
 			}
 		})
@@ -81,8 +81,8 @@ func FuzzIDScan(f *testing.F) {
 		if id := whole.ID(); id != nil && !validID(id) {
 			t.Fatalf("ID() = %q, not a JSON-RPC id", id)
 		}
-		m, ok := parseMember(msg)
-		if !ok || m.kind != kindRequest || len(m.id) > maxScannedID {
+		m, reason, ok := parseMember(msg)
+		if !ok || m == nil || reason != "" || m.id == nil || len(m.id) > maxScannedID {
 			return
 		}
 		if got := whole.ID(); !bytes.Equal(got, m.id) {

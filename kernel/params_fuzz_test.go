@@ -14,14 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/sandbox"
-	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/workspace"
@@ -59,11 +56,20 @@ func newTestServer(tb testing.TB) *Server {
 	}
 	ms := memory.New(memory.Config{Store: store.MemoryOf(kdb.Open), Engine: eng, Workspace: w, Policy: pol, Logger: log})
 	s := &Server{
-		cfg: Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log},
-		log: log, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{}),
+		services: newServices(Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log}),
+		inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{}),
 	}
 	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
 	return s
+}
+
+// callRow calls m's handler for the connection s, without the panic
+// recovery of Server.invoke: a panic must fail the test.
+func callRow(s *Server, m methodInfo, raw json.RawMessage) (any, error) {
+	if m.session != nil {
+		return m.session(context.Background(), s, raw)
+	}
+	return m.handle(context.Background(), &s.services, raw)
 }
 
 // FuzzMethodParams feeds arbitrary params to every method of the method
@@ -93,7 +99,7 @@ func FuzzMethodParams(f *testing.F) {
 			return // not a method; or one that ends the session by design
 		}
 		raw := json.RawMessage(params)
-		_, err := m.handle(context.Background(), s, &raw)
+		_, err := callRow(s, m, raw)
 		if err != nil {
 			if code := s.toWire(err).Code; code == 0 {
 				t.Fatalf("%s(%s): error with code 0: %v", name, params, err)
@@ -248,7 +254,7 @@ func TestMalformedParamsEveryMethod(t *testing.T) {
 						done <- outcome{panic: r}
 					}
 				}()
-				_, err := methods[name].handle(context.Background(), s, &raw)
+				_, err := callRow(s, methods[name], raw)
 				done <- outcome{err: err}
 			}()
 			var o outcome
@@ -271,7 +277,7 @@ func TestMalformedParamsEveryMethod(t *testing.T) {
 			switch {
 			case we.Code == -32602:
 				var data map[string]any
-				if we.Data == nil || json.Unmarshal(*we.Data, &data) != nil || data["field"] == nil {
+				if we.Data == nil || json.Unmarshal(we.Data.(json.RawMessage), &data) != nil || data["field"] == nil {
 					t.Errorf("%s(%s): -32602 without data.field: %s", name, label, we.Message)
 				}
 			case we.Code >= -32099 && we.Code <= -32000:

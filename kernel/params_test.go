@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -64,14 +63,14 @@ func TestParamsNoGoTypeNamesOnWire(t *testing.T) {
 		cases = append(cases, `{"transactionId":{},"proposal":[],"afterSeq":true,"limit":"x","decision":[1]}`)
 		for _, p := range cases {
 			raw := json.RawMessage(p)
-			_, err := methods[name].handle(context.Background(), s, &raw)
+			_, err := callRow(s, methods[name], raw)
 			if err == nil {
 				continue
 			}
 			we := s.toWire(err)
 			text := we.Message
 			if we.Data != nil {
-				text += " " + string(*we.Data)
+				text += " " + string(we.Data.(json.RawMessage))
 			}
 			if m := goTypeName.FindString(text); m != "" {
 				t.Errorf("%s(%s): Go type name %q on the wire: %s", name, p, m, text)

@@ -138,8 +138,8 @@ func TestNoSecretInAnswersOrNotifications(t *testing.T) {
 				srv := newTestServer(t)
 				var out lockedBuffer
 				srv.stream = NewStream(strings.NewReader(""), &out, nil, StreamOptions{})
-				srv.cfg.Engine.SetNotify(func(ev protocol.Event) { srv.stream.WriteNotification(ev.Type, ev) })
-				iv := &Invoker{s: srv}
+				srv.cfg.Engine.SetNotify(func(ev protocol.Event) { srv.stream.Notify(ev.Type, ev) })
+				iv := &Invoker{s: &srv.services}
 				var answers bytes.Buffer
 				call := func(method string, params any) map[string]any {
 					t.Helper()

@@ -1,36 +1,30 @@
-// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: it frames
-// messages (Stream), checks the session state, decodes params into typed
-// structs through a method table, calls a service, and encodes the result or
-// maps the error's kind to one wire code (errors.go). Ledger events reach
-// the host as notifications as soon as they are durable.
+// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: a request
+// goes down one path, each file doing one step, and comes back only to
+// the caller that asked for that step:
 //
-// What sourcegraph/jsonrpc2, the project's chosen library, does for us:
-// jsonrpc2.Conn runs the read loop over an ObjectStream, decodes each
-// message into a Request, and calls Handler.Handle for it one at a time,
-// in arrival order, which is what lets session methods (initialize,
-// shutdown, $/cancelRequest) run inline and in order; it also tracks the
-// connection's end (DisconnectNotify).
+//   - framing.go reads one frame (ndjson or Content-Length, detected from
+//     the first bytes) under the size limit, answering what it cannot read
+//     (-32700 with data {reason, offset}; an oversize message with the id
+//     oversize.go's idScan finds; the reasons in reasons.go);
+//   - stream.go classifies the message or each batch member (JSON-RPC 2.0
+//     §4-§6, member.go splitting the envelope), charges it to the
+//     in-flight budget and hands the handler the real request: its method,
+//     its id and params as the client sent them;
+//   - server.go checks the session state and picks the row of the method
+//     table (table.go), inline or in a goroutine;
+//   - table.go decodes params into the row's typed struct (params.go,
+//     closed.go) and calls the service; errors.go maps an error's kind to
+//     one wire code;
+//   - server.go encodes the result once and stream.go's Reply writes it
+//     with the client's id, a batch's answers as one array.
 //
-// What we add on top, in the Stream under the Conn, and why: the library
-// reads one JSON value per call with no size limit, answers nothing it
-// cannot decode, knows no batches, and keeps ids only as uint64 or string.
-// So the stream, one job per file:
-//   - framing.go: ndjson and Content-Length framing, detected from the
-//     first bytes, with a size limit, and -32700 with data.reason and
-//     data.offset, skipping a frame of the other framing whole;
-//   - batch.go: envelope checks (JSON-RPC 2.0 §4, §5) and batches (§6);
-//   - ids.go: client ids of any JSON shape, kept byte-exact, behind
-//     internal ids the library can carry;
-//   - encode.go: the replies built by hand so those ids go back unchanged;
-//   - reasons.go: every data.reason the stream sends itself, in one table;
-//   - stream.go: the ObjectStream itself, ordering and draining answers;
-//
-// params.go decodes params for the method table, with type errors in
-// JSON's words; reply.go encodes results and writes answers.
-//
-// Replies are written straight to the Stream (reply.go), not through
-// Conn.Reply, because the stream must restore the client's id and join
-// batch answers.
+// Ledger events reach the host as notifications (Stream.Notify) as soon
+// as they are durable, before the answer of the request that caused
+// them. The transport is the project's own, not sourcegraph/jsonrpc2's
+// Conn, which cannot carry ids of any JSON type, answer a frame it cannot
+// decode or take a batch (docs/DESIGN.md §6). An Invoker calls the same
+// rows in process, without a connection (the MCP facade, the review
+// desk).
 package kernel
 
 import (
@@ -38,17 +32,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"reflect"
-	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
@@ -56,8 +43,8 @@ import (
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
-	"github.com/txkernel/txkernel/secrets"
 	"github.com/txkernel/txkernel/tx"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // Config wires a Server to its services.
@@ -89,16 +76,14 @@ type Config struct {
 
 // Server serves one host connection. It is created per Serve call.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	stream  *Stream
-	scanner *secrets.Scanner // redacts secrets in error messages
+	services
+	stream *Stream
 
 	mu          sync.Mutex
 	initialized bool
 	callerKind  string // protocol.CallerExternal or CallerResident, from initialize
 	shutdown    bool
-	inflight    map[jsonrpc2.ID]context.CancelFunc
+	inflight    map[*request]context.CancelFunc
 	wg          sync.WaitGroup
 	exit        chan struct{}
 	exitOnce    sync.Once
@@ -109,223 +94,6 @@ type Server struct {
 	// races wg.Wait (a SIGTERM while requests still arrive).
 	draining bool
 }
-
-// handlerFunc is one entry of the method table: it decodes raw params and
-// calls a service.
-type handlerFunc func(ctx context.Context, s *Server, params *json.RawMessage) (any, error)
-
-// methodInfo is one row of the method table: how a method is decoded and
-// dispatched, and which service it needs.
-type methodInfo struct {
-	handle     handlerFunc
-	beforeInit bool // may be called before initialize
-	notify     bool // a notification: never answered
-	inline     bool // runs on the read loop, in message order (session methods)
-	// quick is tried first on the read loop under tx.NoWait: a read
-	// answered from memory without waiting skips a goroutine's start;
-	// one that would wait (tx.ErrWouldBlock) runs as every other request.
-	quick bool
-	// service is what the method needs configured: a method whose service
-	// is not is answered -32601 (decided here, in one place) and is not
-	// listed in capabilities.methods.
-	service service
-	// params is the Go type its params decode into and result the Go type
-	// of its result (nil for notifications, which have none), for
-	// reflection over the table (JSON Schema, tools).
-	params, result reflect.Type
-	// effect is what the method does to state (Methods, MCP tools).
-	effect Effect
-}
-
-// service names the service a method runs on.
-type service int
-
-const (
-	svcEngine    service = iota // the session and transaction methods: always served
-	svcDocuments                // doc/*, patch/*, patchset/* (Config.Documents)
-	svcCorpus                   // corpus/* (Config.Corpus)
-	svcMemory                   // memory/* (Config.Memory)
-)
-
-// serves reports whether svc is configured, and the -32601 to answer when
-// it is not.
-func (s *Server) serves(svc service) (bool, error) {
-	switch svc {
-	case svcDocuments:
-		return s.cfg.Documents != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "documents are not served by this kernel")
-	case svcCorpus:
-		return s.cfg.Corpus != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "the corpus is not served by this kernel")
-	case svcMemory:
-		return s.cfg.Memory != nil, protocol.NewError(protocol.CodeMethodNotFound, nil, "memory is not served by this kernel")
-	}
-	return true, nil
-}
-
-// listed reports whether capabilities.methods lists a method on svc: its
-// service is configured, and for memory a --memory-policy is given
-// (without one every memory method is refused, naming the flag).
-func (s *Server) listed(svc service) bool {
-	if ok, _ := s.serves(svc); !ok {
-		return false
-	}
-	return svc != svcMemory || s.cfg.Memory.Capabilities().Enabled
-}
-
-// servedMethods is capabilities.methods: every request method whose
-// service is configured, sorted.
-func (s *Server) servedMethods() []string {
-	out := []string{}
-	for _, name := range requestMethods {
-		if s.listed(requestServices[name]) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// typed adapts a handler over typed params P into a handlerFunc. Absent or
-// null params decode as the zero P; anything else that does not decode gets
-// -32602 with data.field naming the field.
-func typed[P any](fn func(ctx context.Context, s *Server, p *P) (any, error)) handlerFunc {
-	return func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
-		p := new(P)
-		if raw != nil && !bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
-			if err := decodeParams(*raw, p); err != nil {
-				return nil, err
-			}
-		}
-		return fn(ctx, s, p)
-	}
-}
-
-func requireTx(id string) error {
-	if id == "" {
-		return protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "transactionId"}, "transactionId is required")
-	}
-	return nil
-}
-
-// methods is the method table: every request and notification the kernel
-// understands, the session and transaction methods below and the document
-// methods (documents.go) and the corpus methods (corpus.go). Anything else
-// gets -32601.
-var methods = joinTables(txMethods, documentMethods, corpusMethods, memoryMethods)
-
-// joinTables merges method tables; a name in two tables is a bug.
-func joinTables(tables ...map[string]methodInfo) map[string]methodInfo {
-	out := map[string]methodInfo{}
-	for _, t := range tables {
-		for name, m := range t {
-			if _, dup := out[name]; dup {
-				panic("kernel: method " + name + " registered twice")
-			}
-			out[name] = m
-		}
-	}
-	return out
-}
-
-// txMethods are the session methods and the transaction methods (seed 001).
-var txMethods = map[string]methodInfo{
-	protocol.MethodInitialize: {effect: Session, params: reflect.TypeFor[protocol.InitializeParams](), result: reflect.TypeFor[*protocol.InitializeResult](), beforeInit: true, inline: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.InitializeParams) (any, error) {
-		if p.Caller != "" && p.Caller != protocol.CallerExternal && p.Caller != protocol.CallerResident {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "caller", "reason": "unknown"}, "caller must be external or resident")
-		}
-		return s.initialize(p), nil
-	})},
-	protocol.MethodInitialized: {effect: Session, beforeInit: true, notify: true, handle: func(context.Context, *Server, *json.RawMessage) (any, error) { return nil, nil }},
-	protocol.MethodShutdown: {effect: Session, params: reflect.TypeFor[struct{}](), result: reflect.TypeFor[map[string]any](), inline: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
-		s.mu.Lock()
-		s.shutdown = true
-		s.mu.Unlock()
-		return map[string]any{}, nil
-	}},
-	protocol.MethodExit: {effect: Session, beforeInit: true, notify: true, handle: func(ctx context.Context, s *Server, _ *json.RawMessage) (any, error) {
-		s.mu.Lock()
-		clean := s.shutdown
-		s.mu.Unlock()
-		s.exitOnce.Do(func() { s.exitClean = clean; close(s.exit) })
-		return nil, nil
-	}},
-	protocol.MethodCancelRequest: {effect: Session, beforeInit: true, notify: true, handle: typed(func(ctx context.Context, s *Server, p *protocol.CancelParams) (any, error) {
-		s.cancel(p.ID)
-		return nil, nil
-	})},
-	protocol.MethodTurnStart: {effect: Writes, params: reflect.TypeFor[protocol.TurnStartParams](), result: reflect.TypeFor[*protocol.TurnStartResult](), handle: func(ctx context.Context, s *Server, raw *json.RawMessage) (any, error) {
-		return typed(func(ctx context.Context, s *Server, p *protocol.TurnStartParams) (any, error) {
-			return s.turnStart(ctx, p, raw)
-		})(ctx, s, raw)
-	}},
-	protocol.MethodTxStatus: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.Status(ctx, p.TransactionID)
-	})},
-	protocol.MethodTxList: {effect: Reads, params: reflect.TypeFor[protocol.TxListParams](), result: reflect.TypeFor[*protocol.TxListResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxListParams) (any, error) {
-		res, err := s.cfg.Engine.List(ctx, *p)
-		if err != nil {
-			return nil, err
-		}
-		for i := range res.Transactions {
-			if row := &res.Transactions[i]; row.LoadErr != nil {
-				row.Error = s.redact(s.wireError(row.LoadErr))
-			}
-		}
-		return res, nil
-	})},
-	protocol.MethodTxEvents: {effect: Reads, quick: true, params: reflect.TypeFor[protocol.TxEventsParams](), result: reflect.TypeFor[*protocol.TxEventsResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxEventsParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.Events(ctx, p.TransactionID, p.AfterSeq)
-	})},
-	protocol.MethodTxClose: {effect: Writes, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.TxStatusResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.CloseTx(ctx, p.TransactionID)
-	})},
-	protocol.MethodApplyExecute: {effect: Destroys, params: reflect.TypeFor[protocol.TxParams](), result: reflect.TypeFor[*protocol.ApplyResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.TxParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		return s.cfg.Engine.Apply(ctx, p.TransactionID)
-	})},
-	protocol.MethodApprovalRespond: {effect: Decides, params: reflect.TypeFor[protocol.ApprovalRespondParams](), result: reflect.TypeFor[*protocol.ApprovalRespondResult](), handle: typed(func(ctx context.Context, s *Server, p *protocol.ApprovalRespondParams) (any, error) {
-		if err := requireTx(p.TransactionID); err != nil {
-			return nil, err
-		}
-		if p.ApprovalRequestID == "" {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "approvalRequestId"}, "approvalRequestId is required")
-		}
-		if p.Decision == "" {
-			return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "decision"}, "decision is required (approve, approve_for_session or deny)")
-		}
-		return s.cfg.Engine.Respond(ctx, *p)
-	})},
-}
-
-// requestMethods lists every request method (not notifications), sorted,
-// for initialize's capabilities.
-var requestMethods []string
-
-// requestServices is the service of each request method (init fills it
-// from methods, which refers to handlers that read it).
-var requestServices = map[string]service{}
-
-func init() {
-	for name, m := range methods {
-		if !m.notify {
-			requestMethods = append(requestMethods, name)
-			requestServices[name] = m.service
-		}
-	}
-	sort.Strings(requestMethods)
-}
-
-// RequestMethods returns every request method the kernel answers, sorted.
-func RequestMethods() []string { return slices.Clone(requestMethods) }
 
 func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeResult {
 	s.mu.Lock()
@@ -378,25 +146,21 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 // shutdown+exit or end of input, and ErrExitWithoutShutdown after an exit
 // that was not preceded by shutdown (LSP's exit code 1).
 func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.Framing == "" {
 		cfg.Framing = FramingAuto
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, scanner: secrets.NewScanner(), inflight: map[jsonrpc2.ID]context.CancelFunc{}, exit: make(chan struct{})}
-	s.stream = NewStream(r, w, io.NopCloser(nil), StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: cfg.Logger})
+	s := &Server{services: newServices(cfg), inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{})}
+	s.stream = NewStream(r, w, nil, StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: s.log})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(slogAdapter{s.log}))
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
 		if ev.Type == protocol.EventApprovalRequest && cfg.ReviewURL != nil {
 			ev.ReviewURL = cfg.ReviewURL(ev.TransactionID)
 		}
-		if err := s.stream.WriteNotification(ev.Type, ev); err != nil {
+		if err := s.stream.Notify(ev.Type, ev); err != nil {
 			s.log.Debug("notification not sent", "type", ev.Type, "err", err)
 		}
 		if cfg.Observe != nil {
@@ -404,8 +168,15 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		}
 	})
 	defer cfg.Engine.SetNotify(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.stream.Serve(ctx, s.handle); err != nil {
+			s.log.Debug("jsonrpc: connection ended", "err", err)
+		}
+	}()
 	select {
-	case <-conn.DisconnectNotify():
+	case <-done:
 	case <-s.exit:
 	case <-ctx.Done():
 	}
@@ -413,7 +184,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 	s.draining = true
 	s.mu.Unlock()
 	s.wg.Wait()
-	conn.Close()
+	s.stream.Close()
 	if s.exitClean || !s.exited() {
 		return nil
 	}
@@ -433,32 +204,33 @@ func (s *Server) exited() bool {
 	}
 }
 
-// Handle implements jsonrpc2.Handler. jsonrpc2 calls it from its read loop,
-// one message at a time, so everything that depends on message order runs
-// here, inline: the session checks, the notifications (initialized, exit,
-// $/cancelRequest) and the session methods (initialize, shutdown). A request
-// that reaches a service runs in its own goroutine, so a long apply never
-// blocks the $/cancelRequest that would stop it.
-func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+// handle serves one request or notification; Stream.Serve calls it from
+// its read loop, one message at a time, so everything that depends on
+// message order runs here, inline: the session checks, the notifications
+// (initialized, exit, $/cancelRequest) and the session methods
+// (initialize, shutdown). A request that reaches a service runs in its
+// own goroutine, so a long apply never blocks the $/cancelRequest that
+// would stop it.
+func (s *Server) handle(ctx context.Context, req *request) {
 	start := time.Now()
-	m, ok := methods[req.Method]
-	if !ok || m.notify != req.Notif {
-		if req.Notif {
-			s.log.Debug("ignoring notification", "method", req.Method)
-			return
+	notif := req.id == nil
+	m, ok := methods[req.method]
+	if !ok || m.notify != notif {
+		switch {
+		case notif:
+			s.log.Debug("ignoring notification", "method", req.method)
+		case ok && m.notify:
+			s.reply(req, start, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.method}, "%s is a notification; send it without an id", req.method))
+		default:
+			s.reply(req, start, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.method}, "method not found: %s", req.method))
 		}
-		if ok && m.notify {
-			s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeInvalidRequest, map[string]any{"method": req.Method}, "%s is a notification; send it without an id", req.Method))
-			return
-		}
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method))
 		return
 	}
-	if req.Notif {
-		if _, err := m.handle(ctx, s, s.stream.Params(req)); err != nil {
-			s.log.Warn("notification failed", "method", req.Method, "err", err)
+	if notif {
+		if _, err := s.invoke(ctx, m, req.method, req.params); err != nil {
+			s.log.Warn("notification failed", "method", req.method, "err", err)
 		}
-		s.log.Debug("notification", "method", req.Method, "duration", time.Since(start))
+		s.log.Debug("notification", "method", req.method, "duration", time.Since(start))
 		return
 	}
 	s.mu.Lock()
@@ -466,90 +238,156 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	s.mu.Unlock()
 	switch {
 	case shutdown:
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
+		s.reply(req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.method}, "the kernel is shutting down"))
 		return
 	case !initialized && !m.beforeInit:
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.Method}, "call initialize first"))
+		s.reply(req, start, nil, protocol.NewError(protocol.CodeNotInitialized, map[string]any{"method": req.method}, "call initialize first"))
 		return
 	}
 	if m.inline {
-		res, err := s.call(ctx, m, req)
-		s.reply(ctx, req, start, res, err)
+		res, err := s.invoke(s.withSession(ctx), m, req.method, req.params)
+		s.reply(req, start, res, err)
 		return
 	}
 	if m.quick {
-		if res, err := s.call(tx.NoWait(ctx), m, req); !errors.Is(err, tx.ErrWouldBlock) {
-			s.reply(ctx, req, start, res, err)
+		if res, err := s.invoke(s.withSession(tx.NoWait(ctx)), m, req.method, req.params); !errors.Is(err, tx.ErrWouldBlock) {
+			s.reply(req, start, res, err)
 			return
 		}
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	if s.draining {
+		// Serve is waiting for what is in flight to finish: a request
+		// that arrives now is answered, never raced against wg.Wait.
 		s.mu.Unlock()
 		cancel()
-		s.reply(ctx, req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.Method}, "the kernel is shutting down"))
+		s.reply(req, start, nil, protocol.NewError(protocol.CodeShuttingDown, map[string]any{"method": req.method}, "the kernel is shutting down"))
 		return
 	}
-	s.inflight[req.ID] = cancel
+	s.inflight[req] = cancel
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
-			delete(s.inflight, req.ID)
+			delete(s.inflight, req)
 			s.mu.Unlock()
 			cancel()
 		}()
-		res, err := s.call(reqCtx, m, req)
+		res, err := s.invoke(s.withSession(reqCtx), m, req.method, req.params)
 		if err != nil && reqCtx.Err() != nil && errors.Is(err, context.Canceled) {
-			err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.Method}, "request cancelled")
+			err = protocol.NewError(protocol.CodeRequestCancelled, map[string]any{"method": req.method}, "request cancelled")
 		}
-		s.reply(ctx, req, start, res, err)
+		s.reply(req, start, res, err)
 	}()
 }
 
-// call runs a request's handler under this connection's session.
-func (s *Server) call(ctx context.Context, m methodInfo, req *jsonrpc2.Request) (any, error) {
-	return s.invoke(s.withSession(ctx), m, req.Method, s.stream.Params(req))
-}
-
-// invoke runs a row's handler under the session already in ctx, with the
-// service check, and turns a panic into an internal error: a bug must
-// cost one request, never the host's session.
-func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params *json.RawMessage) (res any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("handler panic", "method", method, "panic", r)
-			err = protocol.NewError(protocol.CodeInternalError, map[string]any{"method": method}, "internal error in %s", method)
-		}
-	}()
-	if ok, notServed := s.serves(m.service); !ok {
-		return nil, notServed
+// invoke runs a row's handler: a session row on this connection, any
+// other on its services.
+func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params json.RawMessage) (res any, err error) {
+	if m.session != nil {
+		defer s.recoverPanic(method, &err)
+		return m.session(ctx, s, params)
 	}
-	return m.handle(ctx, s, params)
+	return s.services.invoke(ctx, m, method, params)
 }
 
 // cancel cancels the in-flight request the host calls id. Unknown or
 // finished ids are ignored, as LSP requires.
 func (s *Server) cancel(id json.RawMessage) {
-	internal, ok := s.stream.InternalID(id)
-	if !ok {
-		return
-	}
+	req := s.stream.lookup(id)
 	s.mu.Lock()
-	fn := s.inflight[internal]
+	fn := s.inflight[req]
 	s.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
 }
 
-// slogAdapter routes jsonrpc2's internal log lines to slog at debug level.
-type slogAdapter struct{ l *slog.Logger }
+// reply answers req with res, encoded once into a pooled buffer and
+// redacted (redactAnswer), or with err mapped to its wire code and
+// redacted. At debug level it logs the request: method, the client's id,
+// duration since start and the error code (0 for a result). Never the
+// params or the result, which can hold secrets.
+func (s *Server) reply(req *request, start time.Time, res any, err error) {
+	var code int64
+	var sendErr error
+	if err == nil {
+		buf, mErr := encodeResult(res)
+		if err = mErr; err == nil {
+			// Reply copies the result out: the buffer can go back.
+			sendErr = s.stream.Reply(req, redactAnswer(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil)
+			putResultBuffer(buf)
+		}
+	}
+	if err != nil {
+		pe := s.toWire(err)
+		code = pe.Code
+		sendErr = s.stream.Reply(req, nil, &wireError{code: pe.Code, message: pe.Message, data: pe.Data})
+	}
+	if sendErr != nil {
+		s.log.Debug("reply not sent", "method", req.method, "err", sendErr)
+	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("request", "method", req.method, "id", logID(req.id), "duration", time.Since(start).Round(time.Microsecond), "code", code)
+	}
+}
 
-// Printf implements jsonrpc2.Logger.
-func (a slogAdapter) Printf(format string, v ...any) {
-	a.l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)))
+// resultBuffers holds the buffers results are encoded into, so that an
+// answer costs no allocation of its size (a tx/status is about 1 KB, on
+// every call).
+var resultBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResult bounds the buffers kept in resultBuffers: a rare huge
+// answer (a document read) must not stay in memory.
+const maxPooledResult = 64 << 10
+
+// encodeResult encodes res as json.Marshal does (the same bytes, HTML
+// escaped), followed by the newline json.Encoder adds, into a pooled
+// buffer; give it back with putResultBuffer. On error the buffer is
+// already back and the error is json.Marshal's.
+func encodeResult(res any) (*bytes.Buffer, error) {
+	buf := resultBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(res); err != nil {
+		putResultBuffer(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// putResultBuffer returns a buffer from encodeResult to the pool, unless
+// it grew too large to keep.
+func putResultBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledResult {
+		resultBuffers.Put(buf)
+	}
+}
+
+// logID is a client's id as the log shows it: a string id unquoted, any
+// other its JSON text, cut to 64 bytes (an id may be any string the host
+// chose).
+func logID(raw json.RawMessage) string {
+	id := string(raw)
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		id = str
+	}
+	if len(id) > 64 {
+		id = id[:61] + "..."
+	}
+	return id
+}
+
+// redactAnswer is the one rule for every answer and notification the
+// kernel emits (Server.reply, Invoker.Invoke, Stream.Notify): every
+// secret in the JSON's strings is redacted (record.RedactJSON, the rule
+// the ledger and transaction.json are written with), whatever service
+// made it: a document's values, a memory body, a path, a needle
+// (PROTOCOL.md §7.4). A JSON text without secrets comes back as is.
+func redactAnswer(data []byte) []byte {
+	out, _ := record.RedactJSON(data)
+	return out
 }

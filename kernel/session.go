@@ -37,7 +37,7 @@ func (s *Server) progress(token any, method string) (any, func(protocol.Progress
 		token = fmt.Sprintf("%s/%d", method, progressSeq.Add(1))
 	}
 	return token, func(v protocol.ProgressValue) {
-		if err := s.stream.WriteNotification(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
+		if err := s.stream.Notify(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
 			s.log.Debug("progress not sent", "err", err)
 		}
 	}

@@ -1,25 +1,25 @@
 package kernel
 
-// This file is the Stream itself: the jsonrpc2.ObjectStream under
-// jsonrpc2.Conn. It hands the Conn one request at a time in arrival order,
-// writes answers (each with its client's id back, a batch as one array),
-// and at end of input waits for every answer before reporting io.EOF.
-// Framing, ids, batches and hand-built JSON live in the files named in the
-// package doc (server.go); the data.reason strings in reasons.go.
+// This file is the transport: JSON-RPC 2.0 over one byte stream
+// (PROTOCOL.md §2), the project's own. Serve reads each frame
+// (framing.go), classifies the message or each batch member (JSON-RPC 2.0
+// §4, §5, §6), hands requests and notifications to the handler in arrival
+// order, and Reply writes each answer with the client's id as sent, a
+// batch's answers as one array. Why not sourcegraph/jsonrpc2's Conn: see
+// docs/DESIGN.md §6.
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/sourcegraph/jsonrpc2"
+	"unicode/utf8"
 
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -57,14 +57,12 @@ type StreamOptions struct {
 	MaxMessageBytes int64
 	// MaxInflightBytes is the budget, in bytes, of the memory that requests
 	// read and not yet answered may take, each charged InflightFactor
-	// times its params' size (the stream keeps the params for Params, and
-	// the handler works on copies of them). Once it is used up,
-	// ReadObject reads no further frame until answers free some of it:
-	// back-pressure on the host's pipe, never a refusal. One frame is
-	// always read when nothing is in flight, so a budget below a request's
-	// charge only serialises large requests. While the reader waits, a
-	// $/cancelRequest behind the waiting frames waits too. <= 0 means
-	// DefaultMaxInflightBytes.
+	// times its params' size. Once it is used up, Serve reads no further
+	// frame until answers free some of it: back-pressure on the host's
+	// pipe, never a refusal. One frame is always read when nothing is in
+	// flight, so a budget below a request's charge only serialises large
+	// requests. While the reader waits, a $/cancelRequest behind the
+	// waiting frames waits too. <= 0 means DefaultMaxInflightBytes.
 	MaxInflightBytes int64
 	// Logger receives protocol diagnostics (rejected messages at Warn,
 	// dropped client responses at Debug). nil discards them. Message bodies
@@ -72,34 +70,46 @@ type StreamOptions struct {
 	Logger *slog.Logger
 }
 
-// Stream is a jsonrpc2.ObjectStream that puts the parts of JSON-RPC 2.0 that
-// sourcegraph/jsonrpc2 lacks underneath it: framing with a size limit,
-// envelope validation (JSON-RPC 2.0 §4, §5), batches (§6) and arbitrary
-// request ids (§4: string, number or null, kept byte-exact).
-//
-// Every incoming request id is rewritten to an internal string id
-// "\x00txk:<n>" (NUL, "txk:", a decimal counter from 1; on the wire
-// "\u0000txk:17") before jsonrpc2 sees it, and the client's raw id bytes are
-// put back when the response is written. Parse errors (-32700), invalid
-// requests (-32600), oversize messages and empty batches are answered by
-// the stream itself and never reach jsonrpc2, so jsonrpc2 never sees a
-// ReadObject error other than the end of input.
-//
-// A request reaches jsonrpc2 without its params, which the stream keeps
-// byte-exact until the request is answered: handlers read them with
-// Params. jsonrpc2 would otherwise scan them three more times and
-// re-encode them through a generic map (sorting members, escaping HTML),
-// which for a turn/start carrying a large diff cost a fifth of its time.
-// Because handlers get the bytes as sent, a message that is not UTF-8 is
-// a parse error here (RFC 8259 §8.1), never quietly repaired.
-//
-// When the input ends, ReadObject waits until every request it handed out
-// has been answered before returning io.EOF, so piped input gets all its
-// responses; Close ends that wait. InputClosed reports the end of input so
-// that handlers waiting for further client messages can give up.
-//
-// WriteObject and the stream's own replies may run concurrently; ReadObject
-// must be called from one goroutine only (jsonrpc2.Conn does so).
+// request is one request or notification as read: its id (nil for a
+// notification; a request's id as sent, byte-exact: a string, number or
+// null) and its params as sent (nil when absent or null). They point into
+// the frame, a buffer of its own that the stream never reuses, so nothing
+// is copied, even for a turn/start carrying a large diff.
+type request struct {
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+
+	key      string // canonicalID(id), for $/cancelRequest
+	batch    *batch // nil when not in a batch
+	slot     int
+	answered bool // guarded by Stream.mu
+}
+
+// batch collects the answers of one incoming array (JSON-RPC 2.0 §6),
+// which go out as one array once every request in it is answered.
+type batch struct {
+	slots   []json.RawMessage
+	pending int
+}
+
+// wireError is an error answer: one the stream makes itself, or a
+// handler's error as the wire carries it.
+type wireError struct {
+	code    int64
+	message string
+	data    any
+	// id is the id to answer with when the stream answers a frame it
+	// did not read whole (an oversize request, idScan); nil means null.
+	id json.RawMessage
+}
+
+// Stream is one JSON-RPC 2.0 connection over a byte stream: framing with
+// a size limit, envelope checks (JSON-RPC 2.0 §4, §5), batches (§6),
+// client ids of any JSON shape kept byte-exact, and the in-flight budget.
+// Parse errors (-32700), invalid requests (-32600), oversize messages and
+// empty batches are answered by the stream itself. Reply, Notify and
+// Close may run from any goroutine; Serve runs once.
 type Stream struct {
 	framing Framing      // FramingAuto until detect has read the first bytes
 	used    atomic.Value // the Framing in use (Framing reads it from any goroutine)
@@ -108,11 +118,10 @@ type Stream struct {
 	log     *slog.Logger
 	closer  io.Closer
 
-	// Reader state, owned by the ReadObject goroutine.
+	// Reader state, owned by Serve.
 	cr       *countingReader
 	msgStart int64 // byte offset in the input of the message being read
 	br       *bufio.Reader
-	queue    []queued
 	resync   bool   // content-length: skip junk until a Content-Length header
 	carry    []byte // content-length: rest of a line, to be read as the next header line
 	carryAt  int64  // input offset of carry
@@ -120,28 +129,17 @@ type Stream struct {
 	wmu sync.Mutex // serialises frames so they never interleave
 	bw  *bufio.Writer
 
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when inflight shrinks or the stream closes
-	seq      uint64
-	inflight map[string]*inflight
-	byOrig   map[string][]string // canonical original id -> internal ids, oldest first
-	held     int64               // InflightFactor × bytes of params of the requests in inflight
-	waits    int64               // times ReadObject waited for the budget (tests, logs)
+	mu      sync.Mutex
+	cond    *sync.Cond            // signalled when a request is answered or the stream closes
+	pending int                   // requests read and not yet answered
+	byKey   map[string][]*request // canonical id -> requests in flight, oldest first
+	held    int64                 // InflightFactor × bytes of params of the requests in flight
+	waits   int64                 // times Serve waited for the budget (tests, logs)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
-	eofOnce   sync.Once
 	eof       chan struct{}
-}
-
-// queued is a message for jsonrpc2, waiting for ReadObject: a request as
-// its internal id and method (handed over as is, or rewritten by
-// requestMessage), a notification as its rewritten message.
-type queued struct {
-	msg      []byte          // a notification's rewritten message
-	internal string          // a request's internal id; "" for notifications
-	method   json.RawMessage // a request's method, raw
 }
 
 // NewStream returns a Stream reading frames from r and writing frames to w.
@@ -150,19 +148,9 @@ type queued struct {
 // buffered and flushed after every message, so w may be an unbuffered pipe.
 func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *Stream {
 	cr := &countingReader{r: r}
-	s := &Stream{
-		framing:  opts.Framing,
-		max:      opts.MaxMessageBytes,
-		budget:   opts.MaxInflightBytes,
-		log:      opts.Logger,
-		closer:   closer,
-		cr:       cr,
-		br:       bufio.NewReaderSize(cr, 64<<10),
-		bw:       bufio.NewWriterSize(w, 64<<10),
-		inflight: make(map[string]*inflight),
-		byOrig:   make(map[string][]string),
-		eof:      make(chan struct{}),
-	}
+	s := &Stream{framing: opts.Framing, max: opts.MaxMessageBytes, budget: opts.MaxInflightBytes, log: opts.Logger, closer: closer,
+		cr: cr, br: bufio.NewReaderSize(cr, 64<<10), bw: bufio.NewWriterSize(w, 64<<10),
+		byKey: make(map[string][]*request), eof: make(chan struct{})}
 	if s.framing == "" {
 		s.framing = FramingAuto
 	}
@@ -180,59 +168,31 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *
 	return s
 }
 
-// ReadObject implements jsonrpc2.ObjectStream. It stores into v (jsonrpc2's
-// *anyMessage, or anything json.Unmarshal accepts) the next valid request or
-// notification, in arrival order and with batches unrolled, as
-// {"jsonrpc":"2.0","id":"\u0000txk:<n>","method":M} for a request (its
-// params are kept for Params) and {"jsonrpc":"2.0","method":M,"params":P}
-// for a notification (absent params stay absent), through the type's own
-// UnmarshalJSON (unmarshalMessage). jsonrpc2 offers no way to hand it a
-// decoded Request; setting its unexported message type's fields through
-// unsafe would have saved about 7 µs a request, and would break silently
-// with the library's next release. Everything else is answered or
-// dropped here. It returns io.EOF once the input has ended and every request
-// it returned has been answered (or the stream was closed), and a non-nil
-// error when reading or writing the underlying stream fails.
-func (s *Stream) ReadObject(v any) error {
-	for {
-		if s.closed.Load() {
-			return io.EOF
-		}
-		if len(s.queue) > 0 {
-			q := s.queue[0]
-			s.queue[0] = queued{}
-			s.queue = s.queue[1:]
-			msg := q.msg
-			if q.internal != "" {
-				msg = requestMessage(q.internal, q.method, nil)
-			}
-			if err := unmarshalMessage(msg, v); err != nil {
-				// Cannot happen with jsonrpc2's anyMessage, which accepts
-				// every shape built here; answer rather than break the
-				// connection, which is what returning the error would do.
-				s.log.Error("jsonrpc: cannot decode rewritten message", "err", err)
-				if q.internal != "" {
-					s.failRequest(q.internal, &wireError{code: protocol.CodeInternalError, message: "Internal error"})
-				}
-				continue
-			}
-			return nil
-		}
-		var (
-			data []byte
-			we   *wireError
-			err  error
-		)
+// Serve reads messages until the input ends or the stream is closed and
+// calls handle for each request and notification, one at a time, in
+// arrival order with batches unrolled: what must keep message order
+// (session methods, $/cancelRequest) runs inside handle; a request that
+// may take long is answered from a goroutine. Every request must be
+// answered once with Reply. At end of input Serve closes InputClosed,
+// waits until every request is answered (so piped input gets all its
+// answers) and returns nil; it returns an error when reading or writing
+// the underlying stream fails.
+func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *request)) error {
+	for !s.closed.Load() {
 		if s.framing == FramingAuto {
 			if err := s.detect(); err != nil {
 				return err
 			}
 		}
-		s.awaitBudget()
-		if s.closed.Load() {
-			return io.EOF
+		if s.awaitBudget(); s.closed.Load() {
+			return nil
 		}
 		s.msgStart = s.offset()
+		var (
+			data []byte
+			we   *wireError
+			err  error
+		)
 		if s.framing == FramingContentLength {
 			data, we, err = s.readContentLength()
 		} else {
@@ -240,51 +200,32 @@ func (s *Stream) ReadObject(v any) error {
 		}
 		switch {
 		case errors.Is(err, io.EOF):
-			s.eofOnce.Do(func() { close(s.eof) })
-			s.drain()
-			return io.EOF
+			close(s.eof)
+			s.mu.Lock()
+			for s.pending > 0 && !s.closed.Load() {
+				s.cond.Wait()
+			}
+			s.mu.Unlock()
+			return nil
 		case err != nil:
 			return err
 		case we != nil:
-			if err := s.writeFrame(errorMessage(we.id, we)); err != nil {
-				return err
-			}
+			err = s.writeFrame(errorMessage(we.id, we))
 		case data != nil:
-			if err := s.dispatch(data); err != nil {
-				return err
-			}
+			err = s.dispatch(ctx, data, handle)
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
-// unmarshalMessage decodes msg, a message built by requestMessage, into
-// v. jsonrpc2's *anyMessage is a json.Unmarshaler, called directly: msg is
-// valid JSON by construction, so json.Unmarshal's validating scan before
-// the call would only repeat work. Anything else goes through
-// json.Unmarshal.
-func unmarshalMessage(msg []byte, v any) error {
-	if u, ok := v.(json.Unmarshaler); ok {
-		return u.UnmarshalJSON(msg)
-	}
-	return json.Unmarshal(msg, v)
-}
-
-// InputClosed returns a channel that is closed when ReadObject reaches the
-// end of the input. Handlers that wait for another client message (say an
+// InputClosed returns a channel that is closed when Serve reaches the end
+// of the input. Handlers that wait for another client message (say an
 // approval) should select on it: no such message can arrive any more, and
-// ReadObject does not return io.EOF until they answer.
+// Serve does not return until they answer.
 func (s *Stream) InputClosed() <-chan struct{} { return s.eof }
-
-// drain blocks until every handed-out request is answered, so that
-// jsonrpc2 (which closes the connection, dropping late responses, when
-// ReadObject fails) does not lose the answers to piped input.
-func (s *Stream) drain() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.inflight) > 0 && !s.closed.Load() {
-		s.cond.Wait()
-	}
-}
 
 // awaitBudget blocks, before the next frame is read, while the params of
 // the requests in flight fill the budget (StreamOptions.MaxInflightBytes)
@@ -295,166 +236,270 @@ func (s *Stream) drain() {
 func (s *Stream) awaitBudget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.held < s.budget || s.closed.Load() {
+	if s.held < s.budget {
 		return
 	}
 	s.waits++
-	s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget, "requests", len(s.inflight))
+	s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget, "requests", s.pending)
 	for s.held >= s.budget && !s.closed.Load() {
 		s.cond.Wait()
 	}
 }
 
-// failRequest answers a handed-out request with e itself.
-func (s *Stream) failRequest(internal string, e *wireError) {
-	if err := s.respond(internal, "", nil, e); err != nil {
-		s.log.Error("jsonrpc: cannot write response", "err", err)
+// dispatch classifies one frame, answers what is not a request or
+// notification, and hands the rest to handle.
+func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.Context, *request)) error {
+	data = trimWS(data)
+	// JSON text is UTF-8 (RFC 8259 §8.1). encoding/json would quietly put
+	// U+FFFD for a bad sequence in a decoded string, but params reach
+	// handlers as the bytes sent, so raw JSON kept as such (a document's
+	// content) would keep them: refuse them here.
+	if !utf8.Valid(data) {
+		s.log.Warn("jsonrpc: parse error: not UTF-8", "bytes", len(data))
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
 	}
-}
-
-// WriteObject implements jsonrpc2.ObjectStream. obj is json.Marshal'ed
-// (jsonrpc2 passes its *anyMessage). A response to a request read by this
-// stream gets the client's original id back, byte-exact; an error with code
-// 0, a non-numeric code or no error object at all becomes -32603 (JSON-RPC
-// 2.0 §5.1 reserves no meaning for 0, and clients must never see it). A
-// batch member is held until its whole batch is answered and then written
-// as one array (§6). Requests and notifications from the server are written
-// at once, even while a batch is pending. Every frame carries
-// "jsonrpc":"2.0". It returns an error when obj does not marshal to a JSON
-// object, when the response is for a request already answered, and when
-// writing fails.
-func (s *Stream) WriteObject(obj any) error {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return err
+	var elems []json.RawMessage
+	single := len(data) == 0 || data[0] != '['
+	if single {
+		elems = []json.RawMessage{data}
+	} else if err := json.Unmarshal(data, &elems); err != nil {
+		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
+		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+	} else if len(elems) == 0 {
+		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.
+		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
+		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
 	}
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("kernel: outgoing message is not a JSON object: %w", err)
+	b := &batch{}
+	var reqs []*request
+	s.mu.Lock()
+	for _, e := range elems {
+		r, reason, ok := parseMember(e)
+		switch {
+		case !ok: // only a single frame can be invalid JSON: a batch's elements decoded
+			s.mu.Unlock()
+			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
+			return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+		case reason != "":
+			s.log.Warn("jsonrpc: invalid request", "reason", reason)
+			b.slots = append(b.slots, errorMessage(r.id, invalidRequest(reason)))
+		case r == nil:
+			s.log.Debug("jsonrpc: dropping response from client")
+		default:
+			if r.id != nil {
+				if !single {
+					r.batch, r.slot = b, len(b.slots)
+					b.slots = append(b.slots, nil)
+					b.pending++
+				}
+				s.pending++
+				s.held += InflightFactor * int64(len(r.params))
+				s.byKey[r.key] = append(s.byKey[r.key], r)
+			}
+			reqs = append(reqs, r)
+		}
 	}
-	if _, ok := f["method"]; ok {
-		f["jsonrpc"] = json.RawMessage(`"2.0"`)
-		out, err := json.Marshal(f)
-		if err != nil {
+	s.mu.Unlock()
+	if b.pending == 0 && len(b.slots) > 0 {
+		// Nothing left to wait for: the invalid members' answers.
+		out := b.slots[0]
+		if !single {
+			out = joinArray(b.slots)
+		}
+		if err := s.writeFrame(out); err != nil {
 			return err
 		}
-		return s.writeFrame(out)
 	}
+	for _, r := range reqs {
+		handle(ctx, r)
+	}
+	return nil
+}
 
-	member, value := "result", []byte(f["result"])
-	if e, ok := f["error"]; ok && string(e) != "null" {
-		member, value = "error", fixError(e)
-	} else if len(value) == 0 {
-		member, value = "error", []byte(`{"code":-32603,"message":"Internal error: response has neither result nor error"}`)
+// parseMember validates a message object (JSON-RPC 2.0 §4): a request or
+// notification (reason ""), a client's response to drop (nil request,
+// reason ""), or an invalid one (reason set, the request carrying the id
+// to answer with when there is a valid one). ok is false when raw is not
+// valid JSON at all (a parse error, not an invalid request).
+func parseMember(raw []byte) (r *request, reason string, ok bool) {
+	raw = trimWS(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return &request{}, ReasonNotObject, len(raw) > 0 && json.Valid(raw)
 	}
+	f, ok := envelopeMembers(raw)
+	if !ok {
+		return nil, "", false
+	}
+	if f.method == nil && (f.result != nil || f.error != nil) {
+		return nil, "", true
+	}
+	r = &request{}
+	idOK := f.id == nil || validID(f.id)
+	if f.id != nil && idOK {
+		r.id = f.id
+	}
+	switch {
+	case !isVersion2(f.jsonrpc):
+		return r, ReasonBadVersion, true
+	case f.method == nil || f.method[0] != '"':
+		return r, ReasonMethodNotText, true
+	case !idOK:
+		return r, ReasonBadID, true
+	}
+	if string(f.params) != "null" {
+		// JSON-RPC 2.0 §4.2 wants a structured value, but LSP clients send
+		// null for shutdown: null is taken as absent rather than refused.
+		r.params = f.params
+	}
+	if r.params != nil && r.params[0] != '{' && r.params[0] != '[' {
+		return r, ReasonParamsNotValue, true
+	}
+	r.method = string(f.method[1 : len(f.method)-1])
+	if !plainString(f.method) && json.Unmarshal(f.method, &r.method) != nil {
+		return r, ReasonMethodNotText, true
+	}
+	r.key, _ = canonicalID(r.id)
+	return r, "", true
+}
 
-	var internal string
-	if id := f["id"]; len(id) > 0 && id[0] == '"' {
-		_ = json.Unmarshal(id, &internal)
+// isVersion2 reports whether v, a member's raw JSON value (nil when
+// absent), is the string "2.0", escapes decoded.
+func isVersion2(v json.RawMessage) bool {
+	var version string
+	return string(v) == `"2.0"` || len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &version) == nil && version == "2.0"
+}
+
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
 	}
-	if !strings.HasPrefix(internal, internalIDPrefix) {
-		// Not a request this stream read; nothing to restore.
-		return s.writeFrame(responseMessage(f["id"], member, value))
+	switch c := raw[0]; {
+	case c == '"', c == '-', '0' <= c && c <= '9':
+		return true
+	case c == 'n':
+		return string(raw) == "null"
+	}
+	return false
+}
+
+// canonicalID gives equal keys to ids that are the same JSON value as far
+// as a client can mean them: strings compare by content (escapes decoded),
+// numbers by their exact bytes (1 and 1.0 differ), and a string never
+// equals a number because the key keeps the quotes.
+func canonicalID(raw json.RawMessage) (string, bool) {
+	raw = trimWS(raw)
+	if !validID(raw) || !json.Valid(raw) {
+		return "", false
+	}
+	if raw[0] != '"' || plainString(raw) {
+		return string(raw), true // a plain string is its own canonical form
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err != nil {
+		return "", false
+	}
+	b, _ := json.Marshal(str)
+	return string(b), true
+}
+
+// plainString reports whether raw, a quoted JSON string, holds only
+// printable ASCII that json.Marshal writes as itself: no control byte,
+// quote or backslash, none of <, > and & (which it escapes).
+func plainString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup finds the in-flight request a client means by its own id, as in
+// LSP "$/cancelRequest" params {"id": original}: strings match by content,
+// numbers by their exact JSON bytes (1 and 1.0 differ), and the string "1"
+// never matches the number 1. When the client reused an id for several
+// in-flight requests, the most recent one is returned; nil when none.
+func (s *Stream) lookup(original json.RawMessage) *request {
+	key, ok := canonicalID(original)
+	if !ok {
+		return nil
 	}
 	s.mu.Lock()
-	_, ok := s.inflight[internal]
-	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("kernel: response for unknown request %q", strings.TrimPrefix(internal, "\x00"))
+	defer s.mu.Unlock()
+	if rs := s.byKey[key]; len(rs) > 0 {
+		return rs[len(rs)-1]
 	}
-	return s.respond(internal, member, value, nil)
+	return nil
 }
 
-// WriteResponse writes the response to the request jsonrpc2 handed out as
-// id, with the client's original id restored (and, for a batch member, into
-// its batch). Exactly one of result (already-encoded JSON; nil means null)
-// and rpcErr is used: rpcErr when it is non-nil. result is not kept after
-// WriteResponse returns, so the caller may reuse its buffer. It is
-// WriteObject's fast path: the server encodes a result once, where going
-// through jsonrpc2.Conn.Reply would encode it twice and parse it again.
-func (s *Stream) WriteResponse(id jsonrpc2.ID, result json.RawMessage, rpcErr *jsonrpc2.Error) error {
-	member, value := "result", []byte(result)
-	if rpcErr != nil {
-		e, err := json.Marshal(rpcErr)
-		if err != nil {
-			return err
+// Reply answers r with result (encoded JSON; nil means null) or, when e is
+// non-nil, with e. A request that did not come in a batch is written at
+// once; the last answer of a batch writes the whole batch. r is forgotten
+// only after the write, so Serve cannot return at end of input (and the
+// output be closed) while an answer is still on its way out. result is
+// not kept. It fails for a notification or a request already answered.
+func (s *Stream) Reply(r *request, result []byte, e *wireError) error {
+	if len(result) == 0 {
+		result = []byte("null")
+	}
+	msg := responseMessage(r.id, "result", result)
+	if e != nil {
+		msg = errorMessage(r.id, e)
+	}
+	s.mu.Lock()
+	if r.id == nil || r.answered {
+		s.mu.Unlock()
+		return fmt.Errorf("kernel: answer to a notification or an answered request (%s)", r.method)
+	}
+	r.answered = true
+	out := msg
+	if b := r.batch; b != nil {
+		b.slots[r.slot], b.pending, out = msg, b.pending-1, nil
+		if b.pending == 0 {
+			out = joinArray(b.slots)
 		}
-		member, value = "error", fixError(e)
-	} else if len(value) == 0 {
-		value = []byte("null")
 	}
-	if !id.IsString {
-		return fmt.Errorf("kernel: response for unknown request %s", id)
+	s.mu.Unlock()
+	var err error
+	if out != nil {
+		err = s.writeFrame(out)
 	}
-	return s.respond(id.Str, member, value, nil)
+	s.mu.Lock()
+	s.pending--
+	s.held -= InflightFactor * int64(len(r.params))
+	rs := s.byKey[r.key]
+	for i, x := range rs {
+		if x == r {
+			rs = append(rs[:i:i], rs[i+1:]...)
+			break
+		}
+	}
+	if len(rs) == 0 {
+		delete(s.byKey, r.key)
+	} else {
+		s.byKey[r.key] = rs
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	return err
 }
 
-// WriteNotification writes a server notification {"jsonrpc":"2.0",
-// "method":method,"params":params} at once, even while a batch is pending.
-// Its params are redacted (redactAnswer): a ledger event or a progress
-// report never carries a secret to the host.
-func (s *Stream) WriteNotification(method string, params any) error {
+// Notify writes a server notification {"jsonrpc":"2.0","method":method,
+// "params":params} at once, even while a batch is pending. Its params are
+// redacted (redactAnswer): a ledger event or a progress report never
+// carries a secret to the host.
+func (s *Stream) Notify(method string, params any) error {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
-	p = redactAnswer(p)
 	m, _ := json.Marshal(method)
-	msg := make([]byte, 0, len(p)+len(m)+40)
-	msg = append(msg, `{"jsonrpc":"2.0","method":`...)
-	msg = append(msg, m...)
-	msg = append(msg, `,"params":`...)
-	msg = append(msg, p...)
-	msg = append(msg, '}')
-	return s.writeFrame(msg)
-}
-
-// respond delivers the response to an in-flight request: its member
-// ("result" or "error") with value, or when e is non-nil e itself, with
-// the client's original id. A request that did not come in a batch is
-// written alone, straight into the output buffer (writeResponse); the last
-// answer of a batch writes the whole batch. The entry is removed only after
-// the write, so drain cannot let EOF through (and the output be closed)
-// while an answer is still on its way out. value is not kept.
-func (s *Stream) respond(internal, member string, value []byte, e *wireError) error {
-	s.mu.Lock()
-	f, ok := s.inflight[internal]
-	if !ok || f.answered {
-		s.mu.Unlock()
-		return fmt.Errorf("kernel: response for unknown or already answered request %q", strings.TrimPrefix(internal, "\x00"))
-	}
-	f.answered = true
-	orig := f.orig
-	var out []byte
-	switch {
-	case f.batch == nil && e == nil:
-		// Written below, from the parts.
-	case f.batch == nil:
-		out = errorMessage(orig, e)
-	default:
-		msg := responseMessage(orig, member, value)
-		if e != nil {
-			msg = errorMessage(orig, e)
-		}
-		f.batch.slots[f.slot] = msg
-		f.batch.pending--
-		if f.batch.pending == 0 {
-			out = joinArray(f.batch.slots)
-		}
-	}
-	single := f.batch == nil && e == nil
-	s.mu.Unlock()
-	var err error
-	switch {
-	case single:
-		err = s.writeResponse(orig, member, value)
-	case out != nil:
-		err = s.writeFrame(out)
-	}
-	s.mu.Lock()
-	s.forgetLocked(internal)
-	s.mu.Unlock()
-	return err
+	msg := append([]byte(`{"jsonrpc":"2.0","method":`), m...)
+	msg = append(append(msg, `,"params":`...), redactAnswer(p)...)
+	return s.writeFrame(append(msg, '}'))
 }
 
 // writeFrame writes one message with the stream's framing and flushes, so
@@ -463,71 +508,26 @@ func (s *Stream) writeFrame(msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed.Load() {
-		return jsonrpc2.ErrClosed
+		return errClosed
 	}
-	return s.writeFrameLocked(msg)
-}
-
-// writeFrameLocked is writeFrame with s.wmu held and the stream open.
-func (s *Stream) writeFrameLocked(msg []byte) error {
-	s.writeHeader(len(msg))
-	s.bw.Write(msg)
-	return s.endFrame()
-}
-
-// writeResponse is writeFrame(responseMessage(id, member, value)) without
-// building the message: the parts are copied into the output buffer
-// directly, saving an allocation and a copy of the result on every answer.
-// A message the buffer cannot hold whole is built and written as before,
-// so each frame still leaves in one write when it fits.
-func (s *Stream) writeResponse(id json.RawMessage, member string, value []byte) error {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
-	}
-	const head, sep, colon = `{"jsonrpc":"2.0","id":`, `,"`, `":`
-	n := len(head) + len(id) + len(sep) + len(member) + len(colon) + len(value) + 1
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed.Load() {
-		return jsonrpc2.ErrClosed
-	}
-	if n+len("Content-Length: 18446744073709551615\r\n\r\n\n") > s.bw.Available() {
-		return s.writeFrameLocked(responseMessage(id, member, value))
-	}
-	s.writeHeader(n)
-	s.bw.WriteString(head)
-	s.bw.Write(id)
-	s.bw.WriteString(sep)
-	s.bw.WriteString(member)
-	s.bw.WriteString(colon)
-	s.bw.Write(value)
-	s.bw.WriteByte('}')
-	return s.endFrame()
-}
-
-// writeHeader starts a frame of n bytes: the Content-Length header, in
-// that framing. s.wmu must be held.
-func (s *Stream) writeHeader(n int) {
 	if s.framing == FramingContentLength {
 		s.bw.WriteString("Content-Length: ")
-		s.bw.Write(strconv.AppendInt(s.bw.AvailableBuffer(), int64(n), 10))
+		s.bw.Write(strconv.AppendInt(s.bw.AvailableBuffer(), int64(len(msg)), 10))
 		s.bw.WriteString("\r\n\r\n")
 	}
-}
-
-// endFrame ends a frame (a newline in ndjson framing) and flushes it.
-// s.wmu must be held.
-func (s *Stream) endFrame() error {
+	s.bw.Write(msg)
 	if s.framing != FramingContentLength {
 		s.bw.WriteByte('\n')
 	}
 	return s.bw.Flush()
 }
 
-// Close implements jsonrpc2.ObjectStream: it releases a ReadObject waiting
-// for in-flight requests at end of input, makes later writes fail with
-// jsonrpc2.ErrClosed and calls the closer given to NewStream, once. It
-// returns the closer's error, on every call.
+// errClosed is the error of a write after Close.
+var errClosed = errors.New("kernel: stream closed")
+
+// Close ends the stream: Serve stops reading and stops waiting for
+// answers at end of input, later writes fail, and the closer given to
+// NewStream is called, once. It returns the closer's error, on every call.
 func (s *Stream) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
@@ -541,4 +541,48 @@ func (s *Stream) Close() error {
 	return s.closeErr
 }
 
-var _ jsonrpc2.ObjectStream = (*Stream)(nil)
+func invalidRequest(reason string) *wireError {
+	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]string{"reason": reason}}
+}
+
+// errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a nil
+// id is written as null. Code 0, which JSON-RPC 2.0 §5.1 gives no meaning,
+// is written as -32603.
+func errorMessage(id json.RawMessage, e *wireError) []byte {
+	code := e.code
+	if code == 0 {
+		code = protocol.CodeInternalError
+	}
+	body := strconv.AppendInt([]byte(`{"code":`), code, 10)
+	msg, _ := json.Marshal(e.message)
+	body = append(append(body, `,"message":`...), msg...)
+	if e.data != nil {
+		if data, err := json.Marshal(e.data); err == nil {
+			body = append(append(body, `,"data":`...), data...)
+		}
+	}
+	return responseMessage(id, "error", append(body, '}'))
+}
+
+// responseMessage builds {"jsonrpc":"2.0","id":id,member:value}; a nil id
+// is null. The id goes back as the client sent it, byte-exact.
+func responseMessage(id json.RawMessage, member string, value []byte) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	buf := make([]byte, 0, len(id)+len(value)+40)
+	buf = append(append(buf, `{"jsonrpc":"2.0","id":`...), id...)
+	buf = append(append(append(buf, `,"`...), member...), `":`...)
+	return append(append(buf, value...), '}')
+}
+
+func joinArray(parts []json.RawMessage) []byte {
+	buf := []byte{'['}
+	for i, p := range parts {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, p...)
+	}
+	return append(buf, ']')
+}

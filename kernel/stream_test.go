@@ -8,57 +8,66 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// quiet stops jsonrpc2 from logging to stderr during tests.
-var quiet = jsonrpc2.LogMessages(log.New(io.Discard, "", 0))
-
-// echo is the test handler. Besides echoing params it exposes the stream's
-// id mapping ("whoami"), a code-0 error ("zero"), a delay that reorders
-// async responses ("slow"), a server notification ("notify") and a wait
+// echo is the test handler: it answers each request with its params,
+// at once or (async) from a goroutine. Besides it exposes the stream's
+// id lookup ("whoami"), a code-0 error ("zero"), a delay that reorders
+// async answers ("slow"), a server notification ("notify") and a wait
 // for the end of input ("waitEOF").
-func echo(st *Stream) func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) {
-	return func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
-		switch req.Method {
-		case "zero":
-			return nil, &jsonrpc2.Error{Code: 0, Message: "zero"}
-		case "whoami":
-			orig, found := st.OriginalID(req.ID)
-			back, ok := st.InternalID(orig)
-			return map[string]any{"original": orig, "found": found, "roundtrip": ok && back == req.ID}, nil
-		case "slow":
-			time.Sleep(10 * time.Millisecond)
-		case "notify":
-			if err := conn.Notify(ctx, "event", st.Params(req)); err != nil {
-				return nil, err
-			}
-		case "waitEOF":
-			select {
-			case <-st.InputClosed():
-				return "eof", nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+func echo(st *Stream, async bool) func(context.Context, *request) {
+	return func(ctx context.Context, r *request) {
+		if r.id == nil {
+			return
 		}
-		return st.Params(req), nil
+		answer := func() {
+			res, e := echoAnswer(ctx, st, r)
+			st.Reply(r, res, e)
+		}
+		if async {
+			go answer()
+		} else {
+			answer()
+		}
 	}
 }
 
-// run drives a real jsonrpc2.Conn over io.Pipe pairs, feeds it input, closes
-// the input and returns everything written until the stream closed its
-// output (which it does once every request is answered).
+func echoAnswer(ctx context.Context, st *Stream, r *request) ([]byte, *wireError) {
+	switch r.method {
+	case "zero":
+		return nil, &wireError{code: 0, message: "zero"}
+	case "whoami":
+		b, _ := json.Marshal(map[string]any{"original": r.id, "found": st.lookup(r.id) == r})
+		return b, nil
+	case "slow":
+		time.Sleep(10 * time.Millisecond)
+	case "notify":
+		if err := st.Notify("event", r.params); err != nil {
+			return nil, &wireError{code: -32603, message: err.Error()}
+		}
+	case "waitEOF":
+		select {
+		case <-st.InputClosed():
+			return []byte(`"eof"`), nil
+		case <-ctx.Done():
+			return nil, &wireError{code: -32800, message: "cancelled"}
+		}
+	}
+	return r.params, nil
+}
+
+// run serves input on a Stream over io.Pipe pairs, closes the input and
+// returns everything written until the stream closed its output (which
+// it does once every request is answered).
 func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
 	t.Helper()
 	out, _ := runAsync(t, opts, async, input)
@@ -80,14 +89,13 @@ func runAsync(t testing.TB, opts StreamOptions, async bool, input []byte) ([]byt
 		inR.Close()
 		return outW.Close()
 	}), opts)
-	var h jsonrpc2.Handler = jsonrpc2.HandlerWithError(echo(st))
-	if async {
-		h = jsonrpc2.AsyncHandler(h)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn := jsonrpc2.NewConn(ctx, st, h, quiet)
-	defer conn.Close()
+	go func() {
+		st.Serve(ctx, echo(st, async))
+		st.Close()
+	}()
+	defer st.Close()
 	go func() {
 		inW.Write(input)
 		inW.Close()
@@ -214,7 +222,7 @@ func TestStreamNDJSON(t *testing.T) {
 		{name: "huge id byte-exact", input: lines(req("1e30", "echo", `[1]`)), want: []string{res("1e30", `[1]`)}},
 		{name: "id spelled like an internal id", input: lines(req(`"\u0000txk:1"`, "echo", `[1]`)), want: []string{res(`"\u0000txk:1"`, `[1]`)}},
 		{name: "no params", input: lines(req("7", "echo", "")), want: []string{res("7", "null")}},
-		{name: "id mapping", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"found":true,"original":1.50,"roundtrip":true}`)}},
+		{name: "id lookup", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"found":true,"original":1.50}`)}},
 		{name: "code 0 becomes -32603", input: lines(req("2", "zero", "")), want: []string{rpcErr("2", -32603, "zero", "")}},
 		{name: "notification", input: lines(notif("echo", `[1]`)), want: nil},
 		{name: "non-JSON then valid", input: lines("not json", req("3", "echo", `[3]`)), want: []string{parseErr, res("3", `[3]`)}},
@@ -431,102 +439,61 @@ func TestStreamInputClosed(t *testing.T) {
 
 func TestStreamCloseReleasesDrain(t *testing.T) {
 	st := NewStream(strings.NewReader(lines(req("1", "hang", ""))), io.Discard, nil, StreamOptions{})
-	h := jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(func(ctx context.Context, _ *jsonrpc2.Conn, _ *jsonrpc2.Request) (any, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}))
-	conn := jsonrpc2.NewConn(context.Background(), st, h, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.Serve(ctx, func(ctx context.Context, r *request) {
+			go func() { <-ctx.Done(); st.Reply(r, nil, &wireError{code: -32800, message: "cancelled"}) }()
+		})
+	}()
 	select {
 	case <-st.InputClosed():
 	case <-time.After(5 * time.Second):
 		t.Fatal("input never reported closed")
 	}
 	select {
-	case <-conn.DisconnectNotify():
-		t.Fatal("connection closed while a request was in flight")
+	case <-done:
+		t.Fatal("Serve returned while a request was in flight")
 	case <-time.After(20 * time.Millisecond):
 	}
-	conn.Close()
+	st.Close()
 	select {
-	case <-conn.DisconnectNotify():
+	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end the connection")
+		t.Fatal("Close did not end Serve")
 	}
 }
 
 func TestStreamIDLookup(t *testing.T) {
 	st := NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
-	st.mu.Lock()
-	one := st.registerLocked(json.RawMessage(`1`), nil, nil, 0)
-	str := st.registerLocked(json.RawMessage(`"A"`), nil, nil, 0)
-	dupOld := st.registerLocked(json.RawMessage(`7`), nil, nil, 0)
-	dupNew := st.registerLocked(json.RawMessage(`7`), nil, nil, 0)
-	st.mu.Unlock()
-	id := func(s string) jsonrpc2.ID { return jsonrpc2.ID{Str: s, IsString: true} }
+	track := func(id string) *request {
+		r, reason, ok := parseMember([]byte(req(id, "m", "")))
+		if !ok || reason != "" {
+			t.Fatalf("%s: %q", id, reason)
+		}
+		st.byKey[r.key] = append(st.byKey[r.key], r)
+		st.pending++
+		return r
+	}
+	one, str, dupOld, dupNew := track(`1`), track(`"A"`), track(`7`), track(`7`)
 	for _, tc := range []struct {
 		original string
-		want     jsonrpc2.ID
-		ok       bool
+		want     *request
 	}{
-		{`1`, id(one), true},
-		{` 1 `, id(one), true},
-		{`1.0`, jsonrpc2.ID{}, false},
-		{`"1"`, jsonrpc2.ID{}, false},
-		{`"A"`, id(str), true},
-		{`"\u0041"`, id(str), true},
-		{`A`, jsonrpc2.ID{}, false},
-		{`7`, id(dupNew), true},
-		{`null`, jsonrpc2.ID{}, false},
-		{`{}`, jsonrpc2.ID{}, false},
+		{`1`, one}, {` 1 `, one}, {`1.0`, nil}, {`"1"`, nil}, {`"A"`, str}, {`"\u0041"`, str},
+		{`A`, nil}, {`7`, dupNew}, {`null`, nil}, {`{}`, nil},
 	} {
-		got, ok := st.InternalID(json.RawMessage(tc.original))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("InternalID(%s) = %v, %v; want %v, %v", tc.original, got, ok, tc.want, tc.ok)
+		if got := st.lookup(json.RawMessage(tc.original)); got != tc.want {
+			t.Errorf("lookup(%s) = %+v; want %+v", tc.original, got, tc.want)
 		}
 	}
-	if orig, ok := st.OriginalID(id(str)); !ok || string(orig) != `"A"` {
-		t.Errorf("OriginalID = %s, %v", orig, ok)
+	if err := st.Reply(dupNew, nil, nil); err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := st.OriginalID(jsonrpc2.ID{Num: 1}); ok {
-		t.Error("OriginalID found a numeric id")
-	}
-	st.mu.Lock()
-	st.forgetLocked(dupNew)
-	st.mu.Unlock()
-	if got, ok := st.InternalID(json.RawMessage(`7`)); !ok || got != id(dupOld) {
-		t.Errorf("after answering the newer duplicate: %v, %v", got, ok)
-	}
-}
-
-func TestStreamWriteObject(t *testing.T) {
-	var buf bytes.Buffer
-	st := NewStream(strings.NewReader(""), &buf, nil, StreamOptions{})
-	for _, tc := range []struct {
-		name string
-		obj  any
-		want string
-	}{
-		{"jsonrpc added", json.RawMessage(`{"method":"m"}`), `{"jsonrpc":"2.0","method":"m"}`},
-		{"foreign id passes through", json.RawMessage(`{"id":3,"result":1}`), res("3", "1")},
-		{"missing code", json.RawMessage(`{"id":3,"error":{"message":"m"}}`), rpcErr("3", -32603, "m", "")},
-		{"error not an object", json.RawMessage(`{"id":3,"error":5}`), rpcErr("3", -32603, "Internal error", "")},
-		{"neither result nor error", json.RawMessage(`{"id":3}`), rpcErr("3", -32603, "Internal error: response has neither result nor error", "")},
-		{"data kept", json.RawMessage(`{"id":3,"error":{"code":0.0,"message":"m","data":{"x":1},"extra":2}}`), rpcErr("3", -32603, "m", `{"x":1}`)},
-	} {
-		buf.Reset()
-		if err := st.WriteObject(tc.obj); err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if got := strings.TrimSuffix(buf.String(), "\n"); got != tc.want {
-			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
-		}
-	}
-	if err := st.WriteObject(json.RawMessage(`{"id":"\u0000txk:99","result":1}`)); err == nil {
-		t.Error("response to an unknown internal id was accepted")
-	}
-	if err := st.WriteObject(json.RawMessage(`[1]`)); err == nil {
-		t.Error("array accepted")
+	if got := st.lookup(json.RawMessage(`7`)); got != dupOld {
+		t.Errorf("after answering the newer duplicate: %+v", got)
 	}
 }
 
@@ -646,8 +613,8 @@ func BenchmarkStreamRoundTrip(b *testing.B) {
 		inR.Close()
 		return outW.Close()
 	}), StreamOptions{})
-	conn := jsonrpc2.NewConn(context.Background(), st, jsonrpc2.HandlerWithError(echo(st)), quiet)
-	defer conn.Close()
+	go st.Serve(context.Background(), echo(st, false))
+	defer st.Close()
 	br := bufio.NewReader(outR)
 	in := []byte(lines(req("1", "echo", `{"a":1}`)))
 	want := res("1", `{"a":1}`) + "\n"

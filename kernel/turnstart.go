@@ -15,7 +15,7 @@ import (
 // raw, the params (the kind's target decodes its own members), and the
 // plan, decoded and redacted. The result is the engine's turn/start
 // result.
-func (s *Server) turnStart(ctx context.Context, p *protocol.TurnStartParams, raw *json.RawMessage) (*protocol.TurnStartResult, error) {
+func (s *services) turnStart(ctx context.Context, p *protocol.TurnStartParams, raw json.RawMessage) (*protocol.TurnStartResult, error) {
 	if p.Proposal == nil || raw == nil {
 		return nil, protocol.NewError(protocol.CodeInvalidParams, map[string]any{"field": "proposal"}, "proposal is required")
 	}
@@ -34,7 +34,7 @@ func (s *Server) turnStart(ctx context.Context, p *protocol.TurnStartParams, raw
 	}
 	// The proposal as the host sent it, cut out of the params that p
 	// decoded from (rawMember scans them without decoding them again).
-	proposal, ok := rawMember(*raw, "proposal")
+	proposal, ok := rawMember(raw, "proposal")
 	if !ok {
 		// p decoded from the same bytes, so this does not happen.
 		return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "proposal"}, "invalid params: no proposal")

@@ -6,27 +6,26 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
-// TestWriteResponseParts checks that a response written from its parts
-// (Stream.writeResponse) is byte for byte the frame of the message
-// responseMessage builds, in both framings, for a small result and for
-// one larger than the output buffer, and that every small frame leaves in
-// one write.
-func TestWriteResponseParts(t *testing.T) {
+// TestReplyFrames checks that an answer written by Reply is byte for
+// byte the frame of the message responseMessage builds, with the client's
+// id as sent, in both framings, for a small result and for one larger
+// than the output buffer, and that every small frame leaves in one write.
+func TestReplyFrames(t *testing.T) {
 	big := `"` + strings.Repeat("x", 100<<10) + `"`
 	for _, fr := range []Framing{FramingNDJSON, FramingContentLength} {
 		for _, value := range []string{`{"state":"proposed"}`, big} {
-			for _, id := range []string{`1`, `"a\u0000b"`, `null`} {
+			for _, id := range []string{`1`, `"a\u0000b"`, `null`, `-1.5e3`} {
 				var out countingWriter
 				st := NewStream(strings.NewReader(""), &out, nil, StreamOptions{Framing: fr})
-				st.mu.Lock()
-				internal := st.registerLocked(json.RawMessage(id), nil, nil, 0)
-				st.mu.Unlock()
-				if err := st.WriteResponse(jsonrpc2.ID{Str: internal, IsString: true}, json.RawMessage(value), nil); err != nil {
+				r := &request{id: json.RawMessage(id), method: "m"}
+				st.pending++
+				if err := st.Reply(r, []byte(value), nil); err != nil {
 					t.Fatal(err)
+				}
+				if err := st.Reply(r, []byte(value), nil); err == nil {
+					t.Fatal("a second answer to the same request was written")
 				}
 				var want bytes.Buffer
 				ref := NewStream(strings.NewReader(""), &want, nil, StreamOptions{Framing: fr})
