@@ -109,6 +109,8 @@ func (r *report) add(e event) {
 		if o := strings.TrimSpace(e.Output); o != "PASS" && !strings.HasPrefix(o, "=== ") {
 			fmt.Fprint(r.out, e.Output)
 		}
+	case e.Test == "" && e.Action == "skip":
+		// A package with no test files: nothing ran, nothing was skipped.
 	case e.Test == "" && (e.Action == "pass" || e.Action == "fail"):
 		r.packages = append(r.packages, e.Package)
 		if e.Action == "fail" {

@@ -26,6 +26,7 @@ func TestReport(t *testing.T) {
 {"Action":"output","Package":"p/a","Output":"PASS\n"}
 {"Action":"output","Package":"p/a","Output":"FAIL\tp/a\t0.1s\n"}
 {"Action":"fail","Package":"p/a"}
+{"Action":"skip","Package":"p/c"}
 not json: a build message
 `
 	var out bytes.Buffer
