@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,20 +118,10 @@ type normalizer struct {
 	tols    []protocol.Tolerance
 }
 
-// splitLines splits b after every '\n'.
+// splitLines splits b after every '\n' (strings.Lines), each line
+// keeping its line end; nil for no bytes.
 func splitLines(b []byte) []string {
-	s := string(b)
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
+	return slices.Collect(strings.Lines(string(b)))
 }
 
 // text is line i without its line end (and without a CR in a CRLF diff).
