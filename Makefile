@@ -166,7 +166,9 @@ bench:
 
 ## bench-buckets: the main job by file count (1-10, 11-100, 101+ files):
 ## the fzf commits, the largest ones combined and two sweeping renames across
-## the Rust RFCs, each against git apply and the write+fsync floor, per phase
+## the Rust RFCs, each against git apply, durable git (git apply, then an
+## fsync of each file it wrote and of their directories, 16 in flight) and
+## the write+fsync floor, per bucket and overall, with propose and apply
 BENCH_BUCKETS_COUNT ?= 3
 bench-buckets:
 	@mkdir -p bench

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -205,18 +207,71 @@ func writeFloor(tb testing.TB, applied string, c hostCommit) time.Duration {
 	return time.Since(start)
 }
 
+// durableGitApply runs `git apply` of c's patch.diff in dir (gitApply),
+// then fsyncs every file it wrote and every directory whose entries it
+// changed, floorInFlight at a time, and returns the time of both: durable
+// git, the least a durable apply of the same change pays on this disk,
+// though it is still not atomic (a crash midway leaves some files patched).
+// The directories are the parents of the written and deleted files and of
+// the directories the apply created; all of them go in one pool with the
+// files, because only their completion, not their order, makes the apply
+// durable. The paths come from the patch's own headers (patchPaths, read
+// before the timer starts, as git apply reads them before it writes).
+func durableGitApply(tb testing.TB, c hostCommit, dir string) time.Duration {
+	tb.Helper()
+	syncs := durableSyncs(dir, c)
+	start := time.Now()
+	gitApply(tb, c, dir)
+	var g errgroup.Group
+	g.SetLimit(floorInFlight)
+	for _, p := range syncs {
+		g.Go(func() error {
+			f, err := os.Open(filepath.Join(dir, p))
+			for os.IsNotExist(err) && p != "." {
+				// git removes a directory its deletes emptied: sync the
+				// nearest one left, which holds that removal.
+				p = path.Dir(p)
+				f, err = os.Open(filepath.Join(dir, p))
+			}
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Sync()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		tb.Fatalf("%s: durable git: %v", c.Name, err)
+	}
+	return time.Since(start)
+}
+
+// durableSyncs is what durable git fsyncs after applying c in dir, where c
+// is not applied yet: the files c writes, then the distinct parents of
+// the files it writes or deletes and of the directories it will create.
+func durableSyncs(dir string, c hostCommit) []string {
+	return slices.Concat(c.written, parentDirs(c.written, c.deleted, createdDirs(dir, c)))
+}
+
 // BenchmarkHostSessionBuckets is the main job by file count: the 100 fzf
 // commits, the five largest fzf commits combined into one patch, and two
 // sweeping renames across the Rust RFCs (a word in about sixty texts, and
 // one in nearly all 640, each with deletes and adds), run as a host runs
 // them (hostTx: propose, ask, approve, apply) on one long-lived kernel.
-// Right after each transaction, on copies of the same trees:
-// `git -c core.fsync=all apply` of the same patch, and the floor, writing
-// and fsyncing the same new files 16 at a time (writeFloor). Per bucket
-// (1-10, 11-100, 101+ files) it reports the p50 of txkernel, git and the
-// floor, txkernel over git (x-git) and over git plus the floor
-// (x-git+floor), and the p50 of turn/start and of the final
-// apply/execute. One run compares them all; run it with
+// Right after each transaction, each on its own copy of the same tree:
+// durable git (durableGitApply: `git apply`, then an fsync of every file it
+// wrote and of their directories, 16 at a time), the write+fsync floor
+// (writeFloor: the same new files written and fsynced 16 at a time into a
+// scratch directory) and plain `git -c core.fsync=all apply` of the same
+// patch (git writes no working-tree file durably). Plain git goes last and
+// a sync(2) follows it, untimed, so that no timed fsync flushes git's
+// pages. Per bucket (1-10, 11-100, 101+ files) and over all transactions
+// (prefix "all-") it reports the p50 of txkernel, plain git, durable git
+// and the floor; txkernel over plain git (x-git), over durable git
+// (x-durable-git) and over git plus the floor (x-git+floor); and the
+// split of the kernel's time: the p50 of turn/start (propose), of the
+// final apply/execute (apply) and of the final apply/execute over durable
+// git (apply-x-durable-git). One run compares them all; run it with
 // `make bench-buckets`.
 func BenchmarkHostSessionBuckets(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -231,11 +286,11 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 	if only := os.Getenv("TXKERNEL_BENCH_ONLY"); only != "" {
 		commits = slices.DeleteFunc(commits, func(c hostCommit) bool { return !strings.Contains(c.Name, only) })
 	}
-	ws, dd, gws := hostTempDir(b), hostTempDir(b), hostTempDir(b)
+	ws, dd, gws, dws := hostTempDir(b), hostTempDir(b), hostTempDir(b), hostTempDir(b)
 	// TXKERNEL_BENCH_CPUPROFILE=FILE writes the kernel's CPU profile.
 	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
 	p.Initialize()
-	type sample struct{ tx, git, floor, propose, apply time.Duration }
+	type sample struct{ tx, git, dgit, floor, propose, apply time.Duration }
 	by := map[string][]sample{}
 	files := map[string][]int{}
 	round := 0
@@ -244,44 +299,57 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 		round++
 		roots := prepareRound(b, ws, round, commits)
 		prepareRound(b, gws, round, commits)
+		prepareRound(b, dws, round, commits)
 		b.StartTimer()
 		for i, c := range commits {
 			ph := hostTx(p, prefixDiff(c.Diff, roots[i]), roots[i])
 			b.StopTimer()
 			s := sample{tx: ph[nPhases-1].end.Sub(ph[0].start), propose: ph[phasePropose].dur(), apply: ph[phaseApply2].dur()}
+			s.dgit = durableGitApply(b, c, filepath.Join(dws, roots[i]))
+			s.floor = writeFloor(b, filepath.Join(ws, roots[i]), c)
 			start := time.Now()
 			gitApply(b, c, filepath.Join(gws, roots[i]))
 			s.git = time.Since(start)
-			s.floor = writeFloor(b, filepath.Join(ws, roots[i]), c)
+			syscall.Sync()
 			n := len(c.written) + len(c.deleted)
-			by[fileBucket(n)] = append(by[fileBucket(n)], s)
-			files[fileBucket(n)] = append(files[fileBucket(n)], n)
+			for _, k := range []string{fileBucket(n), "all"} {
+				by[k] = append(by[k], s)
+				files[k] = append(files[k], n)
+			}
 			b.StartTimer()
 		}
 	}
 	b.StopTimer()
 	p.Stop()
-	for _, bk := range buckets {
+	for _, bk := range append(slices.Clone(buckets), "all") {
 		ss := by[bk]
 		if len(ss) == 0 {
 			continue
 		}
-		pick := func(f func(sample) time.Duration) durations {
+		p50 := func(f func(sample) time.Duration) float64 {
 			out := make(durations, len(ss))
 			for i, s := range ss {
 				out[i] = f(s)
 			}
-			return out
+			return out.p50()
 		}
-		tx, git, floor := pick(func(s sample) time.Duration { return s.tx }), pick(func(s sample) time.Duration { return s.git }), pick(func(s sample) time.Duration { return s.floor })
+		tx, git, dgit, floor := p50(func(s sample) time.Duration { return s.tx }), p50(func(s sample) time.Duration { return s.git }),
+			p50(func(s sample) time.Duration { return s.dgit }), p50(func(s sample) time.Duration { return s.floor })
+		propose, apply := p50(func(s sample) time.Duration { return s.propose }), p50(func(s sample) time.Duration { return s.apply })
 		prefix := "b" + strings.ReplaceAll(bk, "+", "plus") + "-"
-		b.ReportMetric(tx.p50(), prefix+"txkernel-p50-ns")
-		b.ReportMetric(git.p50(), prefix+"git-p50-ns")
-		b.ReportMetric(floor.p50(), prefix+"floor-p50-ns")
-		b.ReportMetric(tx.p50()/git.p50(), prefix+"x-git")
-		b.ReportMetric(tx.p50()/(git.p50()+floor.p50()), prefix+"x-git+floor")
-		b.ReportMetric(pick(func(s sample) time.Duration { return s.propose }).p50(), prefix+"turnstart-p50-ns")
-		b.ReportMetric(pick(func(s sample) time.Duration { return s.apply }).p50(), prefix+"apply-p50-ns")
+		if bk == "all" {
+			prefix = "all-"
+		}
+		b.ReportMetric(tx, prefix+"txkernel-p50-ns")
+		b.ReportMetric(git, prefix+"git-p50-ns")
+		b.ReportMetric(dgit, prefix+"durable-git-p50-ns")
+		b.ReportMetric(floor, prefix+"floor-p50-ns")
+		b.ReportMetric(tx/git, prefix+"x-git")
+		b.ReportMetric(tx/dgit, prefix+"x-durable-git")
+		b.ReportMetric(tx/(git+floor), prefix+"x-git+floor")
+		b.ReportMetric(propose, prefix+"turnstart-p50-ns")
+		b.ReportMetric(apply, prefix+"apply-p50-ns")
+		b.ReportMetric(apply/dgit, prefix+"apply-x-durable-git")
 		b.ReportMetric(float64(len(ss)), prefix+"tx")
 		slices.Sort(files[bk])
 		b.ReportMetric(float64(files[bk][len(files[bk])/2]), prefix+"files-p50")
