@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -93,7 +94,7 @@ func queryTerms(ctx context.Context, conn *sql.Conn, words []string) ([]string, 
 // query that reads the terms' occurrences, and the statistics are
 // computed over the same rows: every row ranked is one the caller may
 // see, and no other row changes a score.
-func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error) {
+func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]memory.Hit, error) {
 	words := MatchWords(match)
 	if len(words) == 0 || k <= 0 {
 		return nil, nil
@@ -193,16 +194,16 @@ func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bi
 	}
 	slices.SortFunc(top, func(a, b scored) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.vid, b.vid)) })
 	top = top[:min(k, len(top))]
-	out := make([]MemHit, 0, len(top))
+	out := make([]memory.Hit, 0, len(top))
 	for _, c := range top {
-		var h MemHit
+		var h memory.Hit
 		v, err := scanVersion(conn.QueryRowContext(ctx, `SELECT `+memVersionCols+`, c.id, c.chunk_key, c.start_offset, c.end_offset
 			FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = ?`, c.chunk),
 			&h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
 		if err != nil {
 			return nil, internal(err, "read hit")
 		}
-		h.MemVersion, h.Score = *v, c.score
+		h.Version, h.Score = *v, c.score
 		out = append(out, h)
 	}
 	return out, nil
