@@ -284,6 +284,20 @@ type ChunkText struct {
 	Text    string
 }
 
+// Query is a keyword query of read_context, typed so that each store
+// renders its own SQL from it: Terms are the words searched for
+// (search.Terms: lower-cased, no stopwords, distinct, in order; the store
+// stems them as its index stemmed the text), any of which may match (OR
+// semantics, ranked by BM25 summed over the terms a chunk holds); K is the
+// most hits returned; TitleWeight weights a term in a chunk's heading
+// against 1 for its body. The scope and baseline filters are Search's own
+// arguments.
+type Query struct {
+	Terms       []string
+	K           int
+	TitleWeight float64
+}
+
 // Store is the memory domain's view of the store (seed 002; docs/DESIGN.md
 // §5): elements, versions, proposals and decisions, baselines and the
 // published pointer, the chunks and vectors read_context searches. Every
@@ -312,7 +326,7 @@ type Store interface {
 	Baseline(ctx context.Context, scope protocol.MemoryScope, id string) (int64, error)
 	Promotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error)
 	Baselines(ctx context.Context, scope protocol.MemoryScope) ([]BaselineRow, []PointerMove, error)
-	Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]Hit, error)
+	Search(ctx context.Context, scope protocol.MemoryScope, bid int64, q Query) ([]Hit, error)
 	Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*Version, error)
 	Published(ctx context.Context, scope protocol.MemoryScope, versions []string) (map[string]bool, error)
 	Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error)

@@ -61,8 +61,8 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 		if err := checkText("query", p.Query, MaxSummaryBytes); err != nil {
 			return nil, err
 		}
-		match := search.MatchExpr(p.Query)
-		if match == "" {
+		terms := search.Terms(p.Query)
+		if len(terms) == 0 {
 			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "no-terms"}, "query %q has no searchable words", p.Query)
 		}
 		if bid != 0 {
@@ -70,7 +70,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 			if s.cfg.Embedder != nil {
 				depth = max(k, search.DefaultTuning.Depth)
 			}
-			hits, err := db.Search(ctx, scope, bid, match, depth, titleWeight)
+			hits, err := db.Search(ctx, scope, bid, Query{Terms: terms, K: depth, TitleWeight: titleWeight})
 			if err != nil {
 				return nil, err
 			}

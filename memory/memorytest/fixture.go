@@ -36,11 +36,11 @@ func fixtureWords() []string {
 	return words
 }
 
-// FixtureQuery is a keyword query (search.MatchExpr's form) of three
-// words of middling frequency in the fixture's vocabulary.
-func FixtureQuery() string {
+// FixtureQuery is a keyword query of three words of middling frequency
+// in the fixture's vocabulary, at most 10 hits, titles weighted 2.
+func FixtureQuery() memory.Query {
 	w := fixtureWords()
-	return `"` + w[40] + `" OR "` + w[120] + `" OR "` + w[300] + `"`
+	return memory.Query{Terms: []string{w[40], w[120], w[300]}, K: 10, TitleWeight: 2}
 }
 
 // Fixture fills m, through its own methods (Ingest, CommitPromote), with

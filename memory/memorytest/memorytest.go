@@ -83,7 +83,7 @@ func searchTrimsInsideTheQuery(t *testing.T, m memory.Store) {
 		t.Fatal(err)
 	}
 	for _, k := range []int{1, 3, 5, 10} {
-		hits, err := m.Search(ctx, r1, bid1, `"lanterns"`, k, 2)
+		hits, err := m.Search(ctx, r1, bid1, memory.Query{Terms: []string{"lanterns"}, K: k, TitleWeight: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func searchTrimsInsideTheQuery(t *testing.T, m memory.Store) {
 		}
 	}
 	// The same baseline read from another scope finds nothing.
-	if hits, err := m.Search(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
+	if hits, err := m.Search(ctx, r2, bid1, memory.Query{Terms: []string{"lanterns"}, K: 5, TitleWeight: 2}); err != nil || len(hits) != 0 {
 		t.Fatalf("r1's baseline through r2's scope: %v %v", hits, err)
 	}
 }
@@ -178,7 +178,7 @@ func ingestOutcomes(t *testing.T, m memory.Store) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ word, id string }{{"alpha", "a.md"}, {"beta", "b.md"}, {"gamma", "c.md"}} {
-		hits, err := m.Search(ctx, sc, bid, `"`+c.word+`"`, 5, 2)
+		hits, err := m.Search(ctx, sc, bid, memory.Query{Terms: []string{c.word}, K: 5, TitleWeight: 2})
 		if err != nil || len(hits) != 1 || hits[0].ElementID != c.id {
 			t.Fatalf("search %q: %+v %v", c.word, hits, err)
 		}
@@ -502,9 +502,9 @@ func scoresIgnoreOtherScopes(t *testing.T, m memory.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const match = `"harbour" OR "lantern" OR "tides"`
+	terms := []string{"harbour", "lantern", "tides"}
 	scores := func() string {
-		hits, err := m.Search(ctx, mine, bid, match, 10, 2)
+		hits, err := m.Search(ctx, mine, bid, memory.Query{Terms: terms, K: 10, TitleWeight: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func BenchmarkReadContextStores(b *testing.B) {
 			match := memorytest.FixtureQuery()
 			n := 0
 			for b.Loop() {
-				hits, err := m.Search(ctx, sc, bid, match, 10, 2)
+				hits, err := m.Search(ctx, sc, bid, match)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -368,18 +367,4 @@ func (m *Memory) Verify(ctx context.Context, scope protocol.MemoryScope, princip
 		return nil, err
 	}
 	return out, nil
-}
-
-// matchTerms are the words of an FTS5 MATCH expression built by
-// search.MatchExpr (`"w1" OR "w2"`): the query's words, lower-cased, no
-// stopwords.
-func matchTerms(match string) []string {
-	var out []string
-	for _, t := range strings.Split(match, " OR ") {
-		t = strings.Trim(strings.TrimSpace(t), `"`)
-		if t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
 }

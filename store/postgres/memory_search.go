@@ -59,11 +59,11 @@ var searchQuery = fmt.Sprintf(`WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_
 	FROM top t JOIN mem_versions v ON v.vid = t.vid JOIN mem_elements e ON e.eid = v.eid
 	ORDER BY t.score DESC, t.vid`, bm25K1+1, bm25K1, bm25B, versionCols)
 
-// Search implements memory.Store: match is search.MatchExpr's expression,
-// whose words are stemmed here as the index stemmed them. Score is the
+// Search implements memory.Store: q.Terms are stemmed here as the index
+// stemmed them. Score is the
 // BM25 score, higher is better.
-func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]memory.Hit, error) {
-	terms := matchTerms(match)
+func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, q memory.Query) ([]memory.Hit, error) {
+	terms, k, wTitle := q.Terms, q.K, q.TitleWeight
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}
