@@ -5,7 +5,6 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // TestAuthorize: the refusals of authorize and checkCurator, each with
@@ -83,7 +82,7 @@ func TestAuthorize(t *testing.T) {
 
 	// Separation of duties: a proposer may not decide its own proposal
 	// unless the policy allows self-curation.
-	row := &store.MemProposalRow{ProposalID: "prop_1", PrincipalID: "cur-1"}
+	row := &ProposalRow{ProposalID: "prop_1", PrincipalID: "cur-1"}
 	for _, tc := range []struct {
 		name   string
 		policy *Policy

@@ -10,7 +10,6 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // newID is prefix and 24 random hex digits.
@@ -25,7 +24,7 @@ func newID(prefix string) string {
 // relationship pinned to target_version_id. The kernel sets created_at. A
 // proposal on a version that is no longer the current one is recorded
 // (the result says stale); it must be rebased before it can be accepted.
-// A principal without read in the scope gets one error (store.ErrNoTarget)
+// A principal without read in the scope gets one error (ErrNoTarget)
 // whether the element is missing, outside the scope, no document, or has
 // no such version: proposing is no existence oracle.
 func (s *Service) Propose(ctx context.Context, p *protocol.ProposeParams) (*protocol.ProposeResult, error) {
@@ -93,13 +92,13 @@ func checkBody(field, body string) error {
 
 // newProposal makes the record of a new proposal. Its body is not chunked:
 // proposals are never in a baseline, so never retrieved as truth.
-func (s *Service) newProposal(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, elementID, targetVersion, summary, body string, prov protocol.ProposalProvenance) store.MemNewProposal {
+func (s *Service) newProposal(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, elementID, targetVersion, summary, body string, prov protocol.ProposalProvenance) NewProposal {
 	id := newID("prop_")
 	prov.CreatedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	pj, _ := json.Marshal(prov)
-	return store.MemNewProposal{
+	return NewProposal{
 		Scope: scope, Principal: pr, ProposalID: id, TargetElementID: elementID, TargetVersionID: targetVersion, Summary: summary,
-		Version: store.MemNewVersion{VersionID: newID("ver_"), Title: summary, Body: body, BodyHash: store.HashBody(body),
+		Version: NewVersion{VersionID: newID("ver_"), Title: summary, Body: body, BodyHash: HashBody(body),
 			SourceKind: protocol.SourceProposal, Provenance: pj},
 	}
 }
@@ -246,7 +245,7 @@ func (s *Service) Reject(ctx context.Context, p *protocol.RejectParams) (*protoc
 	// waited for (waitClaimed): the reject then finds the proposal
 	// accepted, never slipping between that accept's check and commit.
 	if err := waitClaimed(ctx, func() error {
-		return db.Reject(ctx, scope, p.ProposalID, p.Rationale, store.MemDecision{DecisionID: dec, Principal: pr})
+		return db.Reject(ctx, scope, p.ProposalID, p.Rationale, Decision{DecisionID: dec, Principal: pr})
 	}); err != nil {
 		return nil, err
 	}
@@ -276,7 +275,7 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	if old.PrincipalID != pr.PrincipalID && !s.mayRead(pr, scope) {
 		// Another's proposal does not exist for a principal that may
 		// not read the scope: the same error as a missing one.
-		return nil, store.ErrProposalNotFound(p.ProposalID)
+		return nil, ErrProposalNotFound(p.ProposalID)
 	}
 	var prov protocol.ProposalProvenance
 	_ = json.Unmarshal(old.Provenance, &prov)
@@ -284,7 +283,7 @@ func (s *Service) Rebase(ctx context.Context, p *protocol.ProposalParams) (*prot
 	next.ProposedBy = old.PrincipalID
 	dec := newID("dec_")
 	if err := waitClaimed(ctx, func() error {
-		return db.Rebase(ctx, old.ProposalID, next, store.MemDecision{DecisionID: dec, Principal: pr})
+		return db.Rebase(ctx, old.ProposalID, next, Decision{DecisionID: dec, Principal: pr})
 	}); err != nil {
 		return nil, err
 	}
@@ -368,7 +367,7 @@ func (s *Service) promoteTx(ctx context.Context, scope protocol.MemoryScope, pr 
 		TransactionID: res.TransactionID, DecisionID: DecisionID(res.TransactionID)}, nil
 }
 
-// ownClaim is the holder of the claim err reports (store.ErrClaimed) when
+// ownClaim is the holder of the claim err reports (ErrClaimed) when
 // it is a transaction of this kernel's that is not terminal: a promote or
 // accept an outage cut off. "" otherwise.
 func (s *Service) ownClaim(ctx context.Context, err error) string {
@@ -376,7 +375,7 @@ func (s *Service) ownClaim(ctx context.Context, err error) string {
 		return ""
 	}
 	_, data := errs.KindOf(err)
-	d, ok := data.(store.ClaimedData)
+	d, ok := data.(ClaimedData)
 	if !ok || d.Reason != "claimed" || d.TransactionID == "" {
 		return ""
 	}
@@ -392,7 +391,7 @@ func (s *Service) ownClaim(ctx context.Context, err error) string {
 // refused cleanly when its base moved); one before it is closed and its
 // claim dropped.
 // It reports a roll-forward that committed.
-func (s *Service) settle(ctx context.Context, db store.Memory, scope protocol.MemoryScope, txID string) bool {
+func (s *Service) settle(ctx context.Context, db Store, scope protocol.MemoryScope, txID string) bool {
 	st, err := s.cfg.Engine.Status(ctx, txID)
 	if err != nil {
 		return false

@@ -19,7 +19,6 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
-	"github.com/txkernel/txkernel/store"
 )
 
 // DefaultGlob is memory/ingest's default glob (seed 002's ingest loop; PROTOCOL.md §13).
@@ -101,12 +100,12 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 	defer s.writeMu.Unlock()
 	progress(protocol.ProgressValue{Kind: "begin", Title: "memory/ingest " + path.Join(dir, glob), Percentage: pct(0)})
 	var publish []string
-	batch := make([]store.MemIngestFile, 0, ingestBatch)
+	batch := make([]IngestFile, 0, ingestBatch)
 	flush := func(done int) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		var res []store.MemIngestOutcome
+		var res []IngestOutcome
 		err := waitClaimed(ctx, func() (err error) {
 			res, err = db.Ingest(ctx, scope, batch)
 			return err
@@ -116,18 +115,18 @@ func (s *Service) Ingest(ctx context.Context, p *protocol.IngestParams) (*protoc
 		}
 		for _, r := range res {
 			switch r.Status {
-			case store.IngestCreated:
+			case IngestCreated:
 				out.Created++
-			case store.IngestNewVersion:
+			case IngestNewVersion:
 				out.NewVersions++
-			case store.IngestSkipped:
+			case IngestSkipped:
 				// The store could not hold this file (a PostgreSQL limit
 				// kernel.db does not have): skipped, named and why, never
 				// failing the ingest.
 				s.log.Warn("memory/ingest: file skipped", "path", r.ElementID, "reason", r.Reason)
 				out.Skipped = append(out.Skipped, protocol.IngestSkip{Path: r.ElementID, Reason: r.Reason})
 				continue
-			case store.IngestForReview:
+			case IngestForReview:
 				// Curated truth stays published: the evidence waits for
 				// a curator's accept (of r.ProposalID) or reject.
 				out.ForReview++
@@ -275,7 +274,7 @@ func sandboxError(field string, ws *sandbox.Workspace, err error) error {
 
 // readIngest reads one matched file (rel in the workspace, m under the
 // ingest path) as an ingest record, or says why it is skipped.
-func (s *Service) readIngest(rel, m string, repo gitRepo) (*store.MemIngestFile, *protocol.IngestSkip) {
+func (s *Service) readIngest(rel, m string, repo gitRepo) (*IngestFile, *protocol.IngestSkip) {
 	data, _, exists, err := s.cfg.Workspace.ReadFile(rel)
 	if err != nil || !exists {
 		reason := "unreadable"
@@ -305,17 +304,17 @@ func (s *Service) readIngest(rel, m string, repo gitRepo) (*store.MemIngestFile,
 		}
 	}
 	prov, _ := json.Marshal(map[string]any{"source_repo": repo.sourceRepo, "commit_sha": repo.commit, "path": provPath})
-	return &store.MemIngestFile{ElementID: m, Version: store.MemNewVersion{
-		VersionID: newID("ver_"), Title: title, Body: body, BodyHash: store.HashBody(body),
+	return &IngestFile{ElementID: m, Version: NewVersion{
+		VersionID: newID("ver_"), Title: title, Body: body, BodyHash: HashBody(body),
 		SourceKind: protocol.SourceIngestedEvidence, Provenance: prov, Chunks: Chunks(title, body),
 	}}, nil
 }
 
 // reviewProposal is the proposal the store opens when f's element holds
-// curated truth (store.IngestForReview): f's body as a full replacement,
+// curated truth (IngestForReview): f's body as a full replacement,
 // proposed by the ingesting principal (so separation of duties applies:
 // another curator decides), with provenance naming memory/ingest.
-func (s *Service) reviewProposal(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, f *store.MemIngestFile) store.MemNewProposal {
+func (s *Service) reviewProposal(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, f *IngestFile) NewProposal {
 	return s.newProposal(scope, pr, f.ElementID, "", "re-ingested evidence for review: "+f.ElementID, f.Version.Body,
 		protocol.ProposalProvenance{ActorType: "ingest", ActorID: pr.PrincipalID, ToolID: protocol.MethodMemoryIngest})
 }

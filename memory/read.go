@@ -9,7 +9,6 @@ import (
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
-	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/unidiff"
 )
 
@@ -18,7 +17,7 @@ import (
 // search, BM25 over structure-aware chunks, at most k, each with its best
 // chunk as content and an excerpt citation) or the one ElementID names
 // (its whole body). The selector is resolved once per request and echoed.
-// Trimming is inside the ranking query (store.MemSearch), so k items are
+// Trimming is inside the ranking query (Store.Search), so k items are
 // k the principal may see. Every returned version is remembered for
 // memory/verify_citations.
 func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams) (*protocol.ReadContextResult, error) {
@@ -62,8 +61,8 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 		if err := checkText("query", p.Query, MaxSummaryBytes); err != nil {
 			return nil, err
 		}
-		match := search.MatchExpr(p.Query)
-		if match == "" {
+		terms := search.Terms(p.Query)
+		if len(terms) == 0 {
 			return nil, errs.New(errs.Invalid, errs.InvalidData{Field: "query", Reason: "no-terms"}, "query %q has no searchable words", p.Query)
 		}
 		if bid != 0 {
@@ -71,7 +70,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 			if s.cfg.Embedder != nil {
 				depth = max(k, search.DefaultTuning.Depth)
 			}
-			hits, err := db.Search(ctx, scope, bid, match, depth, titleWeight)
+			hits, err := db.Search(ctx, scope, bid, Query{Terms: terms, K: depth, TitleWeight: titleWeight})
 			if err != nil {
 				return nil, err
 			}
@@ -100,7 +99,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 				}
 				score := h.Score
 				ex := &protocol.MemoryExcerpt{ChunkKey: h.ChunkKey, Start: h.Start, End: h.End}
-				out.Items = append(out.Items, item(&h.MemVersion, excerpt(h.Body, h.Start, h.End), ex, why, &score))
+				out.Items = append(out.Items, item(&h.Version, excerpt(h.Body, h.Start, h.End), ex, why, &score))
 				vids = append(vids, h.VID)
 			}
 		}
@@ -113,7 +112,7 @@ func (s *Service) ReadContext(ctx context.Context, p *protocol.ReadContextParams
 
 // selectBaseline resolves a selector (published when nil) to the baseline
 // it names and its row id (0 when nothing is published yet).
-func (s *Service) selectBaseline(ctx context.Context, db store.Memory, scope protocol.MemoryScope, raw json.RawMessage) (protocol.BaselineSelector, int64, error) {
+func (s *Service) selectBaseline(ctx context.Context, db Store, scope protocol.MemoryScope, raw json.RawMessage) (protocol.BaselineSelector, int64, error) {
 	sel := &protocol.BaselineSelector{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, sel); err != nil {
@@ -147,7 +146,7 @@ func excerpt(body string, start, end int) string {
 	return body[start:end]
 }
 
-func item(v *store.MemVersion, content string, ex *protocol.MemoryExcerpt, why string, score *float64) protocol.ContextItem {
+func item(v *Version, content string, ex *protocol.MemoryExcerpt, why string, score *float64) protocol.ContextItem {
 	return protocol.ContextItem{
 		RepositoryID: v.RepositoryID, ElementID: v.ElementID, VersionID: v.VersionID, Title: v.Title, Content: content,
 		Citations:   []protocol.MemoryCitation{{RepositoryID: v.RepositoryID, ElementID: v.ElementID, VersionID: v.VersionID, Excerpt: ex}},
@@ -218,7 +217,7 @@ func (s *Service) Proposals(ctx context.Context, p *protocol.ProposalsParams) (*
 	return out, nil
 }
 
-func proposalInfo(r *store.MemProposalRow) protocol.ProposalInfo {
+func proposalInfo(r *ProposalRow) protocol.ProposalInfo {
 	var prov protocol.ProposalProvenance
 	_ = json.Unmarshal(r.Provenance, &prov)
 	return protocol.ProposalInfo{
@@ -289,7 +288,7 @@ func (s *Service) Proposal(ctx context.Context, p *protocol.ProposalParams) (*pr
 	return out, nil
 }
 
-func versionInfo(v *store.MemVersion) protocol.VersionInfo {
+func versionInfo(v *Version) protocol.VersionInfo {
 	return protocol.VersionInfo{RepositoryID: v.RepositoryID, ElementID: v.ElementID, VersionID: v.VersionID, Title: v.Title, Body: v.Body,
 		SourceKind: v.SourceKind, CreatedAt: v.CreatedAt, Provenance: v.Provenance}
 }

@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
@@ -27,9 +28,9 @@ var (
 	testR2 = protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
 )
 
-// rulesService is a Service on a fresh kernel.db under rulesTestPolicy,
+// rulesService is a memory.Service on a fresh kernel.db under rulesTestPolicy,
 // with a.md published in r1 (its version returned) and b.md in r2.
-func rulesService(t *testing.T) (*Service, store.Memory, string) {
+func rulesService(t *testing.T) (*memory.Service, memory.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), store.FileName))
@@ -38,31 +39,31 @@ func rulesService(t *testing.T) (*Service, store.Memory, string) {
 	}
 	t.Cleanup(func() { db.Close() })
 	m := db.Memory()
-	pol, err := ParsePolicy([]byte(rulesTestPolicy))
+	pol, err := memory.ParsePolicy([]byte(rulesTestPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
 	publish := func(sc protocol.MemoryScope, id, body, tx string) string {
-		out, err := m.Ingest(ctx, sc, []store.MemIngestFile{{ElementID: id, Version: store.MemNewVersion{VersionID: "ver_" + tx, Title: id, Body: body,
-			BodyHash: store.HashBody(body), SourceKind: protocol.SourceIngestedEvidence, Chunks: Chunks(id, body)}}})
+		out, err := m.Ingest(ctx, sc, []memory.IngestFile{{ElementID: id, Version: memory.NewVersion{VersionID: "ver_" + tx, Title: id, Body: body,
+			BodyHash: memory.HashBody(body), SourceKind: protocol.SourceIngestedEvidence, Chunks: memory.Chunks(id, body)}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: []string{out[0].VersionID}, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
+		if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: []string{out[0].VersionID}, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
 			t.Fatal(err)
 		}
 		return out[0].VersionID
 	}
 	v := publish(testR1, "a.md", "# A\n\nalpha\n", "tx1")
 	publish(testR2, "b.md", "# B\n\nbeta\n", "tx2")
-	return New(Config{Store: func(context.Context) (store.Memory, error) { return m, nil }, Policy: pol}), m, v
+	return memory.New(memory.Config{Store: func(context.Context) (memory.Store, error) { return m, nil }, Policy: pol}), m, v
 }
 
 func req(sc protocol.MemoryScope, who string) protocol.MemoryRequest {
 	return protocol.MemoryRequest{Scope: &sc, Principal: &protocol.MemoryPrincipal{PrincipalID: who}}
 }
 
-func propose(s *Service, who, element, version, body string) (*protocol.ProposeResult, error) {
+func propose(s *memory.Service, who, element, version, body string) (*protocol.ProposeResult, error) {
 	return s.Propose(context.Background(), &protocol.ProposeParams{MemoryRequest: req(testR1, who), ElementID: element, TargetVersionID: version,
 		Body: &body, Summary: "s", Provenance: &protocol.ProposalProvenance{ActorType: "agent", ActorID: who}})
 }
@@ -157,13 +158,13 @@ func TestRebaseHidesOthersProposals(t *testing.T) {
 
 // accept commits proposal id as transaction tx, as the memory target's
 // Commit does.
-func accept(t *testing.T, m store.Memory, id, tx string) string {
+func accept(t *testing.T, m memory.Store, id, tx string) string {
 	t.Helper()
-	if err := m.CommitAccept(context.Background(), store.MemAccept{Scope: testR1, Principal: protocol.MemoryPrincipal{PrincipalID: "cur"}, ProposalID: id, TxID: tx,
-		VersionID: VersionID(tx), DecisionID: DecisionID(tx), Chunks: Chunks}); err != nil {
+	if err := m.CommitAccept(context.Background(), memory.Accept{Scope: testR1, Principal: protocol.MemoryPrincipal{PrincipalID: "cur"}, ProposalID: id, TxID: tx,
+		VersionID: memory.VersionID(tx), DecisionID: memory.DecisionID(tx), Chunks: memory.Chunks}); err != nil {
 		t.Fatal(err)
 	}
-	return VersionID(tx)
+	return memory.VersionID(tx)
 }
 
 // TestProposalWithholdsUnpublished: memory/proposal never shows a
@@ -214,7 +215,7 @@ func TestProposalWithholdsUnpublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: testR1, TxID: "tx-pub", BaselineID: "bl_pub", ParentBaselineID: parent, Versions: []string{v2}, Reason: "promote", DecisionID: "dec_pub"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: testR1, TxID: "tx-pub", BaselineID: "bl_pub", ParentBaselineID: parent, Versions: []string{v2}, Reason: "promote", DecisionID: "dec_pub"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{p1.ProposalID, p2.ProposalID} {

@@ -29,7 +29,6 @@ import (
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
-	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 )
 
@@ -56,9 +55,9 @@ const PolicyFlag = "--memory-policy"
 
 // Config configures a Service.
 type Config struct {
-	// Store returns the memory store (store.Memory: kernel.db's
+	// Store returns the memory store (Store: kernel.db's
 	// MemoryStore), opening it on first use.
-	Store func(context.Context) (store.Memory, error)
+	Store func(context.Context) (Store, error)
 	// Engine runs accepts and promotes on its memory target.
 	Engine *tx.Engine
 	// Workspace confines ingest.
@@ -204,7 +203,7 @@ func (s *Service) authorize(req protocol.MemoryRequest, action string) (protocol
 // proposal unless the policy allows self-curation: an execution agent
 // proposes, someone else publishes (seed 002, separation of duties).
 // verb ("accept", "reject") is for the message; data.action is curate.
-func (s *Service) checkCurator(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, verb string, row *store.MemProposalRow) error {
+func (s *Service) checkCurator(scope protocol.MemoryScope, pr protocol.MemoryPrincipal, verb string, row *ProposalRow) error {
 	if row.PrincipalID != pr.PrincipalID || s.cfg.Policy.AllowSelfCuration() {
 		return nil
 	}
@@ -228,15 +227,15 @@ func (s *Service) reviews(pr protocol.MemoryPrincipal, scope protocol.MemoryScop
 
 // hideTarget turns every error that would tell a principal without read
 // whether a proposal's target exists (element not found, not a document,
-// a version of another element) into the one store.ErrNoTarget.
+// a version of another element) into the one ErrNoTarget.
 func hideTarget(err error, elementID, versionID string) error {
 	kind, data := errs.KindOf(err)
 	switch kind {
 	case errs.NotFound:
-		return store.ErrNoTarget(elementID, versionID)
+		return ErrNoTarget(elementID, versionID)
 	case errs.Invalid:
 		if d, ok := data.(errs.InvalidData); ok && (d.Reason == "other-element" || d.Reason == "not-a-document") {
-			return store.ErrNoTarget(elementID, versionID)
+			return ErrNoTarget(elementID, versionID)
 		}
 	}
 	return err
@@ -268,7 +267,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // onProposal is the start of every method on one proposal: the grant of
 // action, a well-formed proposal id, and kernel.db.
-func (s *Service) onProposal(ctx context.Context, req protocol.MemoryRequest, action, proposalID string) (protocol.MemoryScope, protocol.MemoryPrincipal, store.Memory, error) {
+func (s *Service) onProposal(ctx context.Context, req protocol.MemoryRequest, action, proposalID string) (protocol.MemoryScope, protocol.MemoryPrincipal, Store, error) {
 	scope, pr, err := s.authorize(req, action)
 	if err != nil {
 		return scope, pr, nil, err

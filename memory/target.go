@@ -30,7 +30,6 @@ import (
 	"github.com/txkernel/txkernel/internal/failpoint"
 	"github.com/txkernel/txkernel/markdown"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 	"github.com/txkernel/txkernel/tx"
 	"github.com/txkernel/txkernel/tx/record"
 	"github.com/txkernel/txkernel/unidiff"
@@ -44,14 +43,14 @@ const fpBeforeSQLCommit = "memory.before-sql-commit"
 // Target is the memory target. It implements tx.Target and is safe for
 // concurrent use.
 type Target struct {
-	db func(context.Context) (store.Memory, error)
+	db func(context.Context) (Store, error)
 	fp *failpoint.Set
 }
 
 var _ tx.Target = (*Target)(nil)
 
 // NewTarget returns the memory target over kernel.db (db opens it on first use).
-func NewTarget(db func(context.Context) (store.Memory, error), fps *failpoint.Set) *Target {
+func NewTarget(db func(context.Context) (Store, error), fps *failpoint.Set) *Target {
 	return &Target{db: db, fp: fps}
 }
 
@@ -178,13 +177,13 @@ func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 			return nil, err
 		}
 		if p.Status != protocol.ProposalOpen {
-			return nil, store.ErrProposalNotOpen(p.ProposalID, p.Status)
+			return nil, ErrProposalNotOpen(p.ProposalID, p.Status)
 		}
 		target, err := db.VersionByID(ctx, m.Scope, p.TargetVersionID)
 		if err != nil {
 			return nil, err
 		}
-		r.ProposalID, r.ElementID, r.TargetVersionID, r.BodySHA256 = p.ProposalID, p.ElementID, p.TargetVersionID, store.HashBody(p.Body)
+		r.ProposalID, r.ElementID, r.TargetVersionID, r.BodySHA256 = p.ProposalID, p.ElementID, p.TargetVersionID, HashBody(p.Body)
 		changes = []protocol.FileChange{{Path: elementPath(m.Scope, p.ElementID), Kind: protocol.ChangeModify}}
 		text = string(unidiff.FileDiff(p.ElementID, p.ElementID, []byte(target.Body), []byte(p.Body), true, true, 0o644, 0o644))
 	case protocol.KindMemoryPromote:
@@ -308,7 +307,7 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 		return err
 	}
 	if prop.Status != protocol.ProposalOpen {
-		return store.ErrProposalNotOpen(r.ProposalID, prop.Status)
+		return ErrProposalNotOpen(r.ProposalID, prop.Status)
 	}
 	head, err := db.Head(ctx, r.Scope, r.ElementID)
 	if err != nil {
@@ -344,20 +343,20 @@ const claimWait = 2 * time.Second
 
 // Prepare implements tx.Planned. Nothing needs staging: Commit reads the
 // proposal's immutable body from the store. It claims what the
-// transaction changes (store.MemClaim), checking again, in the claim's SQL
+// transaction changes (Claim), checking again, in the claim's SQL
 // transaction, what CheckBase checked: kernels sharing a memory then
 // cannot both pass the check, and the second is stale (errs.Stale, with
 // memory/rebase for an accept), or, when the first accepted the same
 // proposal, finds it closed (the service answers already_accepted).
 // Commit drops the claim with its writes, and commits only while it holds
-// it (store.ErrClaimLost, rolled back); Abort drops it.
+// it (ErrClaimLost, rolled back); Abort drops it.
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	r := pl.rec
 	db, err := pl.t.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	claim := store.MemClaim{Scope: r.Scope, TxID: c.TxID, ProposalID: r.ProposalID, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID, Pointer: r.ParentBaselineID}
+	claim := Claim{Scope: r.Scope, TxID: c.TxID, ProposalID: r.ProposalID, ElementID: r.ElementID, TargetVersionID: r.TargetVersionID, Pointer: r.ParentBaselineID}
 	if r.ProposalID == "" {
 		claim.ElementID, claim.TargetVersionID = "", ""
 	}
@@ -393,11 +392,11 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	return &record.Commit{Record: rec}, nil
 }
 
-// isClaimed reports store.ErrClaimed: a live claim of another
+// isClaimed reports ErrClaimed: a live claim of another
 // transaction, which ends in milliseconds when its holder commits.
 func isClaimed(err error) bool {
 	kind, data := errs.KindOf(err)
-	d, ok := data.(store.ClaimedData)
+	d, ok := data.(ClaimedData)
 	return kind == errs.Conflict && ok && d.Reason == "claimed"
 }
 
@@ -434,10 +433,10 @@ func (pl *planned) Commit(ctx context.Context, c *tx.Change, _ *record.Commit) e
 		return err
 	}
 	if r.ProposalID != "" {
-		return db.CommitAccept(ctx, store.MemAccept{Scope: r.Scope, Principal: r.Principal, ProposalID: r.ProposalID, TxID: c.TxID,
+		return db.CommitAccept(ctx, Accept{Scope: r.Scope, Principal: r.Principal, ProposalID: r.ProposalID, TxID: c.TxID,
 			VersionID: VersionID(c.TxID), DecisionID: DecisionID(c.TxID), Chunks: Chunks})
 	}
-	return db.CommitPromote(ctx, store.MemPromote{Scope: r.Scope, Principal: r.Principal, TxID: c.TxID, BaselineID: BaselineID(c.TxID),
+	return db.CommitPromote(ctx, Promote{Scope: r.Scope, Principal: r.Principal, TxID: c.TxID, BaselineID: BaselineID(c.TxID),
 		ParentBaselineID: r.ParentBaselineID, Versions: r.Versions, Reason: r.Reason, DecisionID: DecisionID(c.TxID)})
 }
 
@@ -463,17 +462,17 @@ func (pl *planned) Summary() string {
 // Chunks splits a version's body into structure-aware chunks by heading
 // path (markdown.Split, stable chunk keys). A body Split refuses
 // (not UTF-8) is one chunk; an empty body has none.
-func Chunks(title, body string) []store.MemChunk {
+func Chunks(title, body string) []Chunk {
 	cs, err := markdown.Split(title, []byte(body))
 	if err != nil || len(cs) == 0 {
 		if body == "" {
 			return nil
 		}
-		return []store.MemChunk{{Key: markdown.PreambleKey, Title: title, Text: body, Start: 0, End: len(body)}}
+		return []Chunk{{Key: markdown.PreambleKey, Title: title, Text: body, Start: 0, End: len(body)}}
 	}
-	out := make([]store.MemChunk, len(cs))
+	out := make([]Chunk, len(cs))
 	for i, c := range cs {
-		out[i] = store.MemChunk{Key: c.Key, HeadingPath: strings.Join(c.HeadingPath, " > "), Title: c.Title, Text: c.Body, Start: c.Start, End: c.End}
+		out[i] = Chunk{Key: c.Key, HeadingPath: strings.Join(c.HeadingPath, " > "), Title: c.Title, Text: c.Body, Start: c.Start, End: c.End}
 	}
 	return out
 }

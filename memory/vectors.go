@@ -6,7 +6,6 @@ import (
 	"github.com/txkernel/txkernel/embedding"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
-	"github.com/txkernel/txkernel/store"
 )
 
 // embedBatch is how many chunks one embedder call carries.
@@ -56,7 +55,7 @@ func (s *Service) embedVersions(ctx context.Context, scope protocol.MemoryScope,
 // above 0. It returns nil hits and a note saying why when the embedder
 // fails or knows no token of the query, so the caller keeps the keyword
 // ranking.
-func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.MemoryScope, bid int64, query string, kw []store.MemHit, k int) ([]store.MemHit, string, error) {
+func (s *Service) hybrid(ctx context.Context, db Store, scope protocol.MemoryScope, bid int64, query string, kw []Hit, k int) ([]Hit, string, error) {
 	vecs, err := s.cfg.Embedder.Embed(ctx, []string{query}, embedding.Query)
 	if err != nil {
 		s.log.Warn("memory: embedder failed; keyword ranking only", "err", err)
@@ -72,7 +71,7 @@ func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.Me
 	// A version the query points away from is no answer (search.Floor).
 	sem = search.Floor(sem, 0)
 	kwScored := make([]search.Scored, len(kw))
-	byVID := map[int64]store.MemHit{}
+	byVID := map[int64]Hit{}
 	for i, h := range kw {
 		kwScored[i] = search.Scored{ID: h.VID, Score: h.Score}
 		byVID[h.VID] = h
@@ -91,7 +90,7 @@ func (s *Service) hybrid(ctx context.Context, db store.Memory, scope protocol.Me
 	for _, h := range more {
 		byVID[h.VID] = h
 	}
-	out := make([]store.MemHit, 0, len(fused))
+	out := make([]Hit, 0, len(fused))
 	for _, f := range fused {
 		h := byVID[f.ID]
 		h.Score = f.Score

@@ -62,3 +62,23 @@ func TestMatchExprStopwords(t *testing.T) {
 		}
 	}
 }
+
+// TestTerms: the words a keyword query searches for are lower-cased,
+// split at anything but letters and digits, free of stop words and
+// repeats, in order of first occurrence; FTS5 syntax in the text is only
+// punctuation.
+func TestTerms(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"should", nil},
+		{"Closures, closures BORROW", []string{"closures", "borrow"}},
+		{`"lantern" OR NEAR(oil*)`, []string{"lantern", "near", "oil"}},
+		{"r2d2 über", []string{"r2d2", "über"}},
+	} {
+		if got := Terms(c.q); !slices.Equal(got, c.want) {
+			t.Errorf("Terms(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}

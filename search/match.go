@@ -12,6 +12,19 @@ import (
 // in the text is inert, joined by OR so that BM25 ranks partial matches.
 // It returns "" when no word is left.
 func MatchExpr(q string) string {
+	terms := Terms(q)
+	for i, w := range terms {
+		terms[i] = `"` + w + `"`
+	}
+	return strings.Join(terms, " OR ")
+}
+
+// Terms are the words of free text q a keyword query searches for: every
+// word (letters and digits), lower-cased, that is not a stopword, each
+// once, in order of first occurrence; nil when no word is left. MatchExpr
+// is their FTS5 form; a store that ranks without FTS5 syntax takes them
+// as they are (memory.Query).
+func Terms(q string) []string {
 	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	seen := map[string]bool{}
 	var terms []string
@@ -20,9 +33,9 @@ func MatchExpr(q string) string {
 			continue
 		}
 		seen[w] = true
-		terms = append(terms, `"`+w+`"`)
+		terms = append(terms, w)
 	}
-	return strings.Join(terms, " OR ")
+	return terms
 }
 
 // isStopword reports whether w (lowercased) is an English function word

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -24,7 +25,7 @@ func UnfilteredSearch(ctx context.Context, db *DB, match string, k int) (int, er
 	defer rows.Close()
 	n := 0
 	for rows.Next() {
-		var h MemHit
+		var h memory.Hit
 		if _, err := scanVersion(rows, &h.ChunkID, &h.ChunkKey, &h.Start, &h.End, &h.Score); err != nil {
 			return 0, err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -16,78 +17,6 @@ import (
 // Every chunk row carries the scope columns so that retrieval trims inside
 // its query (memory_read.go).
 
-// MemChunk is one structure-aware chunk of a version's body (markdown.Split):
-// Title and Text are what FTS5 indexes; Start and End are byte offsets in
-// the body.
-type MemChunk struct {
-	Key         string
-	HeadingPath string
-	Title       string
-	Text        string
-	Start, End  int
-}
-
-// MemNewVersion is a version to write. VersionID must be unique; TxID,
-// when set, is the accept transaction that makes it (its idempotency key).
-type MemNewVersion struct {
-	VersionID  string
-	Title      string
-	Body       string
-	BodyHash   string
-	SourceKind string
-	Provenance json.RawMessage
-	TxID       string
-	Chunks     []MemChunk
-}
-
-// MemIngestFile is one ingested file: its element id and its version.
-// Review, when its ProposalID is set, is the proposal to open when the
-// element's current version is curated (MemIngest): the store fills in
-// its scope and target; its Version is the proposal's own version (the
-// same body, source_kind PROPOSAL).
-type MemIngestFile struct {
-	ElementID string
-	Version   MemNewVersion
-	Review    MemNewProposal
-}
-
-// Ingest outcomes.
-const (
-	IngestCreated    = "created"
-	IngestNewVersion = "new_version"
-	IngestUnchanged  = "unchanged"
-	// IngestForReview: the element's current version is curated, so the
-	// new evidence version was recorded without becoming current and a
-	// proposal (ProposalID) puts it before a curator (seed 002's ingest loop:
-	// ingested sources are not canonical truth; docs/DESIGN.md §7).
-	IngestForReview = "for_review"
-	// IngestSkipped: the store could not hold the file (Reason says
-	// why: a name that is not UTF-8, a path or body over one of the
-	// store's limits) and wrote nothing of it; the other files of the
-	// call are written.
-	IngestSkipped = "skipped"
-)
-
-// MemIngestOutcome is what ingest did with one file: Status is one of the
-// Ingest* constants; VersionID is the element's newest ingested version;
-// ProposalID is the review proposal of an IngestForReview outcome ("" when
-// the file named none).
-type MemIngestOutcome struct {
-	ElementID  string
-	Status     string
-	VersionID  string
-	ProposalID string
-	Reason     string // IngestSkipped's reason
-}
-
-// ReviewTarget fills in a review proposal's scope and target: the
-// element's curated current version.
-func (f MemIngestFile) ReviewTarget(scope protocol.MemoryScope, headVersionID string) MemNewProposal {
-	p := f.Review
-	p.Scope, p.TargetElementID, p.TargetVersionID = scope, f.ElementID, headVersionID
-	return p
-}
-
 // Ingest mirrors files as ameide:ingest.backlog_md elements of scope
 // with source_kind INGESTED_EVIDENCE: a new element gets its first
 // version; an element whose newest ingested version has another body hash
@@ -95,10 +24,10 @@ func (f MemIngestFile) ReviewTarget(scope protocol.MemoryScope, headVersionID st
 // curated truth: when the element's current version is CURATED, the new
 // version is recorded (and indexed) but the current version stays the
 // curated one, and file.Review, if named, is opened as a proposal
-// targeting it (IngestForReview). An element id used by an element of
+// targeting it (memory.IngestForReview). An element id used by an element of
 // another type is errs.Conflict.
-func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, files []MemIngestFile) ([]MemIngestOutcome, error) {
-	out := make([]MemIngestOutcome, 0, len(files))
+func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, files []memory.IngestFile) ([]memory.IngestOutcome, error) {
+	out := make([]memory.IngestOutcome, 0, len(files))
 	ts := now()
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		for _, f := range files {
@@ -106,7 +35,7 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 			if err != nil && !errs.KindIs(err, errs.NotFound) {
 				return err
 			}
-			status := IngestNewVersion
+			status := memory.IngestNewVersion
 			moveHead := true
 			if el == nil {
 				eid, err := insertElement(ctx, t, scope, f.ElementID, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
@@ -114,9 +43,9 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 					return err
 				}
 				el = &memElement{eid: eid, typ: protocol.ElementBacklogMD}
-				status = IngestCreated
+				status = memory.IngestCreated
 			} else if el.typ != protocol.ElementBacklogMD {
-				return ErrIngestType(f.ElementID, el.typ)
+				return memory.ErrIngestType(f.ElementID, el.typ)
 			} else {
 				var vid, hash string
 				err := t.QueryRowContext(ctx, `SELECT version_id, body_hash FROM mem_versions WHERE eid = ? AND source_kind = ? ORDER BY seq DESC LIMIT 1`,
@@ -125,17 +54,17 @@ func (s *MemoryStore) Ingest(ctx context.Context, scope protocol.MemoryScope, fi
 					return internal(err, "read ingested version")
 				}
 				if hash == f.Version.BodyHash {
-					out = append(out, MemIngestOutcome{ElementID: f.ElementID, Status: IngestUnchanged, VersionID: vid})
+					out = append(out, memory.IngestOutcome{ElementID: f.ElementID, Status: memory.IngestUnchanged, VersionID: vid})
 					continue
 				}
 				if el.headKind == protocol.SourceCurated {
-					status, moveHead = IngestForReview, false
+					status, moveHead = memory.IngestForReview, false
 				}
 			}
 			if _, err := insertVersionHead(ctx, t, scope, el.eid, f.Version, ts, moveHead); err != nil {
 				return err
 			}
-			o := MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
+			o := memory.IngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
 			if !moveHead && f.Review.ProposalID != "" {
 				p := f.ReviewTarget(scope, el.headID)
 				if err := writeProposal(ctx, t, p, el, el.headVID.Int64, ts); err != nil {
@@ -170,7 +99,7 @@ func elementTx(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id st
 		WHERE e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ? AND e.element_id = ?`,
 		scope.RepositoryID, scope.OrganizationID, scope.TenantID, id).Scan(&e.eid, &e.typ, &e.headVID, &e.headID, &e.headKind)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrElementNotFound(id)
+		return nil, memory.ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read element")
@@ -182,7 +111,7 @@ func insertElement(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, i
 	r, err := t.ExecContext(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id, typ, sourceKind, ts)
 	if isUnique(err) {
-		return 0, ErrElementExists(id)
+		return 0, memory.ErrElementExists(id)
 	}
 	if err != nil {
 		return 0, internal(err, "insert element")
@@ -192,13 +121,13 @@ func insertElement(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, i
 
 // insertVersion writes v as eid's next version, makes it the head, and
 // indexes its chunks under scope.
-func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v MemNewVersion, ts string) (int64, error) {
+func insertVersion(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v memory.NewVersion, ts string) (int64, error) {
 	return insertVersionHead(ctx, t, scope, eid, v, ts, true)
 }
 
 // insertVersionHead is insertVersion that leaves the head alone unless
 // moveHead.
-func insertVersionHead(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v MemNewVersion, ts string, moveHead bool) (int64, error) {
+func insertVersionHead(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, eid int64, v memory.NewVersion, ts string, moveHead bool) (int64, error) {
 	prov := v.Provenance
 	if len(prov) == 0 {
 		prov = json.RawMessage("{}")
@@ -252,30 +181,17 @@ func insertVersionHead(ctx context.Context, t *sql.Tx, scope protocol.MemoryScop
 
 func insertRel(ctx context.Context, t *sql.Tx, repo, typ string, src, dst int64, dstVID any, meta any, ts string) error {
 	_, err := t.ExecContext(ctx, `INSERT INTO mem_relationships (repository_id, relationship_kind, type, source_eid, target_eid, target_vid, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		repo, protocol.RelationshipReference, typ, src, dst, dstVID, RelationshipMetadata(meta), ts)
+		repo, protocol.RelationshipReference, typ, src, dst, dstVID, memory.RelationshipMetadata(meta), ts)
 	if err != nil {
 		return internal(err, "insert relationship")
 	}
 	return nil
 }
 
-// MemDecision is a decision artefact (seed 002's accept/reject audit:
-// PROTOCOL.md §13): an ameide:curation.decision element whose one version's
-// body is Body (JSON), named DecisionID, written with a ledger event of Type
-// naming the principal.
-type MemDecision struct {
-	DecisionID string
-	Type       string // the ledger event: memory/accept, memory/reject, memory/rebase, memory/promote, memory/propose
-	Principal  protocol.MemoryPrincipal
-	Subject    string // the proposal or baseline id
-	TxID       string
-	Body       map[string]any
-}
-
 // decide writes d's element, version and ledger event; it returns the
 // decision element's eid.
-func decide(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDecision, ts string) (int64, error) {
-	v, b := DecisionVersion(d, ts)
+func decide(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d memory.Decision, ts string) (int64, error) {
+	v, b := memory.DecisionVersion(d, ts)
 	eid, err := insertElement(ctx, t, scope, d.DecisionID, protocol.ElementDecision, protocol.SourceDecision, ts)
 	if err != nil {
 		return 0, err
@@ -286,7 +202,7 @@ func decide(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDec
 	return eid, ledger(ctx, t, scope, d, ts, b)
 }
 
-func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d MemDecision, ts string, data []byte) error {
+func ledger(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, d memory.Decision, ts string, data []byte) error {
 	var tx, dec any
 	if d.TxID != "" {
 		tx = d.TxID
@@ -316,23 +232,9 @@ func (s *MemoryStore) SetAcceptTx(ctx context.Context, scope protocol.MemoryScop
 	})
 }
 
-// MemAccept is an accept to commit (the memory target's Commit): the
-// proposal's body becomes the target element's next version VersionID,
-// with accepted_as (pinned to it) and decided_by relationships and a
-// decision artefact, keyed by TxID.
-type MemAccept struct {
-	Scope      protocol.MemoryScope
-	Principal  protocol.MemoryPrincipal
-	ProposalID string
-	TxID       string
-	VersionID  string
-	DecisionID string
-	Chunks     func(title, body string) []MemChunk
-}
-
 // CommitAccept commits a. It is idempotent: when a version with a.TxID
 // exists it does nothing, so recovery may call it again.
-func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
+func (s *MemoryStore) CommitAccept(ctx context.Context, a memory.Accept) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		var n int
@@ -352,19 +254,19 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 			return internal(err, "read proposal "+a.ProposalID)
 		}
 		if status != protocol.ProposalOpen {
-			return ErrProposalNotOpen(a.ProposalID, status)
+			return memory.ErrProposalNotOpen(a.ProposalID, status)
 		}
 		// The commit re-checks the head the claim checked: an accept
 		// never overwrites a newer version, whatever happened since.
 		if headVersion != targetVersion {
-			return ErrClaimMoved(elementID, headVersion)
+			return memory.ErrClaimMoved(elementID, headVersion)
 		}
-		prov := AcceptProvenance(a, targetVersion)
-		var chunks []MemChunk
+		prov := memory.AcceptProvenance(a, targetVersion)
+		var chunks []memory.Chunk
 		if a.Chunks != nil {
 			chunks = a.Chunks(title, body)
 		}
-		vid, err := insertVersion(ctx, t, a.Scope, targetEID, MemNewVersion{VersionID: a.VersionID, Title: title, Body: body, BodyHash: HashBody(body),
+		vid, err := insertVersion(ctx, t, a.Scope, targetEID, memory.NewVersion{VersionID: a.VersionID, Title: title, Body: body, BodyHash: memory.HashBody(body),
 			SourceKind: protocol.SourceCurated, Provenance: prov, TxID: a.TxID, Chunks: chunks}, ts)
 		if err != nil {
 			return err
@@ -372,7 +274,7 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 		if err := insertRel(ctx, t, a.Scope.RepositoryID, protocol.RelAcceptedAs, peid, targetEID, vid, map[string]any{"version_id": a.VersionID}, ts); err != nil {
 			return err
 		}
-		deid, err := decide(ctx, t, a.Scope, MemDecision{DecisionID: a.DecisionID, Type: protocol.MethodMemoryAccept, Principal: a.Principal,
+		deid, err := decide(ctx, t, a.Scope, memory.Decision{DecisionID: a.DecisionID, Type: protocol.MethodMemoryAccept, Principal: a.Principal,
 			Subject: a.ProposalID, TxID: a.TxID, Body: map[string]any{"version_id": a.VersionID, "previous_version_id": targetVersion}}, ts)
 		if err != nil {
 			return err
@@ -389,24 +291,9 @@ func (s *MemoryStore) CommitAccept(ctx context.Context, a MemAccept) error {
 	})
 }
 
-// MemPromote is a promote to commit (the memory target's Commit): a new
-// baseline BaselineID = the parent's items (none when ParentBaselineID is
-// empty) with Versions replacing their elements' entries, and the pointer
-// moved to it, keyed by TxID.
-type MemPromote struct {
-	Scope            protocol.MemoryScope
-	Principal        protocol.MemoryPrincipal
-	TxID             string
-	BaselineID       string
-	ParentBaselineID string
-	Versions         []string
-	Reason           string
-	DecisionID       string
-}
-
 // CommitPromote commits p. It is idempotent: when a baseline with
 // p.TxID exists it does nothing.
-func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
+func (s *MemoryStore) CommitPromote(ctx context.Context, p memory.Promote) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		var n int
@@ -458,7 +345,7 @@ func (s *MemoryStore) CommitPromote(ctx context.Context, p MemPromote) error {
 			p.Scope.TenantID, p.Scope.OrganizationID, p.Scope.RepositoryID, bid, parent, ts, p.Principal.PrincipalID, p.Reason); err != nil {
 			return internal(err, "record pointer move")
 		}
-		_, err = decide(ctx, t, p.Scope, MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
+		_, err = decide(ctx, t, p.Scope, memory.Decision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
 			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts)
 		if err != nil {
 			return err

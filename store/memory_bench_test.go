@@ -4,14 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/txkernel/txkernel/memory/memorytest"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/store/memtest"
 )
 
-// The read_context scale fixture (issue 10, §8): memtest.Fixture's 100
+// The read_context scale fixture (issue 10, §8): memorytest.Fixture's 100
 // repositories × 500 elements × 2 versions = 100,000 element versions,
 // three chunks each, every repository with a published baseline of its
 // heads, bodies drawn from a Zipf vocabulary so that BM25 sees realistic
@@ -46,10 +47,10 @@ func memBenchFixture(b *testing.B) (*store.DB, int64) {
 		if benchErr != nil {
 			return
 		}
-		if benchErr = memtest.Fixture(ctx, benchDB.Memory(), benchRepos, benchElements, benchVersions); benchErr != nil {
+		if benchErr = memorytest.Fixture(ctx, benchDB.Memory(), benchRepos, benchElements, benchVersions); benchErr != nil {
 			return
 		}
-		_, benchBid, benchErr = benchDB.Memory().Pointer(ctx, memtest.FixtureScope(42))
+		_, benchBid, benchErr = benchDB.Memory().Pointer(ctx, memorytest.FixtureScope(42))
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
@@ -69,11 +70,14 @@ func memBenchFixture(b *testing.B) (*store.DB, int64) {
 func BenchmarkReadContext(b *testing.B) {
 	db, bid := memBenchFixture(b)
 	ctx := context.Background()
-	match := memtest.FixtureQuery()
+	match := memorytest.FixtureQuery()
+	// The references below are FTS5 queries: the same words as a MATCH
+	// expression (search.MatchExpr's form).
+	fts := `"` + strings.Join(match.Terms, `" OR "`) + `"`
 	b.Run("impl=trimmed", func(b *testing.B) {
 		n := 0
 		for b.Loop() {
-			hits, err := db.Memory().Search(ctx, memtest.FixtureScope(42), bid, match, 10, 2)
+			hits, err := db.Memory().Search(ctx, memorytest.FixtureScope(42), bid, match)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -87,7 +91,7 @@ func BenchmarkReadContext(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			var err error
-			if n, err = store.GlobalStatsSearch(ctx, db, memtest.FixtureScope(42), bid, match, 10); err != nil {
+			if n, err = store.GlobalStatsSearch(ctx, db, memorytest.FixtureScope(42), bid, fts, 10); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -99,7 +103,7 @@ func BenchmarkReadContext(b *testing.B) {
 		n := 0
 		for b.Loop() {
 			var err error
-			if n, err = store.UnfilteredSearch(ctx, db, match, 10); err != nil {
+			if n, err = store.UnfilteredSearch(ctx, db, fts, 10); err != nil {
 				b.Fatal(err)
 			}
 		}

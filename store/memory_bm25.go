@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -37,18 +38,6 @@ const (
 func BM25(n, df, tf, dl, avgdl float64) float64 {
 	idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 	return idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*dl/avgdl))
-}
-
-// MatchWords are the words of a MATCH expression of search.MatchExpr's
-// form (`"w1" OR "w2"`), in order.
-func MatchWords(match string) []string {
-	var out []string
-	for _, p := range strings.Split(match, " OR ") {
-		if w := strings.Trim(strings.TrimSpace(p), `"`); w != "" {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // queryTerms tokenizes words with mem_fts's tokenizer (porter unicode61),
@@ -88,13 +77,13 @@ func queryTerms(ctx context.Context, conn *sql.Conn, words []string) ([]string, 
 
 // Search ranks the versions of baseline bid in scope by the BM25 score
 // (BM25, summed over the query's terms) of their best chunk for the words
-// of the MATCH expression match (title weighted wTitle, body 1), best
-// first, at most k. The scope and the baseline are predicates of the
+// of q.Terms (title weighted q.TitleWeight, body 1), best
+// first, at most q.K. The scope and the baseline are predicates of the
 // query that reads the terms' occurrences, and the statistics are
 // computed over the same rows: every row ranked is one the caller may
 // see, and no other row changes a score.
-func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]MemHit, error) {
-	words := MatchWords(match)
+func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, q memory.Query) ([]memory.Hit, error) {
+	words, k, wTitle := q.Terms, q.K, q.TitleWeight
 	if len(words) == 0 || k <= 0 {
 		return nil, nil
 	}
@@ -135,7 +124,7 @@ func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bi
 			FROM q CROSS JOIN mem_fts_instance i WHERE i.term = q.term AND i.doc IN (SELECT id FROM vis) GROUP BY q.term, i.doc)
 		SELECT tf.term, c.id, c.vid, c.tokens, tf.tf FROM tf CROSS JOIN mem_chunks c WHERE c.id = tf.doc`, args...)
 	if err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q: %v", match, err)
+		return nil, errs.Wrap(errs.Invalid, err, map[string]any{"field": "query"}, "keyword query %q: %v", strings.Join(words, " "), err)
 	}
 	type posting struct {
 		term       string
@@ -193,16 +182,16 @@ func (s *MemoryStore) Search(ctx context.Context, scope protocol.MemoryScope, bi
 	}
 	slices.SortFunc(top, func(a, b scored) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.vid, b.vid)) })
 	top = top[:min(k, len(top))]
-	out := make([]MemHit, 0, len(top))
+	out := make([]memory.Hit, 0, len(top))
 	for _, c := range top {
-		var h MemHit
+		var h memory.Hit
 		v, err := scanVersion(conn.QueryRowContext(ctx, `SELECT `+memVersionCols+`, c.id, c.chunk_key, c.start_offset, c.end_offset
 			FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = ?`, c.chunk),
 			&h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
 		if err != nil {
 			return nil, internal(err, "read hit")
 		}
-		h.MemVersion, h.Score = *v, c.score
+		h.Version, h.Score = *v, c.score
 		out = append(out, h)
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -46,8 +47,8 @@ func TestChunkTokens(t *testing.T) {
 	defer db.Close()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
 	body := "Ünïcode café: the lantern's wick, burning 24/7"
-	if _, err := db.Memory().Ingest(ctx, sc, []MemIngestFile{{ElementID: "new.md", Version: MemNewVersion{VersionID: "v-new", Title: "New", Body: body,
-		BodyHash: HashBody(body), SourceKind: protocol.SourceIngestedEvidence, Chunks: []MemChunk{{Key: "k", Title: "A heading", Text: body, End: len(body)}}}}}); err != nil {
+	if _, err := db.Memory().Ingest(ctx, sc, []memory.IngestFile{{ElementID: "new.md", Version: memory.NewVersion{VersionID: "v-new", Title: "New", Body: body,
+		BodyHash: memory.HashBody(body), SourceKind: protocol.SourceIngestedEvidence, Chunks: []memory.Chunk{{Key: "k", Title: "A heading", Text: body, End: len(body)}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.db.QueryContext(ctx, `SELECT c.id, c.tokens, (SELECT count(*) FROM mem_fts_instance i WHERE i.doc = c.id) FROM mem_chunks c ORDER BY c.id`)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
-	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -16,69 +15,15 @@ import (
 // serialises them across the kernels that share a memory (a team's
 // PostgreSQL, store/postgres), and both stores keep the same rule.
 
-// MemClaim is a claim to take: transaction TxID is about to move
-// ElementID from TargetVersionID (an accept), or, with ElementID empty,
-// scope's published pointer from Pointer ("" for none; a promote).
-type MemClaim struct {
-	Scope           protocol.MemoryScope
-	TxID            string
-	ProposalID      string // an accept's proposal, which must still be open
-	ElementID       string
-	TargetVersionID string
-	Pointer         string
-}
-
-// ClaimKey is what c reserves: its element, or the published pointer.
-func (c MemClaim) ClaimKey() string {
-	if c.ElementID != "" {
-		return "element:" + c.ElementID
-	}
-	return "pointer"
-}
-
-// ClaimLease is how long a claim holds against another transaction when
-// nothing shows that its holder ended. A holder ends when it commits (its
-// rows carry its transaction id), when its proposal is decided by anyone
-// (ClaimDead), or when its kernel aborts or rolls it back (Unclaim); a
-// holder whose kernel vanished, or whose commit is stuck behind an
-// outage, is taken over after the lease. Taking over is safe: a holder
-// commits only while it still holds its claim (ErrClaimLost), so a
-// holder that comes back late is rolled back, never applied twice.
-const ClaimLease = 30 * time.Second
-
-// ClaimExpired reports a claim taken at createdAt (RFC 3339) that is
-// older than ClaimLease at now; an unreadable time counts as expired.
-func ClaimExpired(createdAt string, now time.Time) bool {
-	t, err := time.Parse(time.RFC3339Nano, createdAt)
-	return err != nil || now.Sub(t) > ClaimLease
-}
-
-// ErrClaimLost is errs.Conflict (ClaimedData, reason claim-lost) for a
-// commit whose transaction no longer holds its claim (it was taken over
-// after ClaimLease): the engine rolls the commit back (tx.Target's
-// contract for Commit) and nothing takes effect.
-func ErrClaimLost(key, txID, holder string) error {
-	return errs.New(errs.Conflict, ClaimedData{Reason: "claim-lost", Key: key, TransactionID: holder},
-		"transaction %s no longer holds its claim on %s (taken over by %q after it expired): nothing was written; send the request again", txID, key, holder)
-}
-
-// ClaimedData is the data of errs.Conflict for a claim another
-// transaction holds: its key and transaction.
-type ClaimedData struct {
-	Reason        string `json:"reason"` // "claimed"
-	Key           string `json:"key"`
-	TransactionID string `json:"transactionId"`
-}
-
 // Claim reserves c.ClaimKey() for c.TxID and checks, in the same SQL
 // transaction, that what the transaction's base check saw still holds:
 // the element's newest version is c.TargetVersionID (accept), or the
 // pointer is at c.Pointer (promote), and that an accept's proposal
 // (c.ProposalID) is still open (errs.Closed). It returns errs.Stale and the current
-// version or baseline id when it moved, and errs.Conflict (ClaimedData)
+// version or baseline id when it moved, and errs.Conflict (memory.ClaimedData)
 // while another transaction holds the claim. Taking a claim the same
 // transaction holds is a no-op, so a retried apply may claim again.
-func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
+func (s *MemoryStore) Claim(ctx context.Context, c memory.Claim) (string, error) {
 	var current string
 	err := s.tx(ctx, func(t *sql.Tx) error {
 		if c.ProposalID != "" {
@@ -93,19 +38,19 @@ func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
 			return internal(err, "read claim")
 		}
 		if holder != "" && holder != c.TxID {
-			return ErrClaimed(c.ClaimKey(), holder)
+			return memory.ErrClaimed(c.ClaimKey(), holder)
 		}
 		if c.ElementID != "" {
 			err = t.QueryRowContext(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 				WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(c.Scope), c.ElementID)...).Scan(&current)
 			if errors.Is(err, sql.ErrNoRows) {
-				return ErrElementNotFound(c.ElementID)
+				return memory.ErrElementNotFound(c.ElementID)
 			}
 			if err != nil {
 				return internal(err, "read head")
 			}
 			if current != c.TargetVersionID {
-				return ErrClaimMoved(c.ElementID, current)
+				return memory.ErrClaimMoved(c.ElementID, current)
 			}
 		} else {
 			err = t.QueryRowContext(ctx, `SELECT b.baseline_id FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeWhere, scopeArgs(c.Scope)...).Scan(&current)
@@ -113,7 +58,7 @@ func (s *MemoryStore) Claim(ctx context.Context, c MemClaim) (string, error) {
 				return internal(err, "read pointer")
 			}
 			if current != c.Pointer {
-				return ErrClaimMoved("", current)
+				return memory.ErrClaimMoved("", current)
 			}
 		}
 		_, err = t.ExecContext(ctx, `INSERT OR REPLACE INTO mem_claims (tenant_id, organization_id, repository_id, claim_key, tx_id, created_at) VALUES (?, ?, ?, ?, ?, ?)`,

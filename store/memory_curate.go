@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -12,28 +13,11 @@ import (
 // are not transactions of the engine (reject, rebase). Each method is one
 // SQL transaction that also writes its decision artefact and ledger event.
 
-// MemNewProposal is a proposal to record: an ameide:curation.proposal
-// element ProposalID whose version is the proposed body, and its
-// targets_version relationship to TargetElementID pinned to
-// TargetVersionID. Principal is who records it (the ledger event names
-// it); ProposedBy, when set, is the proposer to record instead of
-// Principal: a rebase keeps the original proposer.
-type MemNewProposal struct {
-	Scope           protocol.MemoryScope
-	Principal       protocol.MemoryPrincipal
-	ProposedBy      string
-	ProposalID      string
-	TargetElementID string
-	TargetVersionID string
-	Summary         string
-	Version         MemNewVersion
-}
-
 // Propose records p with a memory/propose ledger event. The target
 // element must be a document of p.Scope (errs.NotFound otherwise, the same
 // as for one that does not exist) and TargetVersionID one of its versions
 // (errs.Invalid with reason other-element otherwise).
-func (s *MemoryStore) Propose(ctx context.Context, p MemNewProposal) error {
+func (s *MemoryStore) Propose(ctx context.Context, p memory.NewProposal) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		target, tvid, err := proposalTarget(ctx, t, p.Scope, p.TargetElementID, p.TargetVersionID)
@@ -51,14 +35,14 @@ func proposalTarget(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, 
 		return nil, 0, err
 	}
 	if el.typ == protocol.ElementProposal || el.typ == protocol.ElementDecision {
-		return nil, 0, ErrNotADocument(elementID, el.typ)
+		return nil, 0, memory.ErrNotADocument(elementID, el.typ)
 	}
 	var vid, veid int64
 	err = t.QueryRowContext(ctx, `SELECT v.vid, v.eid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE v.version_id = ? AND e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`,
 		versionID, scope.RepositoryID, scope.OrganizationID, scope.TenantID).Scan(&vid, &veid)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && veid != el.eid {
-		return nil, 0, ErrOtherElement(versionID, elementID)
+		return nil, 0, memory.ErrOtherElement(versionID, elementID)
 	}
 	if err != nil {
 		return nil, 0, internal(err, "read target version")
@@ -66,7 +50,7 @@ func proposalTarget(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, 
 	return el, vid, nil
 }
 
-func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *memElement, tvid int64, ts string) error {
+func writeProposal(ctx context.Context, t *sql.Tx, p memory.NewProposal, target *memElement, tvid int64, ts string) error {
 	eid, err := insertElement(ctx, t, p.Scope, p.ProposalID, protocol.ElementProposal, protocol.SourceProposal, ts)
 	if err != nil {
 		return err
@@ -87,13 +71,13 @@ func writeProposal(ctx context.Context, t *sql.Tx, p MemNewProposal, target *mem
 		p.ProposalID, eid, vid, target.eid, tvid, p.Summary, proposer, protocol.ProposalOpen, ts); err != nil {
 		return internal(err, "insert proposal")
 	}
-	return ledger(ctx, t, p.Scope, MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, ProposeLedgerData(p, proposer))
+	return ledger(ctx, t, p.Scope, memory.Decision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, memory.ProposeLedgerData(p, proposer))
 }
 
 // Reject rejects an open proposal: a decision artefact with the
 // rationale, a rejected_because relationship to it and the status.
 // errs.Closed when the proposal is no longer open.
-func (s *MemoryStore) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d MemDecision) error {
+func (s *MemoryStore) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d memory.Decision) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		peid, err := openProposal(ctx, t, scope, proposalID)
@@ -126,13 +110,13 @@ func openProposal(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id
 		WHERE p.proposal_id = ? AND e.repository_id = ? AND e.organization_id = ? AND e.tenant_id = ?`,
 		id, scope.RepositoryID, scope.OrganizationID, scope.TenantID).Scan(&eid, &status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrProposalNotFound(id)
+		return 0, memory.ErrProposalNotFound(id)
 	}
 	if err != nil {
 		return 0, internal(err, "read proposal")
 	}
 	if status != protocol.ProposalOpen {
-		return 0, ErrProposalNotOpen(id, status)
+		return 0, memory.ErrProposalNotOpen(id, status)
 	}
 	return eid, nil
 }
@@ -141,7 +125,7 @@ func openProposal(ctx context.Context, t *sql.Tx, scope protocol.MemoryScope, id
 // element's current version: next is recorded, the old proposal is marked
 // rebased with a rebased_to relationship, and a decision artefact names
 // the principal. errs.Conflict when the old proposal is not stale.
-func (s *MemoryStore) Rebase(ctx context.Context, oldID string, next MemNewProposal, d MemDecision) error {
+func (s *MemoryStore) Rebase(ctx context.Context, oldID string, next memory.NewProposal, d memory.Decision) error {
 	ts := now()
 	return s.tx(ctx, func(t *sql.Tx) error {
 		peid, err := openProposal(ctx, t, next.Scope, oldID)
@@ -153,14 +137,14 @@ func (s *MemoryStore) Rebase(ctx context.Context, oldID string, next MemNewPropo
 			return err
 		}
 		if !target.headVID.Valid || target.headVID.Int64 != tvid {
-			return ErrRebaseMoved(oldID, next.TargetElementID)
+			return memory.ErrRebaseMoved(oldID, next.TargetElementID)
 		}
 		var oldTarget int64
 		if err := t.QueryRowContext(ctx, `SELECT target_vid FROM mem_proposals WHERE proposal_id = ?`, oldID).Scan(&oldTarget); err != nil {
 			return internal(err, "read proposal")
 		}
 		if oldTarget == tvid {
-			return ErrRebaseNotStale(oldID, next.TargetVersionID)
+			return memory.ErrRebaseNotStale(oldID, next.TargetVersionID)
 		}
 		if err := writeProposal(ctx, t, next, target, tvid, ts); err != nil {
 			return err

@@ -2,13 +2,12 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -17,32 +16,10 @@ import (
 // items are predicates of the ranking query, so k results are k results
 // the principal may see, and nothing is filtered after ranking.
 
-// HashBody is a version body's hash: sha256 hex of its bytes.
-func HashBody(body string) string {
-	s := sha256.Sum256([]byte(body))
-	return hex.EncodeToString(s[:])
-}
-
-// MemVersion is an ElementVersion with its element.
-type MemVersion struct {
-	VID          int64
-	EID          int64
-	RepositoryID string
-	ElementID    string
-	ElementType  string
-	VersionID    string
-	Seq          int64
-	Title        string
-	Body         string
-	SourceKind   string
-	CreatedAt    string
-	Provenance   json.RawMessage
-}
-
 const memVersionCols = `v.vid, v.eid, e.repository_id, e.element_id, e.type, v.version_id, v.seq, v.title, v.body, v.source_kind, v.created_at, v.provenance`
 
-func scanVersion(row interface{ Scan(...any) error }, extra ...any) (*MemVersion, error) {
-	var v MemVersion
+func scanVersion(row interface{ Scan(...any) error }, extra ...any) (*memory.Version, error) {
+	var v memory.Version
 	var prov string
 	dst := append([]any{&v.VID, &v.EID, &v.RepositoryID, &v.ElementID, &v.ElementType, &v.VersionID, &v.Seq, &v.Title, &v.Body, &v.SourceKind, &v.CreatedAt, &prov}, extra...)
 	if err := row.Scan(dst...); err != nil {
@@ -60,11 +37,11 @@ func scopeArgs(s protocol.MemoryScope) []any {
 
 // Head returns the newest version of scope's element id: errs.NotFound
 // when scope has no such element.
-func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
+func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id string) (*memory.Version, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 		WHERE `+scopeWhere+` AND e.element_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrElementNotFound(id)
+		return nil, memory.ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read head")
@@ -74,34 +51,16 @@ func (s *MemoryStore) Head(ctx context.Context, scope protocol.MemoryScope, id s
 
 // VersionByID returns scope's version id: errs.NotFound when scope has
 // none.
-func (s *MemoryStore) VersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*MemVersion, error) {
+func (s *MemoryStore) VersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*memory.Version, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE `+scopeWhere+` AND v.version_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrVersionNotFound(id)
+		return nil, memory.ErrVersionNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read version")
 	}
 	return v, nil
-}
-
-// MemProposalRow is a proposal with its target and status.
-type MemProposalRow struct {
-	ProposalID        string
-	Status            string
-	Summary           string
-	PrincipalID       string
-	CreatedAt         string
-	ElementID         string
-	TargetVersionID   string
-	CurrentVersionID  string
-	AcceptTxID        string
-	AcceptedVersionID string
-	RebasedTo         string
-	DecisionID        string
-	Body              string          // the proposed body
-	Provenance        json.RawMessage // the proposal version's provenance
 }
 
 const memProposalQuery = `SELECT p.proposal_id, p.status, p.summary, p.principal_id, p.created_at, te.element_id, tv.version_id, hv.version_id,
@@ -111,8 +70,8 @@ const memProposalQuery = `SELECT p.proposal_id, p.status, p.summary, p.principal
 	LEFT JOIN mem_versions av ON av.vid = p.accepted_vid LEFT JOIN mem_elements de ON de.eid = p.decision_eid
 	WHERE ` + scopeWhere
 
-func scanProposal(row interface{ Scan(...any) error }) (*MemProposalRow, error) {
-	var p MemProposalRow
+func scanProposal(row interface{ Scan(...any) error }) (*memory.ProposalRow, error) {
+	var p memory.ProposalRow
 	var prov string
 	if err := row.Scan(&p.ProposalID, &p.Status, &p.Summary, &p.PrincipalID, &p.CreatedAt, &p.ElementID, &p.TargetVersionID, &p.CurrentVersionID,
 		&p.AcceptTxID, &p.AcceptedVersionID, &p.RebasedTo, &p.DecisionID, &p.Body, &prov); err != nil {
@@ -124,10 +83,10 @@ func scanProposal(row interface{ Scan(...any) error }) (*MemProposalRow, error) 
 
 // Proposal returns scope's proposal id: errs.NotFound when scope has
 // none.
-func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*MemProposalRow, error) {
+func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*memory.ProposalRow, error) {
 	p, err := scanProposal(s.db.QueryRowContext(ctx, memProposalQuery+` AND p.proposal_id = ?`, append(scopeArgs(scope), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrProposalNotFound(id)
+		return nil, memory.ErrProposalNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read proposal")
@@ -137,7 +96,7 @@ func (s *MemoryStore) Proposal(ctx context.Context, scope protocol.MemoryScope, 
 
 // Proposals lists scope's proposals with status (all when empty),
 // newest first.
-func (s *MemoryStore) Proposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]MemProposalRow, error) {
+func (s *MemoryStore) Proposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]memory.ProposalRow, error) {
 	q, args := memProposalQuery, scopeArgs(scope)
 	if status != "" {
 		q += ` AND p.status = ?`
@@ -148,7 +107,7 @@ func (s *MemoryStore) Proposals(ctx context.Context, scope protocol.MemoryScope,
 		return nil, internal(err, "list proposals")
 	}
 	defer rows.Close()
-	var out []MemProposalRow
+	var out []memory.ProposalRow
 	for rows.Next() {
 		p, err := scanProposal(rows)
 		if err != nil {
@@ -159,20 +118,8 @@ func (s *MemoryStore) Proposals(ctx context.Context, scope protocol.MemoryScope,
 	return out, rows.Err()
 }
 
-// MemLedgerEvent is one event of the memory ledger.
-type MemLedgerEvent struct {
-	Seq         int64           `json:"seq"`
-	TS          string          `json:"ts"`
-	Type        string          `json:"type"`
-	PrincipalID string          `json:"principal_id"`
-	Subject     string          `json:"subject"`
-	DecisionID  string          `json:"decision_id,omitempty"`
-	TxID        string          `json:"transaction_id,omitempty"`
-	Data        json.RawMessage `json:"data"`
-}
-
 // Ledger returns scope's ledger events about subjects, oldest first.
-func (s *MemoryStore) Ledger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]MemLedgerEvent, error) {
+func (s *MemoryStore) Ledger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]memory.LedgerEvent, error) {
 	q := `SELECT seq, ts, type, principal_id, subject, COALESCE(decision_id, ''), COALESCE(tx_id, ''), data FROM mem_ledger e WHERE ` + scopeWhere
 	args := scopeArgs(scope)
 	if len(subjects) > 0 {
@@ -186,9 +133,9 @@ func (s *MemoryStore) Ledger(ctx context.Context, scope protocol.MemoryScope, su
 		return nil, internal(err, "read ledger")
 	}
 	defer rows.Close()
-	var out []MemLedgerEvent
+	var out []memory.LedgerEvent
 	for rows.Next() {
-		var ev MemLedgerEvent
+		var ev memory.LedgerEvent
 		var data string
 		if err := rows.Scan(&ev.Seq, &ev.TS, &ev.Type, &ev.PrincipalID, &ev.Subject, &ev.DecisionID, &ev.TxID, &data); err != nil {
 			return nil, internal(err, "scan ledger")
@@ -220,7 +167,7 @@ func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, 
 	var bid int64
 	err := s.db.QueryRowContext(ctx, `SELECT bid FROM mem_baselines e WHERE `+scopeWhere+` AND baseline_id = ?`, append(scopeArgs(scope), id)...).Scan(&bid)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrBaselineNotFound(id)
+		return 0, memory.ErrBaselineNotFound(id)
 	}
 	if err != nil {
 		return 0, internal(err, "read baseline")
@@ -234,7 +181,7 @@ func (s *MemoryStore) Baseline(ctx context.Context, scope protocol.MemoryScope, 
 // Given versions must be document versions of scope (errs.NotFound
 // otherwise); one whose element bid already holds at the same or a newer
 // version is left out, so a promote never moves an element back; and so
-// is evidence that would replace curated truth (EvidenceOverCurated).
+// is evidence that would replace curated truth (memory.EvidenceOverCurated).
 func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error) {
 	var out []string
 	if len(versions) == 0 {
@@ -271,12 +218,12 @@ func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope
 			WHERE `+scopeWhere+` AND v.version_id = ?`,
 			append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &kind, &pubSeq, &pubKind, &headKind)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
-			return nil, ErrNotDocumentVersion(id)
+			return nil, memory.ErrNotDocumentVersion(id)
 		}
 		if err != nil {
 			return nil, internal(err, "read version")
 		}
-		if pubSeq.Valid && pubSeq.Int64 >= seq || EvidenceOverCurated(kind, pubKind, headKind) {
+		if pubSeq.Valid && pubSeq.Int64 >= seq || memory.EvidenceOverCurated(kind, pubKind, headKind) {
 			continue
 		}
 		out = append(out, id)
@@ -284,28 +231,17 @@ func (s *MemoryStore) Promotable(ctx context.Context, scope protocol.MemoryScope
 	return out, nil
 }
 
-// MemBaselineRow is one baseline.
-type MemBaselineRow struct {
-	BaselineID, ParentBaselineID, CreatedAt, PrincipalID, Reason, TxID string
-	Items                                                              int
-}
-
-// MemPointerMove is one move of a published pointer.
-type MemPointerMove struct {
-	BaselineID, PreviousBaselineID, MovedAt, PrincipalID, Reason string
-}
-
 // Baselines lists scope's baselines and its pointer's history, newest
 // first.
-func (s *MemoryStore) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]MemBaselineRow, []MemPointerMove, error) {
+func (s *MemoryStore) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]memory.BaselineRow, []memory.PointerMove, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT e.baseline_id, COALESCE(p.baseline_id, ''), e.created_at, e.principal_id, e.reason, e.tx_id, e.items
 		FROM mem_baselines e LEFT JOIN mem_baselines p ON p.bid = e.parent_bid WHERE `+scopeWhere+` ORDER BY e.bid DESC`, scopeArgs(scope)...)
 	if err != nil {
 		return nil, nil, internal(err, "list baselines")
 	}
-	var bs []MemBaselineRow
+	var bs []memory.BaselineRow
 	for rows.Next() {
-		var b MemBaselineRow
+		var b memory.BaselineRow
 		if err := rows.Scan(&b.BaselineID, &b.ParentBaselineID, &b.CreatedAt, &b.PrincipalID, &b.Reason, &b.TxID, &b.Items); err != nil {
 			rows.Close()
 			return nil, nil, internal(err, "scan baseline")
@@ -319,9 +255,9 @@ func (s *MemoryStore) Baselines(ctx context.Context, scope protocol.MemoryScope)
 		return nil, nil, internal(err, "list pointer history")
 	}
 	defer rows.Close()
-	var hs []MemPointerMove
+	var hs []memory.PointerMove
 	for rows.Next() {
-		var m MemPointerMove
+		var m memory.PointerMove
 		if err := rows.Scan(&m.BaselineID, &m.PreviousBaselineID, &m.MovedAt, &m.PrincipalID, &m.Reason); err != nil {
 			return nil, nil, internal(err, "scan pointer move")
 		}
@@ -330,24 +266,14 @@ func (s *MemoryStore) Baselines(ctx context.Context, scope protocol.MemoryScope)
 	return bs, hs, rows.Err()
 }
 
-// MemHit is one ElementVersion found by MemSearch: its best chunk
-// (key, offsets, score: BM25 negated, higher is better).
-type MemHit struct {
-	MemVersion
-	ChunkID    int64
-	ChunkKey   string
-	Start, End int
-	Score      float64
-}
-
 // Fetch returns the version baseline bid holds for scope's element id:
 // errs.NotFound, the same as for an element that does not exist, when the
 // element is outside scope or not in the baseline.
-func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*MemVersion, error) {
+func (s *MemoryStore) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*memory.Version, error) {
 	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+` FROM mem_elements e JOIN mem_baseline_items bi ON bi.bid = ? AND bi.eid = e.eid
 		JOIN mem_versions v ON v.vid = bi.vid WHERE `+scopeWhere+` AND e.element_id = ?`, append(append([]any{bid}, scopeArgs(scope)...), id)...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrElementNotFound(id)
+		return nil, memory.ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "fetch element")

@@ -5,14 +5,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/memory/memorytest"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/store/memtest"
 )
 
-// TestMemoryConformance runs the store.Memory conformance suite on
+// TestMemoryConformance runs the memory.Store conformance suite on
 // kernel.db.
 func TestMemoryConformance(t *testing.T) {
-	memtest.Run(t, func(t *testing.T) store.Memory {
+	memorytest.Run(t, func(t *testing.T) memory.Store {
 		db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName))
 		if err != nil {
 			t.Fatal(err)

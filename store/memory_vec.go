@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
 )
@@ -24,17 +25,9 @@ func memScopeKey(s protocol.MemoryScope) string {
 	return s.TenantID + "\x1f" + s.OrganizationID + "\x1f" + s.RepositoryID
 }
 
-// MemChunkText is a chunk to embed: its id, scope and text (the chunk's
-// bytes of its version's body).
-type MemChunkText struct {
-	ChunkID int64
-	Scope   protocol.MemoryScope
-	Text    string
-}
-
 // ChunksToEmbed returns the chunks of scope's versions (by version id)
 // that have no vector of dimension dims yet.
-func (s *MemoryStore) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]MemChunkText, error) {
+func (s *MemoryStore) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]memory.ChunkText, error) {
 	if len(versions) == 0 {
 		return nil, nil
 	}
@@ -42,7 +35,7 @@ func (s *MemoryStore) ChunksToEmbed(ctx context.Context, scope protocol.MemorySc
 	if err != nil {
 		return nil, err
 	}
-	var out []MemChunkText
+	var out []memory.ChunkText
 	for start := 0; start < len(versions); start += 500 {
 		part := versions[start:min(start+500, len(versions))]
 		q := `SELECT c.id, c.tenant_id, c.organization_id, c.repository_id, c.start_offset, c.end_offset, v.body
@@ -60,7 +53,7 @@ func (s *MemoryStore) ChunksToEmbed(ctx context.Context, scope protocol.MemorySc
 			return nil, internal(err, "chunks to embed")
 		}
 		for rows.Next() {
-			var c MemChunkText
+			var c memory.ChunkText
 			var so, eo int
 			var body string
 			if err := rows.Scan(&c.ChunkID, &c.Scope.TenantID, &c.Scope.OrganizationID, &c.Scope.RepositoryID, &so, &eo, &body); err != nil {
@@ -92,7 +85,7 @@ func (s *DB) tableExists(ctx context.Context, name string) (bool, error) {
 // PutVectors stores one unit vector per chunk (vectors[i] for
 // chunks[i]) in one SQL transaction, creating the table of their
 // dimension on first use. A chunk that has a vector keeps it.
-func (s *MemoryStore) PutVectors(ctx context.Context, chunks []MemChunkText, vectors [][]float32) error {
+func (s *MemoryStore) PutVectors(ctx context.Context, chunks []memory.ChunkText, vectors [][]float32) error {
 	if len(chunks) == 0 {
 		return nil
 	}
@@ -158,20 +151,20 @@ func (s *MemoryStore) SearchVector(ctx context.Context, scope protocol.MemorySco
 // HitsByChunk returns, for chunk ids of scope, their versions as hits
 // (Score 0), in the order given; a chunk of another scope is
 // errs.NotFound.
-func (s *MemoryStore) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]MemHit, error) {
-	out := make([]MemHit, 0, len(chunks))
+func (s *MemoryStore) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]memory.Hit, error) {
+	out := make([]memory.Hit, 0, len(chunks))
 	for _, id := range chunks {
-		var h MemHit
+		var h memory.Hit
 		v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+memVersionCols+`, c.id, c.chunk_key, c.start_offset, c.end_offset
 			FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = ? AND `+scopeWhere,
 			append([]any{id}, scopeArgs(scope)...)...), &h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrChunkNotFound(id)
+			return nil, memory.ErrChunkNotFound(id)
 		}
 		if err != nil {
 			return nil, internal(err, "read chunk hit")
 		}
-		h.MemVersion = *v
+		h.Version = *v
 		out = append(out, h)
 	}
 	return out, nil

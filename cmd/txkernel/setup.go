@@ -205,7 +205,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 		PatchPolicy: dpol,
 	})
 	k.closers = append(k.closers, func() { doct.Close() })
-	// The memory domain sees its store through the store.Memory
+	// The memory domain sees its store through the memory.Store
 	// interface: kernel.db's view, or a team's PostgreSQL database,
 	// opened (connected and migrated) now, so that a wrong URL fails the
 	// start-up rather than the first memory call.
@@ -330,7 +330,7 @@ func (l *lazyPG) open(ctx context.Context) (*postgres.Store, error) {
 }
 
 // memory is the memory target's and service's store opener.
-func (l *lazyPG) memory(ctx context.Context) (store.Memory, error) {
+func (l *lazyPG) memory(ctx context.Context) (memory.Store, error) {
 	pg, err := l.open(ctx)
 	if err != nil {
 		return nil, err

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/internal/pgtest"
+	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/memory/memorytest"
 	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/store/memtest"
 )
 
 // Fixture size of BenchmarkReadContextStores, issue 22's: 100
@@ -28,7 +29,7 @@ const (
 // PostgreSQL.
 type benchFixture struct {
 	once  sync.Once
-	m     store.Memory
+	m     memory.Store
 	built time.Duration
 	err   error
 }
@@ -54,9 +55,9 @@ func BenchmarkReadContextStores(b *testing.B) {
 		// once the fixture is in: for PostgreSQL, VACUUM ANALYZE, which
 		// autovacuum would run in service and which otherwise runs in the
 		// middle of the measurement.
-		open func() (store.Memory, func() error, error)
+		open func() (memory.Store, func() error, error)
 	}{
-		{"sqlite", func() (store.Memory, func() error, error) {
+		{"sqlite", func() (memory.Store, func() error, error) {
 			dir, err := os.MkdirTemp("", "txkbench")
 			if err != nil {
 				return nil, nil, err
@@ -68,7 +69,7 @@ func BenchmarkReadContextStores(b *testing.B) {
 			benchCleanup = append(benchCleanup, func() { db.Close(); os.RemoveAll(dir) })
 			return db.Memory(), func() error { return nil }, nil
 		}},
-		{"postgres", func() (store.Memory, func() error, error) {
+		{"postgres", func() (memory.Store, func() error, error) {
 			url, drop, err := srv.NewDatabase("")
 			if err != nil {
 				return nil, nil, err
@@ -90,7 +91,7 @@ func BenchmarkReadContextStores(b *testing.B) {
 					return
 				}
 				start := time.Now()
-				if f.err = memtest.Fixture(ctx, m, benchRepos, benchElements, benchVersions); f.err != nil {
+				if f.err = memorytest.Fixture(ctx, m, benchRepos, benchElements, benchVersions); f.err != nil {
 					return
 				}
 				f.built = time.Since(start)
@@ -100,15 +101,15 @@ func BenchmarkReadContextStores(b *testing.B) {
 				b.Fatal(f.err)
 			}
 			m := f.m
-			sc := memtest.FixtureScope(7)
+			sc := memorytest.FixtureScope(7)
 			_, bid, err := m.Pointer(ctx, sc)
 			if err != nil {
 				b.Fatal(err)
 			}
-			match := memtest.FixtureQuery()
+			match := memorytest.FixtureQuery()
 			n := 0
 			for b.Loop() {
-				hits, err := m.Search(ctx, sc, bid, match, 10, 2)
+				hits, err := m.Search(ctx, sc, bid, match)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -7,8 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // TestClaimLifecycle: a live claim refuses another transaction's claim,
@@ -26,11 +26,11 @@ func TestClaimLifecycle(t *testing.T) {
 	defer s.Close()
 	m := s.Memory()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
-	file := func(body string) store.MemIngestFile {
-		return store.MemIngestFile{ElementID: "a.md", Version: store.MemNewVersion{VersionID: "ver_" + store.HashBody(body)[:12], Title: "a", Body: body,
-			BodyHash: store.HashBody(body), SourceKind: protocol.SourceIngestedEvidence}}
+	file := func(body string) memory.IngestFile {
+		return memory.IngestFile{ElementID: "a.md", Version: memory.NewVersion{VersionID: "ver_" + memory.HashBody(body)[:12], Title: "a", Body: body,
+			BodyHash: memory.HashBody(body), SourceKind: protocol.SourceIngestedEvidence}}
 	}
-	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{file("one")})
+	out, err := m.Ingest(ctx, sc, []memory.IngestFile{file("one")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,18 +38,18 @@ func TestClaimLifecycle(t *testing.T) {
 	pr := protocol.MemoryPrincipal{PrincipalID: "agent"}
 	cur := protocol.MemoryPrincipal{PrincipalID: "curator"}
 	for _, id := range []string{"p1", "p2", "p3"} {
-		if err := m.Propose(ctx, store.MemNewProposal{Scope: sc, Principal: pr, ProposalID: id, TargetElementID: "a.md", TargetVersionID: v1,
-			Summary: "s", Version: store.MemNewVersion{VersionID: "ver_" + id, Title: "a", Body: id, BodyHash: store.HashBody(id), SourceKind: protocol.SourceProposal}}); err != nil {
+		if err := m.Propose(ctx, memory.NewProposal{Scope: sc, Principal: pr, ProposalID: id, TargetElementID: "a.md", TargetVersionID: v1,
+			Summary: "s", Version: memory.NewVersion{VersionID: "ver_" + id, Title: "a", Body: id, BodyHash: memory.HashBody(id), SourceKind: protocol.SourceProposal}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	claim := func(tx, prop string) error {
-		_, err := m.Claim(ctx, store.MemClaim{Scope: sc, TxID: tx, ProposalID: prop, ElementID: "a.md", TargetVersionID: v1})
+		_, err := m.Claim(ctx, memory.Claim{Scope: sc, TxID: tx, ProposalID: prop, ElementID: "a.md", TargetVersionID: v1})
 		return err
 	}
 	reason := func(err error) string {
 		_, data := errs.KindOf(err)
-		d, _ := data.(store.ClaimedData)
+		d, _ := data.(memory.ClaimedData)
 		return d.Reason
 	}
 	if err := claim("tx-a", "p1"); err != nil {
@@ -57,9 +57,9 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"another claim": claim("tx-b", "p2"),
-		"a reject":      m.Reject(ctx, sc, "p2", "no", store.MemDecision{DecisionID: "dec-x", Principal: cur}),
+		"a reject":      m.Reject(ctx, sc, "p2", "no", memory.Decision{DecisionID: "dec-x", Principal: cur}),
 		"an ingest": func() error {
-			_, err := m.Ingest(ctx, sc, []store.MemIngestFile{file("two")})
+			_, err := m.Ingest(ctx, sc, []memory.IngestFile{file("two")})
 			return err
 		}(),
 	} {
@@ -78,7 +78,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err := claim("tx-b", "p2"); err != nil {
 		t.Fatalf("a claim over an expired one: %v", err)
 	}
-	err = m.CommitAccept(ctx, store.MemAccept{Scope: sc, Principal: cur, ProposalID: "p1", TxID: "tx-a", VersionID: "ver_tx-a", DecisionID: "dec_tx-a"})
+	err = m.CommitAccept(ctx, memory.Accept{Scope: sc, Principal: cur, ProposalID: "p1", TxID: "tx-a", VersionID: "ver_tx-a", DecisionID: "dec_tx-a"})
 	if !errs.KindIs(err, errs.Conflict) || reason(err) != "claim-lost" {
 		t.Fatalf("the commit of a claim taken over: %v, want claim-lost", err)
 	}

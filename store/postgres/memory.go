@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // Curated memory (seed 002) on PostgreSQL: the writes. Each method is one
@@ -21,10 +21,10 @@ import (
 // and decision artefacts are those the SQLite store writes
 // (store/memory.go, store/memory_curate.go).
 
-// Memory implements store.Memory on the team's database.
+// Memory implements memory.Store on the team's database.
 type Memory struct{ s *Store }
 
-var _ store.Memory = (*Memory)(nil)
+var _ memory.Store = (*Memory)(nil)
 
 // Memory returns the memory view of s.
 func (s *Store) Memory() *Memory { return &Memory{s: s} }
@@ -81,7 +81,7 @@ func elementIn(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id st
 		WHERE tenant_id = $1 AND organization_id = $2 AND repository_id = $3 AND element_id = $4`,
 		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id).Scan(&e.eid, &e.typ, &e.headVID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, store.ErrElementNotFound(id)
+		return nil, memory.ErrElementNotFound(id)
 	}
 	if err != nil {
 		return nil, internal(err, "read element")
@@ -95,7 +95,7 @@ func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, i
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING eid`,
 		scope.TenantID, scope.OrganizationID, scope.RepositoryID, id, typ, sourceKind, ts).Scan(&eid)
 	if isUnique(err) {
-		return 0, store.ErrElementExists(id)
+		return 0, memory.ErrElementExists(id)
 	}
 	if err != nil {
 		return 0, internal(err, "insert element")
@@ -106,7 +106,7 @@ func insertElement(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, i
 func insertRel(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, typ string, src, dst int64, dstVID *int64, meta any, ts string) error {
 	_, err := tx.Exec(ctx, `INSERT INTO mem_relationships (tenant_id, repository_id, relationship_kind, type, source_eid, target_eid, target_vid, metadata, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		scope.TenantID, scope.RepositoryID, protocol.RelationshipReference, typ, src, dst, dstVID, store.RelationshipMetadata(meta), ts)
+		scope.TenantID, scope.RepositoryID, protocol.RelationshipReference, typ, src, dst, dstVID, memory.RelationshipMetadata(meta), ts)
 	if err != nil {
 		return internal(err, "insert relationship")
 	}
@@ -115,8 +115,8 @@ func insertRel(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, typ s
 
 // decide writes d's decision element, version and ledger event; it returns
 // the decision element's eid.
-func decide(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.MemDecision, ts string) (int64, error) {
-	v, b := store.DecisionVersion(d, ts)
+func decide(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d memory.Decision, ts string) (int64, error) {
+	v, b := memory.DecisionVersion(d, ts)
 	eid, err := insertElement(ctx, tx, scope, d.DecisionID, protocol.ElementDecision, protocol.SourceDecision, ts)
 	if err != nil {
 		return 0, err
@@ -127,7 +127,7 @@ func decide(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.
 	return eid, ledger(ctx, tx, scope, d, ts, b)
 }
 
-func ledger(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.MemDecision, ts string, data []byte) error {
+func ledger(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d memory.Decision, ts string, data []byte) error {
 	var txID, dec *string
 	if d.TxID != "" {
 		txID = &d.TxID
@@ -144,7 +144,7 @@ func ledger(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, d store.
 	return nil
 }
 
-// SetAcceptTx implements store.Memory.
+// SetAcceptTx implements memory.Store.
 func (m *Memory) SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, proposalID, txID string) error {
 	return m.write(ctx, scope, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE mem_proposals SET accept_tx_id = $1 WHERE proposal_id = $2 AND status = $3
@@ -157,8 +157,8 @@ func (m *Memory) SetAcceptTx(ctx context.Context, scope protocol.MemoryScope, pr
 	})
 }
 
-// CommitAccept implements store.Memory: idempotent by a.TxID.
-func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
+// CommitAccept implements memory.Store: idempotent by a.TxID.
+func (m *Memory) CommitAccept(ctx context.Context, a memory.Accept) error {
 	ts := now()
 	return m.write(ctx, a.Scope, func(tx pgx.Tx) error {
 		var n int
@@ -178,24 +178,24 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 			return internal(err, "read proposal "+a.ProposalID)
 		}
 		if status != protocol.ProposalOpen {
-			return store.ErrProposalNotOpen(a.ProposalID, status)
+			return memory.ErrProposalNotOpen(a.ProposalID, status)
 		}
 		// The commit re-checks what Prepare's claim checked: it still
 		// holds the claim (not taken over after its lease) and the head
 		// is still the version the proposal targets, so an accept never
 		// overwrites newer evidence, whatever happened since.
-		if err := checkHeld(ctx, tx, a.Scope, store.MemClaim{ElementID: elementID}.ClaimKey(), a.TxID); err != nil {
+		if err := checkHeld(ctx, tx, a.Scope, memory.Claim{ElementID: elementID}.ClaimKey(), a.TxID); err != nil {
 			return err
 		}
 		if headVersion != targetVersion {
-			return store.ErrClaimMoved(elementID, headVersion)
+			return memory.ErrClaimMoved(elementID, headVersion)
 		}
-		prov := store.AcceptProvenance(a, targetVersion)
-		var chunks []store.MemChunk
+		prov := memory.AcceptProvenance(a, targetVersion)
+		var chunks []memory.Chunk
 		if a.Chunks != nil {
 			chunks = a.Chunks(title, body)
 		}
-		vid, err := insertVersion(ctx, tx, a.Scope, targetEID, store.MemNewVersion{VersionID: a.VersionID, Title: title, Body: body, BodyHash: store.HashBody(body),
+		vid, err := insertVersion(ctx, tx, a.Scope, targetEID, memory.NewVersion{VersionID: a.VersionID, Title: title, Body: body, BodyHash: memory.HashBody(body),
 			SourceKind: protocol.SourceCurated, Provenance: prov, TxID: a.TxID, Chunks: chunks}, ts)
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 		if err := insertRel(ctx, tx, a.Scope, protocol.RelAcceptedAs, peid, targetEID, &vid, map[string]any{"version_id": a.VersionID}, ts); err != nil {
 			return err
 		}
-		deid, err := decide(ctx, tx, a.Scope, store.MemDecision{DecisionID: a.DecisionID, Type: protocol.MethodMemoryAccept, Principal: a.Principal,
+		deid, err := decide(ctx, tx, a.Scope, memory.Decision{DecisionID: a.DecisionID, Type: protocol.MethodMemoryAccept, Principal: a.Principal,
 			Subject: a.ProposalID, TxID: a.TxID, Body: map[string]any{"version_id": a.VersionID, "previous_version_id": targetVersion}}, ts)
 		if err != nil {
 			return err
@@ -220,8 +220,8 @@ func (m *Memory) CommitAccept(ctx context.Context, a store.MemAccept) error {
 	})
 }
 
-// CommitPromote implements store.Memory: idempotent by p.TxID.
-func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
+// CommitPromote implements memory.Store: idempotent by p.TxID.
+func (m *Memory) CommitPromote(ctx context.Context, p memory.Promote) error {
 	ts := now()
 	sc := p.Scope
 	return m.write(ctx, sc, func(tx pgx.Tx) error {
@@ -234,7 +234,7 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 		}
 		// As CommitAccept: no other transaction holds the pointer's claim
 		// (this one's was not taken over after its lease).
-		if err := checkHeld(ctx, tx, sc, store.MemClaim{}.ClaimKey(), p.TxID); err != nil {
+		if err := checkHeld(ctx, tx, sc, memory.Claim{}.ClaimKey(), p.TxID); err != nil {
 			return err
 		}
 		var parent *int64
@@ -280,7 +280,7 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 			sc.TenantID, sc.OrganizationID, sc.RepositoryID, bid, parent, ts, p.Principal.PrincipalID, p.Reason); err != nil {
 			return internal(err, "record pointer move")
 		}
-		if _, err := decide(ctx, tx, sc, store.MemDecision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
+		if _, err := decide(ctx, tx, sc, memory.Decision{DecisionID: p.DecisionID, Type: protocol.MethodMemoryPromote, Principal: p.Principal, Subject: p.BaselineID, TxID: p.TxID,
 			Body: map[string]any{"baseline_id": p.BaselineID, "previous_baseline_id": p.ParentBaselineID, "versions": p.Versions, "reason": p.Reason}}, ts); err != nil {
 			return err
 		}
@@ -288,7 +288,7 @@ func (m *Memory) CommitPromote(ctx context.Context, p store.MemPromote) error {
 	})
 }
 
-// RecordReturned implements store.Memory. It does not take the scope's
+// RecordReturned implements memory.Store. It does not take the scope's
 // lock: its one idempotent insert of rows nobody else writes conflicts
 // with no curation, so a read_context never waits behind another
 // kernel's ingest.
@@ -308,8 +308,8 @@ func (m *Memory) RecordReturned(ctx context.Context, scope protocol.MemoryScope,
 	})
 }
 
-// Propose implements store.Memory (store.MemoryStore.Propose).
-func (m *Memory) Propose(ctx context.Context, p store.MemNewProposal) error {
+// Propose implements memory.Store (store.MemoryStore.Propose).
+func (m *Memory) Propose(ctx context.Context, p memory.NewProposal) error {
 	ts := now()
 	return m.write(ctx, p.Scope, func(tx pgx.Tx) error {
 		target, tvid, err := proposalTarget(ctx, tx, p.Scope, p.TargetElementID, p.TargetVersionID)
@@ -327,14 +327,14 @@ func proposalTarget(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 		return nil, 0, err
 	}
 	if el.typ == protocol.ElementProposal || el.typ == protocol.ElementDecision {
-		return nil, 0, store.ErrNotADocument(elementID, el.typ)
+		return nil, 0, memory.ErrNotADocument(elementID, el.typ)
 	}
 	var vid, veid int64
 	err = tx.QueryRow(ctx, `SELECT v.vid, v.eid FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 		WHERE v.version_id = $1 AND e.tenant_id = $2 AND e.organization_id = $3 AND e.repository_id = $4`,
 		versionID, scope.TenantID, scope.OrganizationID, scope.RepositoryID).Scan(&vid, &veid)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && veid != el.eid {
-		return nil, 0, store.ErrOtherElement(versionID, elementID)
+		return nil, 0, memory.ErrOtherElement(versionID, elementID)
 	}
 	if err != nil {
 		return nil, 0, internal(err, "read target version")
@@ -342,7 +342,7 @@ func proposalTarget(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 	return el, vid, nil
 }
 
-func writeProposal(ctx context.Context, tx pgx.Tx, p store.MemNewProposal, target *element, tvid int64, ts string) error {
+func writeProposal(ctx context.Context, tx pgx.Tx, p memory.NewProposal, target *element, tvid int64, ts string) error {
 	eid, err := insertElement(ctx, tx, p.Scope, p.ProposalID, protocol.ElementProposal, protocol.SourceProposal, ts)
 	if err != nil {
 		return err
@@ -363,15 +363,15 @@ func writeProposal(ctx context.Context, tx pgx.Tx, p store.MemNewProposal, targe
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		p.ProposalID, p.Scope.TenantID, eid, vid, target.eid, tvid, p.Summary, proposer, protocol.ProposalOpen, ts); err != nil {
 		if isUnique(err) {
-			return store.ErrProposalExists(p.ProposalID)
+			return memory.ErrProposalExists(p.ProposalID)
 		}
 		return internal(err, "insert proposal")
 	}
-	return ledger(ctx, tx, p.Scope, store.MemDecision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, store.ProposeLedgerData(p, proposer))
+	return ledger(ctx, tx, p.Scope, memory.Decision{Type: protocol.MethodMemoryPropose, Principal: p.Principal, Subject: p.ProposalID}, ts, memory.ProposeLedgerData(p, proposer))
 }
 
-// Reject implements store.Memory (store.MemoryStore.Reject).
-func (m *Memory) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d store.MemDecision) error {
+// Reject implements memory.Store (store.MemoryStore.Reject).
+func (m *Memory) Reject(ctx context.Context, scope protocol.MemoryScope, proposalID, rationale string, d memory.Decision) error {
 	ts := now()
 	return m.write(ctx, scope, func(tx pgx.Tx) error {
 		peid, err := openProposal(ctx, tx, scope, proposalID)
@@ -398,7 +398,7 @@ func (m *Memory) Reject(ctx context.Context, scope protocol.MemoryScope, proposa
 	})
 }
 
-// refuseClaimedTarget refuses (store.ErrClaimed) a decision on proposal
+// refuseClaimedTarget refuses (memory.ErrClaimed) a decision on proposal
 // id while a live claim holds its target element: an accept of it (or of
 // another proposal on the element) is between its check and its commit.
 func refuseClaimedTarget(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id string) error {
@@ -418,19 +418,19 @@ func openProposal(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 		WHERE p.proposal_id = $1 AND e.tenant_id = $2 AND e.organization_id = $3 AND e.repository_id = $4`,
 		id, scope.TenantID, scope.OrganizationID, scope.RepositoryID).Scan(&eid, &status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, store.ErrProposalNotFound(id)
+		return 0, memory.ErrProposalNotFound(id)
 	}
 	if err != nil {
 		return 0, internal(err, "read proposal")
 	}
 	if status != protocol.ProposalOpen {
-		return 0, store.ErrProposalNotOpen(id, status)
+		return 0, memory.ErrProposalNotOpen(id, status)
 	}
 	return eid, nil
 }
 
-// Rebase implements store.Memory (store.MemoryStore.Rebase).
-func (m *Memory) Rebase(ctx context.Context, oldID string, next store.MemNewProposal, d store.MemDecision) error {
+// Rebase implements memory.Store (store.MemoryStore.Rebase).
+func (m *Memory) Rebase(ctx context.Context, oldID string, next memory.NewProposal, d memory.Decision) error {
 	ts := now()
 	return m.write(ctx, next.Scope, func(tx pgx.Tx) error {
 		peid, err := openProposal(ctx, tx, next.Scope, oldID)
@@ -445,14 +445,14 @@ func (m *Memory) Rebase(ctx context.Context, oldID string, next store.MemNewProp
 			return err
 		}
 		if target.headVID == nil || *target.headVID != tvid {
-			return store.ErrRebaseMoved(oldID, next.TargetElementID)
+			return memory.ErrRebaseMoved(oldID, next.TargetElementID)
 		}
 		var oldTarget int64
 		if err := tx.QueryRow(ctx, `SELECT target_vid FROM mem_proposals WHERE proposal_id = $1`, oldID).Scan(&oldTarget); err != nil {
 			return internal(err, "read proposal")
 		}
 		if oldTarget == tvid {
-			return store.ErrRebaseNotStale(oldID, next.TargetVersionID)
+			return memory.ErrRebaseNotStale(oldID, next.TargetVersionID)
 		}
 		if err := writeProposal(ctx, tx, next, target, tvid, ts); err != nil {
 			return err

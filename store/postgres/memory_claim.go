@@ -7,17 +7,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
-// Claim implements store.Memory (store.MemoryStore.Claim): under the
+// Claim implements memory.Store (store.MemoryStore.Claim): under the
 // scope's advisory lock, so the check and the claim are one step for
 // every kernel on the database. An accept's proposal must still be open
 // (errs.Closed). A claim another transaction holds is refused
 // (errs.Conflict) while it is live, and taken over once its holder is
 // known to have ended or its lease expired (claimLive).
-func (m *Memory) Claim(ctx context.Context, c store.MemClaim) (string, error) {
+func (m *Memory) Claim(ctx context.Context, c memory.Claim) (string, error) {
 	var current string
 	err := m.write(ctx, c.Scope, func(tx pgx.Tx) error {
 		current = ""
@@ -31,19 +31,19 @@ func (m *Memory) Claim(ctx context.Context, c store.MemClaim) (string, error) {
 			return err
 		}
 		if holder != "" && holder != c.TxID {
-			return store.ErrClaimed(c.ClaimKey(), holder)
+			return memory.ErrClaimed(c.ClaimKey(), holder)
 		}
 		if c.ElementID != "" {
 			err = tx.QueryRow(ctx, `SELECT v.version_id FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 				WHERE `+scopeAt(1)+` AND e.element_id = $4`, append(scopeArgs(c.Scope), c.ElementID)...).Scan(&current)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return store.ErrElementNotFound(c.ElementID)
+				return memory.ErrElementNotFound(c.ElementID)
 			}
 			if err != nil {
 				return internal(err, "read head")
 			}
 			if current != c.TargetVersionID {
-				return store.ErrClaimMoved(c.ElementID, current)
+				return memory.ErrClaimMoved(c.ElementID, current)
 			}
 		} else {
 			err = tx.QueryRow(ctx, `SELECT b.baseline_id FROM mem_pointers e JOIN mem_baselines b ON b.bid = e.bid WHERE `+scopeAt(1), scopeArgs(c.Scope)...).Scan(&current)
@@ -51,7 +51,7 @@ func (m *Memory) Claim(ctx context.Context, c store.MemClaim) (string, error) {
 				return internal(err, "read pointer")
 			}
 			if current != c.Pointer {
-				return store.ErrClaimMoved("", current)
+				return memory.ErrClaimMoved("", current)
 			}
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO mem_claims (tenant_id, organization_id, repository_id, claim_key, tx_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)
@@ -85,12 +85,12 @@ func claimHolder(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, key
 }
 
 // claimLive reports whether holder's claim, taken at at, still holds: its
-// lease (store.ClaimLease) has not expired, the transaction has not
+// lease (memory.ClaimLease) has not expired, the transaction has not
 // committed (no version or baseline carries its id), and no proposal it
 // accepts was decided (by it or by anyone else: a reject from another
 // kernel ends an accept's claim).
 func claimLive(ctx context.Context, tx pgx.Tx, holder, at string) (bool, error) {
-	if store.ClaimExpired(at, time.Now()) {
+	if memory.ClaimExpired(at, time.Now()) {
 		return false, nil
 	}
 	var ended bool
@@ -103,14 +103,14 @@ func claimLive(ctx context.Context, tx pgx.Tx, holder, at string) (bool, error) 
 	return !ended, nil
 }
 
-// refuseClaimed refuses (store.ErrClaimed) a decision or an ingest that
+// refuseClaimed refuses (memory.ErrClaimed) a decision or an ingest that
 // would change element while a live claim holds it: an accept that
 // checked its base must not find it moved, or its proposal decided, when
 // it commits.
 func refuseClaimed(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, elementIDs ...string) error {
 	keys := make([]string, len(elementIDs))
 	for i, id := range elementIDs {
-		keys[i] = store.MemClaim{ElementID: id}.ClaimKey()
+		keys[i] = memory.Claim{ElementID: id}.ClaimKey()
 	}
 	// One query finds the claims of every element (an ingest batch);
 	// each one found is then looked at on its own.
@@ -129,13 +129,13 @@ func refuseClaimed(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, e
 			return err
 		}
 		if holder != "" {
-			return store.ErrClaimed(key, holder)
+			return memory.ErrClaimed(key, holder)
 		}
 	}
 	return nil
 }
 
-// checkHeld refuses (store.ErrClaimLost) the commit of txID when another
+// checkHeld refuses (memory.ErrClaimLost) the commit of txID when another
 // transaction holds key: txID's claim was taken over after its lease.
 func checkHeld(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, key, txID string) error {
 	var holder string
@@ -147,12 +147,12 @@ func checkHeld(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, key, 
 	// No claim at all is no refusal: one taken over was released by its
 	// taker, and the commit's own base check (the element's head) decides.
 	if holder != "" && holder != txID {
-		return store.ErrClaimLost(key, txID, holder)
+		return memory.ErrClaimLost(key, txID, holder)
 	}
 	return nil
 }
 
-// Unclaim implements store.Memory.
+// Unclaim implements memory.Store.
 func (m *Memory) Unclaim(ctx context.Context, scope protocol.MemoryScope, txID string) error {
 	return m.write(ctx, scope, func(tx pgx.Tx) error { return unclaim(ctx, tx, scope, txID) })
 }

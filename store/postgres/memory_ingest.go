@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // Writing versions and their chunks, set-based: an ingest of a backlog
@@ -19,17 +19,17 @@ import (
 // not a few round trips per file. Ingest writes what the SQLite store's
 // Ingest writes, file by file in order.
 
-// Ingest implements store.Memory (store.MemoryStore.Ingest): one SQL
+// Ingest implements memory.Store (store.MemoryStore.Ingest): one SQL
 // transaction under the scope's lock. A file the server refuses (a name
 // that is not UTF-8, a path or body over one of PostgreSQL's limits:
-// refusedFile) is skipped (store.IngestSkipped with the reason), the
+// refusedFile) is skipped (memory.IngestSkipped with the reason), the
 // others are written: the batch is written again file by file, each
 // under a savepoint, only when one is refused. A file whose body hash is that of
 // its element's newest ingested version is unchanged; a file of an
 // element that is not a backlog document fails the whole ingest
-// (store.ErrIngestType).
-func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files []store.MemIngestFile) ([]store.MemIngestOutcome, error) {
-	var out []store.MemIngestOutcome
+// (memory.ErrIngestType).
+func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files []memory.IngestFile) ([]memory.IngestOutcome, error) {
+	var out []memory.IngestOutcome
 	ts := now()
 	err := m.write(ctx, scope, func(tx pgx.Tx) error {
 		var err error
@@ -44,7 +44,7 @@ func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files [
 		if _, ok := refusedFile(err); !ok || len(files) == 1 {
 			_ = sp.Rollback(ctx)
 			if reason, ok := refusedFile(err); ok {
-				out = []store.MemIngestOutcome{{ElementID: files[0].ElementID, Status: store.IngestSkipped, Reason: reason}}
+				out = []memory.IngestOutcome{{ElementID: files[0].ElementID, Status: memory.IngestSkipped, Reason: reason}}
 				return nil
 			}
 			return err
@@ -61,12 +61,12 @@ func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files [
 			if err != nil {
 				return internal(err, "savepoint")
 			}
-			res, err := ingest(ctx, one, scope, []store.MemIngestFile{f}, ts)
+			res, err := ingest(ctx, one, scope, []memory.IngestFile{f}, ts)
 			if reason, refused := refusedFile(err); refused {
 				if err := one.Rollback(ctx); err != nil {
 					return internal(err, "roll back to savepoint")
 				}
-				out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestSkipped, Reason: reason})
+				out = append(out, memory.IngestOutcome{ElementID: f.ElementID, Status: memory.IngestSkipped, Reason: reason})
 				continue
 			}
 			if err != nil {
@@ -117,10 +117,10 @@ type ingestState struct {
 	seq      int64
 	headVID  int64  // the current version (0: none yet)
 	headID   string // its version id
-	headKind string // its source_kind: CURATED keeps it current (store.MemIngest)
+	headKind string // its source_kind: CURATED keeps it current (memory.Store.Ingest)
 }
 
-func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []store.MemIngestFile, ts string) ([]store.MemIngestOutcome, error) {
+func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []memory.IngestFile, ts string) ([]memory.IngestOutcome, error) {
 	ids := make([]string, len(files))
 	for i, f := range files {
 		ids[i] = f.ElementID
@@ -135,39 +135,39 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.MemIngestOutcome, 0, len(files))
+	out := make([]memory.IngestOutcome, 0, len(files))
 	var created []string
 	var versions []versionIn
 	var owners []*ingestState // owners[i] is versions[i]'s element
 	type review struct {
 		st *ingestState
-		p  store.MemNewProposal
+		p  memory.NewProposal
 	}
 	var reviews []review
 	for _, f := range files {
 		st, ok := state[f.ElementID]
-		status := store.IngestNewVersion
+		status := memory.IngestNewVersion
 		keepHead := false
 		switch {
 		case !ok:
 			st = &ingestState{typ: protocol.ElementBacklogMD}
 			state[f.ElementID] = st
 			created = append(created, f.ElementID)
-			status = store.IngestCreated
+			status = memory.IngestCreated
 		case st.typ != protocol.ElementBacklogMD:
-			return nil, store.ErrIngestType(f.ElementID, st.typ)
+			return nil, memory.ErrIngestType(f.ElementID, st.typ)
 		case st.lastHash == f.Version.BodyHash:
-			out = append(out, store.MemIngestOutcome{ElementID: f.ElementID, Status: store.IngestUnchanged, VersionID: st.lastID})
+			out = append(out, memory.IngestOutcome{ElementID: f.ElementID, Status: memory.IngestUnchanged, VersionID: st.lastID})
 			continue
 		case st.headKind == protocol.SourceCurated:
 			// Ingest never replaces curated truth: recorded, not current.
-			status, keepHead = store.IngestForReview, true
+			status, keepHead = memory.IngestForReview, true
 		}
 		st.seq++
 		st.lastID, st.lastHash = f.Version.VersionID, f.Version.BodyHash
 		versions = append(versions, versionIn{seq: st.seq, v: f.Version, keepHead: keepHead})
 		owners = append(owners, st)
-		o := store.MemIngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
+		o := memory.IngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
 		if keepHead && f.Review.ProposalID != "" {
 			reviews = append(reviews, review{st: st, p: f.ReviewTarget(scope, st.headID)})
 			o.ProposalID = f.Review.ProposalID
@@ -242,13 +242,13 @@ func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 type versionIn struct {
 	eid      int64
 	seq      int64
-	v        store.MemNewVersion
+	v        memory.NewVersion
 	keepHead bool // recorded without becoming its element's head
 }
 
 // insertVersion writes v as eid's next version, makes it the head and
 // indexes its chunks (insertVersions).
-func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, eid int64, v store.MemNewVersion, ts string) (int64, error) {
+func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, eid int64, v memory.NewVersion, ts string) (int64, error) {
 	var seq int64
 	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) + 1 FROM mem_versions WHERE eid = $1`, eid).Scan(&seq); err != nil {
 		return 0, internal(err, "read sequence")
@@ -339,7 +339,7 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 // chunkIn is a chunk to index and its version.
 type chunkIn struct {
 	vid int64
-	c   store.MemChunk
+	c   memory.Chunk
 }
 
 // chunkInColumns are the columns of the session's staging table

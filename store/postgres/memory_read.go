@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/store"
 )
@@ -20,8 +20,8 @@ import (
 
 const versionCols = `v.vid, v.eid, e.repository_id, e.element_id, e.type, v.version_id, v.seq, v.title, v.body, v.source_kind, v.created_at, v.provenance`
 
-func scanVersion(row pgx.Row, extra ...any) (*store.MemVersion, error) {
-	var v store.MemVersion
+func scanVersion(row pgx.Row, extra ...any) (*memory.Version, error) {
+	var v memory.Version
 	var prov string
 	dst := append([]any{&v.VID, &v.EID, &v.RepositoryID, &v.ElementID, &v.ElementType, &v.VersionID, &v.Seq, &v.Title, &v.Body, &v.SourceKind, &v.CreatedAt, &prov}, extra...)
 	if err := row.Scan(dst...); err != nil {
@@ -48,14 +48,14 @@ func scopeArgs(s protocol.MemoryScope) []any {
 	return []any{s.TenantID, s.OrganizationID, s.RepositoryID}
 }
 
-// Head implements store.Memory.
-func (m *Memory) Head(ctx context.Context, scope protocol.MemoryScope, id string) (*store.MemVersion, error) {
-	var out *store.MemVersion
+// Head implements memory.Store.
+func (m *Memory) Head(ctx context.Context, scope protocol.MemoryScope, id string) (*memory.Version, error) {
+	var out *memory.Version
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+` FROM mem_elements e JOIN mem_versions v ON v.vid = e.head_vid
 			WHERE `+scopeAt(1)+` AND e.element_id = $4`, append(scopeArgs(scope), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrElementNotFound(id)
+			return memory.ErrElementNotFound(id)
 		}
 		out = v
 		return internalIf(err, "read head")
@@ -71,14 +71,14 @@ func internalIf(err error, what string) error {
 	return internal(err, what)
 }
 
-// VersionByID implements store.Memory.
-func (m *Memory) VersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*store.MemVersion, error) {
-	var out *store.MemVersion
+// VersionByID implements memory.Store.
+func (m *Memory) VersionByID(ctx context.Context, scope protocol.MemoryScope, id string) (*memory.Version, error) {
+	var out *memory.Version
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+` FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
 			WHERE `+scopeAt(1)+` AND v.version_id = $4`, append(scopeArgs(scope), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrVersionNotFound(id)
+			return memory.ErrVersionNotFound(id)
 		}
 		out = v
 		return internalIf(err, "read version")
@@ -93,8 +93,8 @@ const proposalQuery = `SELECT p.proposal_id, p.status, p.summary, p.principal_id
 	LEFT JOIN mem_versions av ON av.vid = p.accepted_vid LEFT JOIN mem_elements de ON de.eid = p.decision_eid
 	WHERE `
 
-func scanProposal(row pgx.Row) (*store.MemProposalRow, error) {
-	var p store.MemProposalRow
+func scanProposal(row pgx.Row) (*memory.ProposalRow, error) {
+	var p memory.ProposalRow
 	var prov string
 	if err := row.Scan(&p.ProposalID, &p.Status, &p.Summary, &p.PrincipalID, &p.CreatedAt, &p.ElementID, &p.TargetVersionID, &p.CurrentVersionID,
 		&p.AcceptTxID, &p.AcceptedVersionID, &p.RebasedTo, &p.DecisionID, &p.Body, &prov); err != nil {
@@ -104,13 +104,13 @@ func scanProposal(row pgx.Row) (*store.MemProposalRow, error) {
 	return &p, nil
 }
 
-// Proposal implements store.Memory.
-func (m *Memory) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*store.MemProposalRow, error) {
-	var out *store.MemProposalRow
+// Proposal implements memory.Store.
+func (m *Memory) Proposal(ctx context.Context, scope protocol.MemoryScope, id string) (*memory.ProposalRow, error) {
+	var out *memory.ProposalRow
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		p, err := scanProposal(tx.QueryRow(ctx, proposalQuery+scopeAt(1)+` AND p.proposal_id = $4`, append(scopeArgs(scope), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrProposalNotFound(id)
+			return memory.ErrProposalNotFound(id)
 		}
 		out = p
 		return internalIf(err, "read proposal")
@@ -118,14 +118,14 @@ func (m *Memory) Proposal(ctx context.Context, scope protocol.MemoryScope, id st
 	return out, err
 }
 
-// Proposals implements store.Memory: newest first.
-func (m *Memory) Proposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]store.MemProposalRow, error) {
+// Proposals implements memory.Store: newest first.
+func (m *Memory) Proposals(ctx context.Context, scope protocol.MemoryScope, status string) ([]memory.ProposalRow, error) {
 	q, args := proposalQuery+scopeAt(1), scopeArgs(scope)
 	if status != "" {
 		q += ` AND p.status = $4`
 		args = append(args, status)
 	}
-	var out []store.MemProposalRow
+	var out []memory.ProposalRow
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		out = nil
 		rows, err := tx.Query(ctx, q+` ORDER BY p.created_at DESC, p.eid DESC`, args...)
@@ -145,15 +145,15 @@ func (m *Memory) Proposals(ctx context.Context, scope protocol.MemoryScope, stat
 	return out, err
 }
 
-// Ledger implements store.Memory: oldest first.
-func (m *Memory) Ledger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]store.MemLedgerEvent, error) {
+// Ledger implements memory.Store: oldest first.
+func (m *Memory) Ledger(ctx context.Context, scope protocol.MemoryScope, subjects ...string) ([]memory.LedgerEvent, error) {
 	q := `SELECT seq, ts, type, principal_id, subject, COALESCE(decision_id, ''), COALESCE(tx_id, ''), data FROM mem_ledger e WHERE ` + scopeAt(1)
 	args := scopeArgs(scope)
 	if len(subjects) > 0 {
 		q += ` AND subject = ANY($4)`
 		args = append(args, subjects)
 	}
-	var out []store.MemLedgerEvent
+	var out []memory.LedgerEvent
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		out = nil
 		rows, err := tx.Query(ctx, q+` ORDER BY seq`, args...)
@@ -162,7 +162,7 @@ func (m *Memory) Ledger(ctx context.Context, scope protocol.MemoryScope, subject
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var ev store.MemLedgerEvent
+			var ev memory.LedgerEvent
 			var data string
 			if err := rows.Scan(&ev.Seq, &ev.TS, &ev.Type, &ev.PrincipalID, &ev.Subject, &ev.DecisionID, &ev.TxID, &data); err != nil {
 				return internal(err, "scan ledger")
@@ -175,7 +175,7 @@ func (m *Memory) Ledger(ctx context.Context, scope protocol.MemoryScope, subject
 	return out, err
 }
 
-// Pointer implements store.Memory: "" and 0 when nothing was published.
+// Pointer implements memory.Store: "" and 0 when nothing was published.
 func (m *Memory) Pointer(ctx context.Context, scope protocol.MemoryScope) (string, int64, error) {
 	var id string
 	var bid int64
@@ -190,20 +190,20 @@ func (m *Memory) Pointer(ctx context.Context, scope protocol.MemoryScope) (strin
 	return id, bid, err
 }
 
-// Baseline implements store.Memory.
+// Baseline implements memory.Store.
 func (m *Memory) Baseline(ctx context.Context, scope protocol.MemoryScope, id string) (int64, error) {
 	var bid int64
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT bid FROM mem_baselines e WHERE `+scopeAt(1)+` AND baseline_id = $4`, append(scopeArgs(scope), id)...).Scan(&bid)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrBaselineNotFound(id)
+			return memory.ErrBaselineNotFound(id)
 		}
 		return internalIf(err, "read baseline")
 	})
 	return bid, err
 }
 
-// Promotable implements store.Memory (store.MemoryStore.Promotable).
+// Promotable implements memory.Store (store.MemoryStore.Promotable).
 func (m *Memory) Promotable(ctx context.Context, scope protocol.MemoryScope, bid int64, versions []string) ([]string, error) {
 	var out []string
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
@@ -235,12 +235,12 @@ func (m *Memory) Promotable(ctx context.Context, scope protocol.MemoryScope, bid
 				WHERE `+scopeAt(2)+` AND v.version_id = $5`,
 				append(append([]any{bid}, scopeArgs(scope)...), id)...).Scan(&typ, &seq, &kind, &pubSeq, &pubKind, &headKind)
 			if errors.Is(err, pgx.ErrNoRows) || err == nil && (typ == protocol.ElementProposal || typ == protocol.ElementDecision) {
-				return store.ErrNotDocumentVersion(id)
+				return memory.ErrNotDocumentVersion(id)
 			}
 			if err != nil {
 				return internal(err, "read version")
 			}
-			if pubSeq != nil && *pubSeq >= seq || store.EvidenceOverCurated(kind, pubKind, headKind) {
+			if pubSeq != nil && *pubSeq >= seq || memory.EvidenceOverCurated(kind, pubKind, headKind) {
 				continue
 			}
 			out = append(out, id)
@@ -250,7 +250,7 @@ func (m *Memory) Promotable(ctx context.Context, scope protocol.MemoryScope, bid
 	return out, err
 }
 
-// Published implements store.Memory (store.MemoryStore.Published).
+// Published implements memory.Store (store.MemoryStore.Published).
 func (m *Memory) Published(ctx context.Context, scope protocol.MemoryScope, versions []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(versions) == 0 {
@@ -277,10 +277,10 @@ func (m *Memory) Published(ctx context.Context, scope protocol.MemoryScope, vers
 	return out, err
 }
 
-// Baselines implements store.Memory: newest first.
-func (m *Memory) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]store.MemBaselineRow, []store.MemPointerMove, error) {
-	var bs []store.MemBaselineRow
-	var hs []store.MemPointerMove
+// Baselines implements memory.Store: newest first.
+func (m *Memory) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]memory.BaselineRow, []memory.PointerMove, error) {
+	var bs []memory.BaselineRow
+	var hs []memory.PointerMove
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		bs, hs = nil, nil
 		rows, err := tx.Query(ctx, `SELECT e.baseline_id, COALESCE(p.baseline_id, ''), e.created_at, e.principal_id, e.reason, e.tx_id, e.items
@@ -289,7 +289,7 @@ func (m *Memory) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]s
 			return internal(err, "list baselines")
 		}
 		for rows.Next() {
-			var b store.MemBaselineRow
+			var b memory.BaselineRow
 			if err := rows.Scan(&b.BaselineID, &b.ParentBaselineID, &b.CreatedAt, &b.PrincipalID, &b.Reason, &b.TxID, &b.Items); err != nil {
 				rows.Close()
 				return internal(err, "scan baseline")
@@ -307,7 +307,7 @@ func (m *Memory) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]s
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var mv store.MemPointerMove
+			var mv memory.PointerMove
 			if err := rows.Scan(&mv.BaselineID, &mv.PreviousBaselineID, &mv.MovedAt, &mv.PrincipalID, &mv.Reason); err != nil {
 				return internal(err, "scan pointer move")
 			}
@@ -318,14 +318,14 @@ func (m *Memory) Baselines(ctx context.Context, scope protocol.MemoryScope) ([]s
 	return bs, hs, err
 }
 
-// Fetch implements store.Memory.
-func (m *Memory) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*store.MemVersion, error) {
-	var out *store.MemVersion
+// Fetch implements memory.Store.
+func (m *Memory) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int64, id string) (*memory.Version, error) {
+	var out *memory.Version
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+` FROM mem_elements e JOIN mem_baseline_items bi ON bi.bid = $1 AND bi.eid = e.eid
 			JOIN mem_versions v ON v.vid = bi.vid WHERE `+scopeAt(2)+` AND e.element_id = $5`, append(append([]any{bid}, scopeArgs(scope)...), id)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrElementNotFound(id)
+			return memory.ErrElementNotFound(id)
 		}
 		out = v
 		return internalIf(err, "fetch element")
@@ -333,7 +333,7 @@ func (m *Memory) Fetch(ctx context.Context, scope protocol.MemoryScope, bid int6
 	return out, err
 }
 
-// Verify implements store.Memory (store.MemoryStore.Verify).
+// Verify implements memory.Store (store.MemoryStore.Verify).
 func (m *Memory) Verify(ctx context.Context, scope protocol.MemoryScope, principalID string, cits []protocol.MemoryCitation) ([]protocol.CitationCheck, error) {
 	out := make([]protocol.CitationCheck, len(cits))
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
@@ -367,18 +367,4 @@ func (m *Memory) Verify(ctx context.Context, scope protocol.MemoryScope, princip
 		return nil, err
 	}
 	return out, nil
-}
-
-// matchTerms are the words of an FTS5 MATCH expression built by
-// search.MatchExpr (`"w1" OR "w2"`): the query's words, lower-cased, no
-// stopwords.
-func matchTerms(match string) []string {
-	var out []string
-	for _, t := range strings.Split(match, " OR ") {
-		t = strings.Trim(strings.TrimSpace(t), `"`)
-		if t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
 }

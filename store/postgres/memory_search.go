@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/search"
 	"github.com/txkernel/txkernel/store"
@@ -58,15 +59,15 @@ var searchQuery = fmt.Sprintf(`WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_
 	FROM top t JOIN mem_versions v ON v.vid = t.vid JOIN mem_elements e ON e.eid = v.eid
 	ORDER BY t.score DESC, t.vid`, bm25K1+1, bm25K1, bm25B, versionCols)
 
-// Search implements store.Memory: match is search.MatchExpr's expression,
-// whose words are stemmed here as the index stemmed them. Score is the
+// Search implements memory.Store: q.Terms are stemmed here as the index
+// stemmed them. Score is the
 // BM25 score, higher is better.
-func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, match string, k int, wTitle float64) ([]store.MemHit, error) {
-	terms := matchTerms(match)
+func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, q memory.Query) ([]memory.Hit, error) {
+	terms, k, wTitle := q.Terms, q.K, q.TitleWeight
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}
-	var out []store.MemHit
+	var out []memory.Hit
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		out = nil
 		rows, err := tx.Query(ctx, searchQuery, strings.Join(terms, " "), bid, scope.TenantID, scope.OrganizationID, scope.RepositoryID, wTitle, k)
@@ -75,12 +76,12 @@ func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var h store.MemHit
+			var h memory.Hit
 			v, err := scanVersion(rows, &h.ChunkID, &h.ChunkKey, &h.Start, &h.End, &h.Score)
 			if err != nil {
 				return internal(err, "scan hit")
 			}
-			h.MemVersion = *v
+			h.Version = *v
 			out = append(out, h)
 		}
 		return internalIf(rows.Err(), "keyword search")
@@ -91,13 +92,13 @@ func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int
 	return out, nil
 }
 
-// ChunksToEmbed implements store.Memory: the chunks of scope's versions
+// ChunksToEmbed implements memory.Store: the chunks of scope's versions
 // that have no vector of dimension dims.
-func (m *Memory) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]store.MemChunkText, error) {
+func (m *Memory) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, versions []string, dims int) ([]memory.ChunkText, error) {
 	if len(versions) == 0 {
 		return nil, nil
 	}
-	var out []store.MemChunkText
+	var out []memory.ChunkText
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		out = nil
 		rows, err := tx.Query(ctx, `SELECT c.id, c.start_offset, c.end_offset, v.body
@@ -110,7 +111,7 @@ func (m *Memory) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, 
 		}
 		defer rows.Close()
 		for rows.Next() {
-			c := store.MemChunkText{Scope: scope}
+			c := memory.ChunkText{Scope: scope}
 			var so, eo int
 			var body string
 			if err := rows.Scan(&c.ChunkID, &so, &eo, &body); err != nil {
@@ -127,10 +128,10 @@ func (m *Memory) ChunksToEmbed(ctx context.Context, scope protocol.MemoryScope, 
 	return out, err
 }
 
-// PutVectors implements store.Memory: one unit vector per chunk, all of
+// PutVectors implements memory.Store: one unit vector per chunk, all of
 // one tenant, in one SQL transaction; a chunk that has a vector of the
 // same dimension keeps it.
-func (m *Memory) PutVectors(ctx context.Context, chunks []store.MemChunkText, vectors [][]float32) error {
+func (m *Memory) PutVectors(ctx context.Context, chunks []memory.ChunkText, vectors [][]float32) error {
 	if len(chunks) == 0 {
 		return nil
 	}
@@ -154,7 +155,7 @@ func (m *Memory) PutVectors(ctx context.Context, chunks []store.MemChunkText, ve
 	})
 }
 
-// SearchVector implements store.Memory: the chunks of baseline bid in
+// SearchVector implements memory.Store: the chunks of baseline bid in
 // scope with a vector of q's dimension are read and scored in Go (cosine
 // distance of unit vectors, 1 - q·v), nearest first, one per version, at
 // most k versions.
@@ -220,24 +221,24 @@ func dot(q []float32, v []byte) float64 {
 	return s
 }
 
-// HitsByChunk implements store.Memory: a chunk of another scope is
+// HitsByChunk implements memory.Store: a chunk of another scope is
 // errs.NotFound.
-func (m *Memory) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]store.MemHit, error) {
-	out := make([]store.MemHit, 0, len(chunks))
+func (m *Memory) HitsByChunk(ctx context.Context, scope protocol.MemoryScope, chunks []int64) ([]memory.Hit, error) {
+	out := make([]memory.Hit, 0, len(chunks))
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		out = out[:0]
 		for _, id := range chunks {
-			var h store.MemHit
+			var h memory.Hit
 			v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionCols+`, c.id, c.chunk_key, c.start_offset, c.end_offset
 				FROM mem_chunks c JOIN mem_versions v ON v.vid = c.vid JOIN mem_elements e ON e.eid = v.eid WHERE c.id = $1 AND `+scopeAt(2),
 				append([]any{id}, scopeArgs(scope)...)...), &h.ChunkID, &h.ChunkKey, &h.Start, &h.End)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return store.ErrChunkNotFound(id)
+				return memory.ErrChunkNotFound(id)
 			}
 			if err != nil {
 				return internal(err, "read chunk hit")
 			}
-			h.MemVersion = *v
+			h.Version = *v
 			out = append(out, h)
 		}
 		return nil

@@ -3,7 +3,7 @@
 // "Beyond one machine"; serve --memory-store postgres://…). This file
 // opens the database, migrates it and runs each store method's SQL
 // transaction; schema.go holds the schema; memory*.go implement
-// store.Memory over it.
+// memory.Store over it.
 //
 // The schema mirrors kernel.db's memory tables with a tenant on every
 // row; row-level security, forced on every memory table, shows a

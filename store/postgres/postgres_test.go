@@ -18,8 +18,8 @@ import (
 
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/pgtest"
-	"github.com/txkernel/txkernel/store"
-	"github.com/txkernel/txkernel/store/memtest"
+	"github.com/txkernel/txkernel/memory"
+	"github.com/txkernel/txkernel/memory/memorytest"
 )
 
 func TestMain(m *testing.M) {
@@ -206,7 +206,7 @@ func TestConnectionLost(t *testing.T) {
 		{"eof, wrapped by the store", internal(io.ErrUnexpectedEOF, "read element"), "connection-lost"},
 		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, "connection-lost"},
 		{"unique violation", &pgconn.PgError{Code: "23505"}, ""},
-		{"a kernel error", store.ErrElementNotFound("a.md"), ""},
+		{"a kernel error", memory.ErrElementNotFound("a.md"), ""},
 		{"plain", errors.New("x"), ""},
 	} {
 		reason, lost := connectionLost(tc.err)
@@ -234,11 +234,11 @@ func TestConnectionLost(t *testing.T) {
 	}
 }
 
-// TestMemoryConformance runs the store.Memory conformance suite on a
+// TestMemoryConformance runs the memory.Store conformance suite on a
 // PostgreSQL database per test, connected as a role row-level security
 // applies to.
 func TestMemoryConformance(t *testing.T) {
-	memtest.Run(t, func(t *testing.T) store.Memory {
+	memorytest.Run(t, func(t *testing.T) memory.Store {
 		s, err := Open(context.Background(), migrated(t))
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@ package postgres
 // a change is a new step.
 //
 // The memory tables mirror kernel.db's (store/migrate.go), so that the
-// two store.Memory implementations keep the same rows, with these
+// two memory.Store implementations keep the same rows, with these
 // differences:
 //   - every table carries tenant_id, so that row-level security can trim
 //     every one of them (a tenant's rows are visible only inside a
@@ -168,7 +168,7 @@ var migrations = []string{
 				WITH CHECK (tenant_id = current_setting('txk.tenant_id', true))$p$, t);
 		END LOOP;
 	END $$;`,
-	// Curation claims (store.MemClaim): what an accept or a promote is
+	// Curation claims (memory.Claim): what an accept or a promote is
 	// about to change, from its base check to its commit, so that two
 	// kernels cannot both pass the check. And the postings of the chunks'
 	// tsvectors (a lexeme's positions in a chunk's title and body), so

@@ -1,9 +1,9 @@
-// Package memtest is the conformance suite of store.Memory: the tests every
+// Package memorytest is the conformance suite of memory.Store: the tests every
 // implementation must pass, run by each one's own tests (SQLite's in
 // package store, PostgreSQL's in store/postgres), so the two stores keep
 // one behaviour. The package is only imported by tests; it imports
 // testing.
-package memtest
+package memorytest
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
-	"github.com/txkernel/txkernel/store"
 )
 
 // Run runs every conformance test as a subtest of t, each on a fresh,
 // empty memory store from open.
-func Run(t *testing.T, open func(t *testing.T) store.Memory) {
+func Run(t *testing.T, open func(t *testing.T) memory.Store) {
 	for _, c := range []struct {
 		name string
-		fn   func(*testing.T, store.Memory)
+		fn   func(*testing.T, memory.Store)
 	}{
 		{"SearchTrimsInsideTheQuery", searchTrimsInsideTheQuery},
 		{"PromotableNeverMovesBack", promotableNeverMovesBack},
@@ -39,26 +39,26 @@ func Run(t *testing.T, open func(t *testing.T) store.Memory) {
 	}
 }
 
-func memTestFile(id, text string) store.MemIngestFile {
-	return store.MemIngestFile{ElementID: id, Version: store.MemNewVersion{VersionID: "ver_" + id + "_" + store.HashBody(text)[:8], Title: id, Body: text, BodyHash: store.HashBody(text),
-		SourceKind: protocol.SourceIngestedEvidence, Chunks: []store.MemChunk{{Key: "_preamble", Title: id, Text: text, Start: 0, End: len(text)}}}}
+func memTestFile(id, text string) memory.IngestFile {
+	return memory.IngestFile{ElementID: id, Version: memory.NewVersion{VersionID: "ver_" + id + "_" + memory.HashBody(text)[:8], Title: id, Body: text, BodyHash: memory.HashBody(text),
+		SourceKind: protocol.SourceIngestedEvidence, Chunks: []memory.Chunk{{Key: "_preamble", Title: id, Text: text, Start: 0, End: len(text)}}}}
 }
 
 // searchTrimsInsideTheQuery: another repository holds many better
 // matches, yet a search of r1 returns exactly k versions, all of r1 and of
 // its published baseline; a version not in the baseline is never ranked.
-func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
+func searchTrimsInsideTheQuery(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	r1 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r1"}
 	r2 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
-	var r1Files, r2Files []store.MemIngestFile
+	var r1Files, r2Files []memory.IngestFile
 	for i := range 5 {
 		r1Files = append(r1Files, memTestFile(fmt.Sprintf("a%d.md", i), "a note about lanterns and other things"))
 	}
 	for i := range 30 {
 		r2Files = append(r2Files, memTestFile(fmt.Sprintf("b%d.md", i), "lanterns lanterns lanterns"))
 	}
-	publish := func(sc protocol.MemoryScope, files []store.MemIngestFile, tx string) int64 {
+	publish := func(sc protocol.MemoryScope, files []memory.IngestFile, tx string) int64 {
 		out, err := m.Ingest(ctx, sc, files)
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
 		for _, o := range out {
 			vs = append(vs, o.VersionID)
 		}
-		if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
+		if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: tx, BaselineID: "bl_" + tx, Versions: vs, Reason: "ingest", DecisionID: "dec_" + tx}); err != nil {
 			t.Fatal(err)
 		}
 		_, bid, err := m.Pointer(ctx, sc)
@@ -79,11 +79,11 @@ func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
 	bid1 := publish(r1, r1Files, "tx1")
 	publish(r2, r2Files, "tx2")
 	// A new version of a0.md that is not published: never ranked.
-	if _, err := m.Ingest(ctx, r1, []store.MemIngestFile{memTestFile("a0.md", "lanterns lanterns lanterns lanterns")}); err != nil {
+	if _, err := m.Ingest(ctx, r1, []memory.IngestFile{memTestFile("a0.md", "lanterns lanterns lanterns lanterns")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []int{1, 3, 5, 10} {
-		hits, err := m.Search(ctx, r1, bid1, `"lanterns"`, k, 2)
+		hits, err := m.Search(ctx, r1, bid1, memory.Query{Terms: []string{"lanterns"}, K: k, TitleWeight: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
 		}
 	}
 	// The same baseline read from another scope finds nothing.
-	if hits, err := m.Search(ctx, r2, bid1, `"lanterns"`, 5, 2); err != nil || len(hits) != 0 {
+	if hits, err := m.Search(ctx, r2, bid1, memory.Query{Terms: []string{"lanterns"}, K: 5, TitleWeight: 2}); err != nil || len(hits) != 0 {
 		t.Fatalf("r1's baseline through r2's scope: %v %v", hits, err)
 	}
 }
@@ -108,11 +108,11 @@ func searchTrimsInsideTheQuery(t *testing.T, m store.Memory) {
 // one call is created once and then versioned; a file naming an element
 // that is not a backlog document fails the whole ingest, which then
 // writes nothing; and each new version's chunks are searchable.
-func ingestOutcomes(t *testing.T, m store.Memory) {
+func ingestOutcomes(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
 	type want struct{ id, status, body string }
-	check := func(what string, out []store.MemIngestOutcome, err error, wants ...want) {
+	check := func(what string, out []memory.IngestOutcome, err error, wants ...want) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -137,10 +137,10 @@ func ingestOutcomes(t *testing.T, m store.Memory) {
 			}
 		}
 	}
-	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "alpha one"), memTestFile("b.md", "beta one"), memTestFile("a.md", "alpha two")})
-	check("first ingest", out, err, want{"a.md", store.IngestCreated, "alpha one"}, want{"b.md", store.IngestCreated, "beta one"}, want{"a.md", store.IngestNewVersion, "alpha two"})
-	out, err = m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "alpha two"), memTestFile("b.md", "beta two"), memTestFile("c.md", "gamma")})
-	check("second ingest", out, err, want{"a.md", store.IngestUnchanged, "alpha two"}, want{"b.md", store.IngestNewVersion, "beta two"}, want{"c.md", store.IngestCreated, "gamma"})
+	out, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "alpha one"), memTestFile("b.md", "beta one"), memTestFile("a.md", "alpha two")})
+	check("first ingest", out, err, want{"a.md", memory.IngestCreated, "alpha one"}, want{"b.md", memory.IngestCreated, "beta one"}, want{"a.md", memory.IngestNewVersion, "alpha two"})
+	out, err = m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "alpha two"), memTestFile("b.md", "beta two"), memTestFile("c.md", "gamma")})
+	check("second ingest", out, err, want{"a.md", memory.IngestUnchanged, "alpha two"}, want{"b.md", memory.IngestNewVersion, "beta two"}, want{"c.md", memory.IngestCreated, "gamma"})
 	if out[0].VersionID != memTestFile("a.md", "alpha two").Version.VersionID {
 		t.Fatalf("an unchanged file names %s, not its newest ingested version", out[0].VersionID)
 	}
@@ -150,12 +150,12 @@ func ingestOutcomes(t *testing.T, m store.Memory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Propose(ctx, store.MemNewProposal{Scope: sc, ProposalID: "prop_1", TargetElementID: "a.md", TargetVersionID: a.VersionID, Summary: "s",
-		Principal: protocol.MemoryPrincipal{PrincipalID: "p"}, Version: store.MemNewVersion{VersionID: "ver_prop_1", Title: "a.md", Body: "alpha three",
-			BodyHash: store.HashBody("alpha three"), SourceKind: protocol.SourceProposal, Provenance: []byte(`{}`)}}); err != nil {
+	if err := m.Propose(ctx, memory.NewProposal{Scope: sc, ProposalID: "prop_1", TargetElementID: "a.md", TargetVersionID: a.VersionID, Summary: "s",
+		Principal: protocol.MemoryPrincipal{PrincipalID: "p"}, Version: memory.NewVersion{VersionID: "ver_prop_1", Title: "a.md", Body: "alpha three",
+			BodyHash: memory.HashBody("alpha three"), SourceKind: protocol.SourceProposal, Provenance: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("d.md", "delta"), memTestFile("prop_1", "over a proposal")}); !errs.KindIs(err, errs.Conflict) {
+	if _, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("d.md", "delta"), memTestFile("prop_1", "over a proposal")}); !errs.KindIs(err, errs.Conflict) {
 		t.Fatalf("an ingest over a proposal element: %v, want a conflict", err)
 	}
 	if _, err := m.Head(ctx, sc, "d.md"); !errs.KindIs(err, errs.NotFound) {
@@ -170,7 +170,7 @@ func ingestOutcomes(t *testing.T, m store.Memory) {
 		}
 		vs = append(vs, h.VersionID)
 	}
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: vs, Reason: "ingest", DecisionID: "dec"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: vs, Reason: "ingest", DecisionID: "dec"}); err != nil {
 		t.Fatal(err)
 	}
 	_, bid, err := m.Pointer(ctx, sc)
@@ -178,14 +178,14 @@ func ingestOutcomes(t *testing.T, m store.Memory) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ word, id string }{{"alpha", "a.md"}, {"beta", "b.md"}, {"gamma", "c.md"}} {
-		hits, err := m.Search(ctx, sc, bid, `"`+c.word+`"`, 5, 2)
+		hits, err := m.Search(ctx, sc, bid, memory.Query{Terms: []string{c.word}, K: 5, TitleWeight: 2})
 		if err != nil || len(hits) != 1 || hits[0].ElementID != c.id {
 			t.Fatalf("search %q: %+v %v", c.word, hits, err)
 		}
 	}
 	// A promote naming two versions of one element keeps the later named.
 	one, two := memTestFile("a.md", "alpha one").Version.VersionID, memTestFile("a.md", "alpha two").Version.VersionID
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx2", BaselineID: "bl2", Versions: []string{two, one}, Reason: "r", DecisionID: "dec2"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx2", BaselineID: "bl2", Versions: []string{two, one}, Reason: "r", DecisionID: "dec2"}); err != nil {
 		t.Fatal(err)
 	}
 	_, bid2, err := m.Pointer(ctx, sc)
@@ -199,22 +199,22 @@ func ingestOutcomes(t *testing.T, m store.Memory) {
 
 // promotableNeverMovesBack: an explicit promote leaves out a
 // version older than (or equal to) what the baseline holds.
-func promotableNeverMovesBack(t *testing.T, m store.Memory) {
+func promotableNeverMovesBack(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
-	v1, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "one")})
+	v1, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "one")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "two")})
+	v2, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "two")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v2[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v2[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
 		t.Fatal(err)
 	}
 	// Idempotent: committing the same transaction again changes nothing.
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v1[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx", BaselineID: "bl", Versions: []string{v1[0].VersionID}, Reason: "ingest", DecisionID: "dec"}); err != nil {
 		t.Fatal(err)
 	}
 	_, bid, _ := m.Pointer(ctx, sc)
@@ -232,11 +232,11 @@ func promotableNeverMovesBack(t *testing.T, m store.Memory) {
 // a proposal) act on the caller's scope only: another repository's chunk
 // is not found, its versions are neither embedded nor recorded as
 // returned, and its proposal's accept transaction is not set.
-func byIDStaysInScope(t *testing.T, m store.Memory) {
+func byIDStaysInScope(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	r1 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r1"}
 	r2 := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
-	out, err := m.Ingest(ctx, r2, []store.MemIngestFile{memTestFile("b.md", "a note in r2")})
+	out, err := m.Ingest(ctx, r2, []memory.IngestFile{memTestFile("b.md", "a note in r2")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +272,8 @@ func byIDStaysInScope(t *testing.T, m store.Memory) {
 		t.Fatalf("a version of r2 returned in r2: %+v %v", got, err)
 	}
 	pr := protocol.MemoryPrincipal{PrincipalID: "p"}
-	if err := m.Propose(ctx, store.MemNewProposal{Scope: r2, Principal: pr, ProposalID: "prop", TargetElementID: "b.md", TargetVersionID: vid,
-		Summary: "s", Version: store.MemNewVersion{VersionID: "prop@1", Title: "b", Body: "new", BodyHash: store.HashBody("new"), SourceKind: protocol.SourceProposal}}); err != nil {
+	if err := m.Propose(ctx, memory.NewProposal{Scope: r2, Principal: pr, ProposalID: "prop", TargetElementID: "b.md", TargetVersionID: vid,
+		Summary: "s", Version: memory.NewVersion{VersionID: "prop@1", Title: "b", Body: "new", BodyHash: memory.HashBody("new"), SourceKind: protocol.SourceProposal}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.SetAcceptTx(ctx, r1, "prop", "tx-r1"); err != nil {
@@ -295,15 +295,15 @@ func byIDStaysInScope(t *testing.T, m store.Memory) {
 // naming the holder, the holder may claim again, a claim whose base moved
 // is stale with the current version, and Unclaim and the commit release
 // it.
-func claimsSerialiseCuration(t *testing.T, m store.Memory) {
+func claimsSerialiseCuration(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
-	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "one")})
+	out, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "one")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v1 := out[0].VersionID
-	c := store.MemClaim{Scope: sc, TxID: "tx-1", ElementID: "a.md", TargetVersionID: v1}
+	c := memory.Claim{Scope: sc, TxID: "tx-1", ElementID: "a.md", TargetVersionID: v1}
 	if _, err := m.Claim(ctx, c); err != nil {
 		t.Fatalf("first claim: %v", err)
 	}
@@ -317,7 +317,7 @@ func claimsSerialiseCuration(t *testing.T, m store.Memory) {
 		t.Fatalf("another transaction's claim: %v, want a conflict", err)
 	}
 	_, data := errs.KindOf(err)
-	if d, _ := data.(store.ClaimedData); d.TransactionID != "tx-1" || d.Key != "element:a.md" {
+	if d, _ := data.(memory.ClaimedData); d.TransactionID != "tx-1" || d.Key != "element:a.md" {
 		t.Fatalf("conflict data %#v, want the holder and the key", data)
 	}
 	if err := m.Unclaim(ctx, sc, "tx-1"); err != nil {
@@ -330,7 +330,7 @@ func claimsSerialiseCuration(t *testing.T, m store.Memory) {
 		t.Fatal(err)
 	}
 	// The element moves: a claim on the old version is stale, with the new.
-	out, err = m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "two")})
+	out, err = m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "two")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,14 +340,14 @@ func claimsSerialiseCuration(t *testing.T, m store.Memory) {
 	}
 	// The pointer: claimed from nothing published, released by the
 	// promote's commit.
-	p := store.MemClaim{Scope: sc, TxID: "tx-p"}
+	p := memory.Claim{Scope: sc, TxID: "tx-p"}
 	if _, err := m.Claim(ctx, p); err != nil {
 		t.Fatalf("pointer claim: %v", err)
 	}
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx-p", BaselineID: "bl", Versions: []string{out[0].VersionID}, Reason: "r", DecisionID: "dec-p"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx-p", BaselineID: "bl", Versions: []string{out[0].VersionID}, Reason: "r", DecisionID: "dec-p"}); err != nil {
 		t.Fatal(err)
 	}
-	cur, err = m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-q"})
+	cur, err = m.Claim(ctx, memory.Claim{Scope: sc, TxID: "tx-q"})
 	if !errs.KindIs(err, errs.Stale) || cur != "bl" {
 		t.Fatalf("a pointer claim after the promote: %q %v, want stale at bl (and no conflict: the commit released tx-p's claim)", cur, err)
 	}
@@ -357,10 +357,10 @@ func claimsSerialiseCuration(t *testing.T, m store.Memory) {
 // once its proposal was decided (errs.Closed), and an accept's commit
 // re-checks the element's current version, so it never overwrites a
 // version written after its claim (errs.Stale, nothing written).
-func acceptsCheckAgainAtCommit(t *testing.T, m store.Memory) {
+func acceptsCheckAgainAtCommit(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
-	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "one")})
+	out, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "one")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,31 +368,31 @@ func acceptsCheckAgainAtCommit(t *testing.T, m store.Memory) {
 	pr := protocol.MemoryPrincipal{PrincipalID: "agent"}
 	propose := func(id string) {
 		t.Helper()
-		if err := m.Propose(ctx, store.MemNewProposal{Scope: sc, Principal: pr, ProposalID: id, TargetElementID: "a.md", TargetVersionID: v1,
-			Summary: "s", Version: store.MemNewVersion{VersionID: "ver_" + id, Title: "a", Body: "b", BodyHash: store.HashBody("b"), SourceKind: protocol.SourceProposal}}); err != nil {
+		if err := m.Propose(ctx, memory.NewProposal{Scope: sc, Principal: pr, ProposalID: id, TargetElementID: "a.md", TargetVersionID: v1,
+			Summary: "s", Version: memory.NewVersion{VersionID: "ver_" + id, Title: "a", Body: "b", BodyHash: memory.HashBody("b"), SourceKind: protocol.SourceProposal}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	propose("p-rejected")
-	if err := m.Reject(ctx, sc, "p-rejected", "no", store.MemDecision{DecisionID: "dec-r", Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}}); err != nil {
+	if err := m.Reject(ctx, sc, "p-rejected", "no", memory.Decision{DecisionID: "dec-r", Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-r", ProposalID: "p-rejected", ElementID: "a.md", TargetVersionID: v1})
+	_, err = m.Claim(ctx, memory.Claim{Scope: sc, TxID: "tx-r", ProposalID: "p-rejected", ElementID: "a.md", TargetVersionID: v1})
 	if !errs.KindIs(err, errs.Closed) {
 		t.Fatalf("a claim for an accept of a rejected proposal: %v, want closed", err)
 	}
 	propose("p-open")
-	if _, err := m.Claim(ctx, store.MemClaim{Scope: sc, TxID: "tx-a", ProposalID: "p-open", ElementID: "a.md", TargetVersionID: v1}); err != nil {
+	if _, err := m.Claim(ctx, memory.Claim{Scope: sc, TxID: "tx-a", ProposalID: "p-open", ElementID: "a.md", TargetVersionID: v1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Unclaim(ctx, sc, "tx-a"); err != nil {
 		t.Fatal(err)
 	}
-	moved, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("a.md", "two")})
+	moved, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("a.md", "two")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = m.CommitAccept(ctx, store.MemAccept{Scope: sc, Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}, ProposalID: "p-open", TxID: "tx-a",
+	err = m.CommitAccept(ctx, memory.Accept{Scope: sc, Principal: protocol.MemoryPrincipal{PrincipalID: "curator"}, ProposalID: "p-open", TxID: "tx-a",
 		VersionID: "ver_tx-a", DecisionID: "dec_tx-a"})
 	if !errs.KindIs(err, errs.Stale) {
 		t.Fatalf("an accept's commit after the element moved: %v, want stale", err)
@@ -410,7 +410,7 @@ func acceptsCheckAgainAtCommit(t *testing.T, m store.Memory) {
 // names (targeting the curated version, holding the evidence), and an
 // unchanged re-ingest does nothing; no promote, explicit or not, puts evidence
 // over a curated version; an element never curated still follows its file.
-func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
+func ingestNeverReplacesCuratedTruth(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
 	publishAll(t, m, sc, "tx1", memTestFile("a.md", "alpha one"), memTestFile("b.md", "beta one"))
@@ -425,7 +425,7 @@ func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
 			}
 			curated := curate(t, m, sc, id, "curated "+c.name, "tx-cur-"+c.name)
 			if c.published {
-				if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx-pub-" + c.name, BaselineID: "bl-pub-" + c.name, Versions: []string{curated}, Reason: "promote", DecisionID: "dec-pub-" + c.name}); err != nil {
+				if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx-pub-" + c.name, BaselineID: "bl-pub-" + c.name, Versions: []string{curated}, Reason: "promote", DecisionID: "dec-pub-" + c.name}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -438,13 +438,13 @@ func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
 				t.Fatal(err)
 			}
 			f := memTestFile(id, "evidence "+c.name)
-			f.Review = store.MemNewProposal{Principal: protocol.MemoryPrincipal{PrincipalID: "ingester"}, ProposalID: "prop-review-" + c.name, Summary: "review",
-				Version: store.MemNewVersion{VersionID: "ver-review-" + c.name, Title: id, Body: f.Version.Body, BodyHash: f.Version.BodyHash, SourceKind: protocol.SourceProposal}}
-			out, err := m.Ingest(ctx, sc, []store.MemIngestFile{f})
+			f.Review = memory.NewProposal{Principal: protocol.MemoryPrincipal{PrincipalID: "ingester"}, ProposalID: "prop-review-" + c.name, Summary: "review",
+				Version: memory.NewVersion{VersionID: "ver-review-" + c.name, Title: id, Body: f.Version.Body, BodyHash: f.Version.BodyHash, SourceKind: protocol.SourceProposal}}
+			out, err := m.Ingest(ctx, sc, []memory.IngestFile{f})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(out) != 1 || out[0].Status != store.IngestForReview || out[0].VersionID != f.Version.VersionID || out[0].ProposalID != "prop-review-"+c.name {
+			if len(out) != 1 || out[0].Status != memory.IngestForReview || out[0].VersionID != f.Version.VersionID || out[0].ProposalID != "prop-review-"+c.name {
 				t.Fatalf("re-ingest over curated truth: %+v, want for_review with the proposal", out)
 			}
 			if head, err := m.Head(ctx, sc, id); err != nil || head.VersionID != curated || head.SourceKind != protocol.SourceCurated {
@@ -472,16 +472,16 @@ func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
 			if after, err := m.Fetch(ctx, sc, bid, id); err != nil || after.VersionID != before.VersionID {
 				t.Fatalf("published %s moved to %+v %v", before.VersionID, after, err)
 			}
-			again, err := m.Ingest(ctx, sc, []store.MemIngestFile{f})
-			if err != nil || len(again) != 1 || again[0].Status != store.IngestUnchanged || again[0].ProposalID != "" {
+			again, err := m.Ingest(ctx, sc, []memory.IngestFile{f})
+			if err != nil || len(again) != 1 || again[0].Status != memory.IngestUnchanged || again[0].ProposalID != "" {
 				t.Fatalf("the same file again: %+v %v, want unchanged and no second proposal", again, err)
 			}
 		})
 	}
 	// c.md was never curated: its file still moves its current version.
 	publishAll(t, m, sc, "tx-c", memTestFile("c.md", "gamma one"))
-	out, err := m.Ingest(ctx, sc, []store.MemIngestFile{memTestFile("c.md", "gamma two")})
-	if err != nil || out[0].Status != store.IngestNewVersion {
+	out, err := m.Ingest(ctx, sc, []memory.IngestFile{memTestFile("c.md", "gamma two")})
+	if err != nil || out[0].Status != memory.IngestNewVersion {
 		t.Fatalf("evidence over evidence: %+v %v", out, err)
 	}
 	if head, _ := m.Head(ctx, sc, "c.md"); head == nil || head.Body != "gamma two" {
@@ -493,7 +493,7 @@ func ingestNeverReplacesCuratedTruth(t *testing.T, m store.Memory) {
 // may see only: another tenant's ingest, another repository's of the same
 // tenant, and an unpublished version in the caller's own repository leave
 // every score bit-identical.
-func scoresIgnoreOtherScopes(t *testing.T, m store.Memory) {
+func scoresIgnoreOtherScopes(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	mine := protocol.MemoryScope{TenantID: "t1", OrganizationID: "o", RepositoryID: "r"}
 	publishAll(t, m, mine, "tx-mine", memTestFile("a.md", "the harbour lantern burns through the night"),
@@ -502,9 +502,9 @@ func scoresIgnoreOtherScopes(t *testing.T, m store.Memory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const match = `"harbour" OR "lantern" OR "tides"`
+	terms := []string{"harbour", "lantern", "tides"}
 	scores := func() string {
-		hits, err := m.Search(ctx, mine, bid, match, 10, 2)
+		hits, err := m.Search(ctx, mine, bid, memory.Query{Terms: terms, K: 10, TitleWeight: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -522,7 +522,7 @@ func scoresIgnoreOtherScopes(t *testing.T, m store.Memory) {
 		{TenantID: "t2", OrganizationID: "o", RepositoryID: "r"},
 		{TenantID: "t1", OrganizationID: "o", RepositoryID: "r2"},
 	} {
-		var files []store.MemIngestFile
+		var files []memory.IngestFile
 		for j := range 20 {
 			f := memTestFile(fmt.Sprintf("x%d.md", j), strings.Repeat("lantern harbour ", j+1))
 			f.Version.VersionID += fmt.Sprintf("_%d", i)
@@ -533,7 +533,7 @@ func scoresIgnoreOtherScopes(t *testing.T, m store.Memory) {
 			t.Fatalf("%+v ingested, and the caller's scores changed:\n%s\nwant\n%s", other, got, want)
 		}
 	}
-	if _, err := m.Ingest(ctx, mine, []store.MemIngestFile{memTestFile("c.md", "tides tides lantern lantern harbour")}); err != nil {
+	if _, err := m.Ingest(ctx, mine, []memory.IngestFile{memTestFile("c.md", "tides tides lantern lantern harbour")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := scores(); got != want {
@@ -544,13 +544,13 @@ func scoresIgnoreOtherScopes(t *testing.T, m store.Memory) {
 // publishedVersions: Published names the versions some baseline of the
 // scope holds (the current one or an earlier one), never one only
 // accepted, never another scope's.
-func publishedVersions(t *testing.T, m store.Memory) {
+func publishedVersions(t *testing.T, m memory.Store) {
 	ctx := context.Background()
 	sc := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r"}
 	other := protocol.MemoryScope{TenantID: "t", OrganizationID: "o", RepositoryID: "r2"}
 	v1 := publishAll(t, m, sc, "tx1", memTestFile("a.md", "one"))[0].VersionID
 	v2 := curate(t, m, sc, "a.md", "two", "tx2")
-	if err := m.CommitPromote(ctx, store.MemPromote{Scope: sc, TxID: "tx3", BaselineID: "bl3", Versions: []string{v2}, Reason: "promote", DecisionID: "dec3"}); err != nil {
+	if err := m.CommitPromote(ctx, memory.Promote{Scope: sc, TxID: "tx3", BaselineID: "bl3", Versions: []string{v2}, Reason: "promote", DecisionID: "dec3"}); err != nil {
 		t.Fatal(err)
 	}
 	v3 := curate(t, m, sc, "a.md", "three", "tx4")

@@ -1,4 +1,4 @@
-package store
+package memory
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-// What every store.Memory implementation answers the same way, whatever
+// What every Store implementation answers the same way, whatever
 // its SQL: the errors (kind, data and message) and the JSON it writes in
 // decision artefacts, provenance and ledger events. Both stores call
-// these, so the conformance suite (store/memtest) and the hosts see one
+// these, so the conformance suite (memory/memorytest) and the hosts see one
 // behaviour.
 
 // EvidenceOverCurated reports whether a version of source_kind kind may not be
@@ -132,25 +132,25 @@ func ErrClaimMoved(elementID, current string) error {
 // DecisionVersion is d's decision artefact as written at ts: its one
 // version (the JSON body, indented, with the principal as provenance),
 // and the body again for the ledger event.
-func DecisionVersion(d MemDecision, ts string) (MemNewVersion, []byte) {
+func DecisionVersion(d Decision, ts string) (NewVersion, []byte) {
 	body := map[string]any{"decision": d.Type, "subject": d.Subject, "principal": d.Principal, "decided_at": ts}
 	for k, v := range d.Body {
 		body[k] = v
 	}
 	b, _ := json.MarshalIndent(body, "", "  ")
 	prov, _ := json.Marshal(map[string]any{"actor_type": "principal", "actor_id": d.Principal.PrincipalID, "purpose": d.Principal.Purpose})
-	return MemNewVersion{VersionID: d.DecisionID + "@1", Title: d.Type + " " + d.Subject, Body: string(b), SourceKind: protocol.SourceDecision, Provenance: prov}, b
+	return NewVersion{VersionID: d.DecisionID + "@1", Title: d.Type + " " + d.Subject, Body: string(b), SourceKind: protocol.SourceDecision, Provenance: prov}, b
 }
 
 // AcceptProvenance is the provenance of the version a accepts, replacing
 // previousVersionID.
-func AcceptProvenance(a MemAccept, previousVersionID string) json.RawMessage {
+func AcceptProvenance(a Accept, previousVersionID string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"accepted_from": a.ProposalID, "accepted_by": a.Principal.PrincipalID, "previous_version_id": previousVersionID, "transaction_id": a.TxID})
 	return b
 }
 
 // ProposeLedgerData is the data of p's memory/propose ledger event.
-func ProposeLedgerData(p MemNewProposal, proposer string) []byte {
+func ProposeLedgerData(p NewProposal, proposer string) []byte {
 	b, _ := json.Marshal(map[string]any{"element_id": p.TargetElementID, "target_version_id": p.TargetVersionID, "summary": p.Summary, "proposed_by": proposer})
 	return b
 }
