@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/secrets/secretstest"
 )
 
 // lockedBuffer is an io.Writer safe for the stream's concurrent writes.
@@ -31,32 +31,6 @@ func (b *lockedBuffer) bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
-}
-
-// kernelSecrets are an AWS key id, a GitHub token and a private key,
-// generated so that this file trips no secret scanner, each with the text
-// that must appear nowhere.
-func kernelSecrets() []struct{ kind, secret, needle string } {
-	r := rand.New(rand.NewPCG(31, 4))
-	pick := func(n int, alphabet string) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
-	const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var body []string
-	for range 6 {
-		body = append(body, pick(64, alnum+"+/"))
-	}
-	aws := "AKIA" + pick(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-	gh := "ghp_" + pick(36, alnum)
-	return []struct{ kind, secret, needle string }{
-		{"aws", aws, aws},
-		{"github", gh, gh},
-		{"private-key", "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Join(body, "\n") + "\n-----END RSA PRIVATE KEY-----\n", body[2]},
-	}
 }
 
 // TestNoSecretInAnswersOrNotifications is the table of issue 31 over
@@ -130,11 +104,11 @@ func TestNoSecretInAnswersOrNotifications(t *testing.T) {
 		}},
 	}
 	for _, tg := range targets {
-		for _, s := range kernelSecrets() {
-			if tg.name == "workspace needle" && s.kind == "private-key" {
+		for _, s := range secretstest.Secrets(4) {
+			if tg.name == "workspace needle" && s.Kind == "private-key" {
 				continue // a needle is one line; a key's marker line alone is no secret
 			}
-			t.Run(tg.name+"/"+s.kind, func(t *testing.T) {
+			t.Run(tg.name+"/"+s.Kind, func(t *testing.T) {
 				srv := newTestServer(t)
 				var out lockedBuffer
 				srv.stream = NewStream(strings.NewReader(""), &out, nil, StreamOptions{})
@@ -153,10 +127,10 @@ func TestNoSecretInAnswersOrNotifications(t *testing.T) {
 					_ = json.Unmarshal(res, &m)
 					return m
 				}
-				tg.run(t, call, srv.cfg.Workspace.Dir(), s.secret)
+				tg.run(t, call, srv.cfg.Workspace.Dir(), s.Secret)
 				emitted := append(answers.Bytes(), out.bytes()...)
-				if bytes.Contains(emitted, []byte(s.needle)) {
-					i := bytes.Index(emitted, []byte(s.needle))
+				if bytes.Contains(emitted, []byte(s.Needle)) {
+					i := bytes.Index(emitted, []byte(s.Needle))
 					t.Errorf("an answer or notification holds the raw secret: …%s…", emitted[max(0, i-150):i])
 				}
 				if !bytes.Contains(emitted, []byte("[REDACTED:")) {
@@ -167,7 +141,7 @@ func TestNoSecretInAnswersOrNotifications(t *testing.T) {
 				}
 				filepath.WalkDir(filepath.Join(srv.cfg.Engine.DataDir(), "transactions"), func(p string, d fs.DirEntry, err error) error {
 					if err == nil && !d.IsDir() {
-						if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(s.needle)) {
+						if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(s.Needle)) {
 							t.Errorf("%s holds the raw secret", p)
 						}
 					}

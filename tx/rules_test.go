@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,33 +14,8 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/secrets/secretstest"
 )
-
-// plantedSecrets are one secret of each kind the scanner knows by shape,
-// generated so that this file trips no secret scanner, each with the text
-// that must not appear anywhere (for a private key, a body line).
-func plantedSecrets() []struct{ kind, secret, needle string } {
-	r := rand.New(rand.NewPCG(31, 2))
-	pick := func(n int, alphabet string) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
-	const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var body []string
-	for range 6 {
-		body = append(body, pick(64, alnum+"+/"))
-	}
-	aws := "AKIA" + pick(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-	gh := "ghp_" + pick(36, alnum)
-	return []struct{ kind, secret, needle string }{
-		{"aws", aws, aws},
-		{"github", gh, gh},
-		{"private-key", "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Join(body, "\n") + "\n-----END RSA PRIVATE KEY-----\n", body[2]},
-	}
-}
 
 // collectNotes records every event the engine sends the host, as JSON.
 func collectNotes(e *Engine) func() []byte {
@@ -86,14 +60,14 @@ func assertNoSecretIn(t *testing.T, dir, needle string) {
 // no answer (turn/start, tx/status, tx/events, apply/execute), before and
 // after a restart; and the target still got the exact bytes.
 func TestNoSecretInAnyRecordOrEvent(t *testing.T) {
-	for _, s := range plantedSecrets() {
-		t.Run(s.kind, func(t *testing.T) {
+	for _, s := range secretstest.Secrets(2) {
+		t.Run(s.Kind, func(t *testing.T) {
 			f := newKVFixture(t, approvals.Untrusted)
 			notes := collectNotes(f.e)
 			ctx := context.Background()
-			value := "deploy with " + s.secret
+			value := "deploy with " + s.Secret
 			in := kvSet("cred", value)
-			in.Plan = &protocol.TurnPlan{Text: "store " + s.secret, Steps: []protocol.PlanStep{{Step: "use " + s.secret, Status: "pending"}}}
+			in.Plan = &protocol.TurnPlan{Text: "store " + s.Secret, Steps: []protocol.PlanStep{{Step: "use " + s.Secret, Status: "pending"}}}
 			res, err := f.e.Propose(ctx, in)
 			if err != nil {
 				t.Fatal(err)
@@ -119,14 +93,14 @@ func TestNoSecretInAnyRecordOrEvent(t *testing.T) {
 				t.Helper()
 				for i, a := range answers {
 					b, _ := json.Marshal(a)
-					if bytes.Contains(b, []byte(s.needle)) {
+					if bytes.Contains(b, []byte(s.Needle)) {
 						t.Errorf("%s: answer %d holds the raw secret: %s", when, i, b)
 					}
 				}
-				if bytes.Contains(notes(), []byte(s.needle)) {
+				if bytes.Contains(notes(), []byte(s.Needle)) {
 					t.Errorf("%s: a notification holds the raw secret", when)
 				}
-				assertNoSecretIn(t, f.txDir(id), s.needle)
+				assertNoSecretIn(t, f.txDir(id), s.Needle)
 			}
 			check("applied")
 			if !bytes.Contains(notes(), []byte("[REDACTED:")) {
@@ -159,18 +133,18 @@ func TestNoSecretInAnyRecordOrEvent(t *testing.T) {
 // secret is refused before anything is written: the ledger would store
 // the name redacted, and the apply would change another thing.
 func TestSecretInNameRefused(t *testing.T) {
-	for _, s := range plantedSecrets()[:2] {
+	for _, s := range secretstest.Secrets(2)[:2] {
 		f := newKVFixture(t, approvals.Never)
-		_, err := f.e.Propose(context.Background(), kvSet("conf/"+s.secret+".txt", "v"))
+		_, err := f.e.Propose(context.Background(), kvSet("conf/"+s.Secret+".txt", "v"))
 		kind, data := kindData(err)
 		if kind != string(errs.Validation) || data.(ValidationData).Reason != "secret-in-name" {
-			t.Fatalf("%s: %v (%s, %+v), want validation secret-in-name", s.kind, err, kind, data)
+			t.Fatalf("%s: %v (%s, %+v), want validation secret-in-name", s.Kind, err, kind, data)
 		}
-		if strings.Contains(err.Error(), s.secret) {
-			t.Errorf("%s: the error quotes the secret: %v", s.kind, err)
+		if strings.Contains(err.Error(), s.Secret) {
+			t.Errorf("%s: the error quotes the secret: %v", s.Kind, err)
 		}
 		if ents, _ := os.ReadDir(filepath.Join(f.data(), TxDir)); len(ents) != 0 {
-			t.Errorf("%s: a refused proposal left %d entries in transactions/", s.kind, len(ents))
+			t.Errorf("%s: a refused proposal left %d entries in transactions/", s.Kind, len(ents))
 		}
 	}
 }

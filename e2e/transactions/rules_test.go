@@ -10,13 +10,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/secrets/secretstest"
 )
 
 // rulesPolicy lets the curator cora do everything in tenant t1 and the
@@ -46,32 +46,15 @@ func rMem(principal map[string]any, kv ...any) map[string]any {
 }
 
 // planted are the secrets of these tests, one of each kind the scanner
-// knows by shape, generated so that this file trips no secret scanner.
+// knows by shape, from secretstest.
 type planted struct {
 	aws, github, key string
 	keyLine          string // a body line of key: what must not appear
 }
 
 func plant() planted {
-	r := rand.New(rand.NewPCG(31, 3))
-	pick := func(n int, alphabet string) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
-	const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	var body []string
-	for range 6 {
-		body = append(body, pick(64, alnum+"+/"))
-	}
-	return planted{
-		aws:     "AKIA" + pick(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"),
-		github:  "ghp_" + pick(36, alnum),
-		key:     "-----BEGIN RSA PRIVATE KEY-----\n" + strings.Join(body, "\n") + "\n-----END RSA PRIVATE KEY-----\n",
-		keyLine: body[2],
-	}
+	sec := secretstest.Secrets(3)
+	return planted{aws: sec[0].Secret, github: sec[1].Secret, key: sec[2].Secret, keyLine: sec[2].Needle}
 }
 
 func (s planted) needles() []string { return []string{s.aws, s.github, s.keyLine} }
