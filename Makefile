@@ -30,7 +30,7 @@ AVX_CFLAGS := $(shell grep -qw avx /proc/cpuinfo 2>/dev/null && echo "-mavx -DSQ
 export CGO_CFLAGS = -O2 -g $(AVX_CFLAGS)
 BIN      := bin/txkernel
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+LDFLAGS  := -X github.com/txkernel/txkernel/internal/cli.Version=$(VERSION)
 SHARED   ?= ../shared
 # The demo's real input: the largest of the 100 real fzf commits.
 DEMO_COMMIT ?= $(SHARED)/corpora/patches/fzf/025-ae3180f91994

@@ -47,7 +47,7 @@ func start(t *testing.T) (*harness.Proc, string) {
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.json")
 	write(t, pol, policy)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error")
 	p.Initialize()
 	return p, ws
 }

@@ -46,6 +46,8 @@ type Proc struct {
 	exit   error
 	stderr *bytes.Buffer
 	mu     sync.Mutex
+	// kill ends an in-process kernel (Serve); nil for a process.
+	kill func()
 }
 
 // Start starts Bin with args (e.g. "serve", "--workspace", ws, ...), with
@@ -103,28 +105,7 @@ func StartCmd(tb testing.TB, cmd *exec.Cmd, env []string) *Proc {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 256<<20)
-		for sc.Scan() {
-			line := append([]byte(nil), sc.Bytes()...)
-			var v any
-			if err := json.Unmarshal(line, &v); err != nil {
-				p.Out <- Msg{Raw: line, Value: fmt.Sprintf("NOT JSON: %q", line)}
-				continue
-			}
-			m := Msg{Raw: line, Value: v}
-			if obj, ok := v.(map[string]any); ok {
-				if _, hasID := obj["id"]; !hasID {
-					m.Method, _ = obj["method"].(string)
-				}
-			}
-			p.Out <- m
-		}
-		p.exit = cmd.Wait()
-		close(p.Out)
-		close(p.Done)
-	}()
+	go p.read(stdout, cmd.Wait)
 	tb.Cleanup(func() {
 		p.Kill()
 		if s := p.StderrText(); strings.Contains(s, raceReport) {
@@ -132,6 +113,34 @@ func StartCmd(tb testing.TB, cmd *exec.Cmd, env []string) *Proc {
 		}
 	})
 	return p
+}
+
+// read decodes stdout's lines into p.Out until it ends, then records
+// wait's result as the exit and closes Out and Done.
+func (p *Proc) read(stdout io.Reader, wait func() error) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			p.Out <- Msg{Raw: line, Value: fmt.Sprintf("NOT JSON: %q", line)}
+			continue
+		}
+		m := Msg{Raw: line, Value: v}
+		if obj, ok := v.(map[string]any); ok {
+			if _, hasID := obj["id"]; !hasID {
+				m.Method, _ = obj["method"].(string)
+			}
+		}
+		p.Out <- m
+	}
+	// A kernel that is still writing when the reading stops (a line over
+	// the scanner's limit) must not block on the pipe.
+	_, _ = io.Copy(io.Discard, stdout)
+	p.exit = wait()
+	close(p.Out)
+	close(p.Done)
 }
 
 type lockedWriter struct {
@@ -231,9 +240,14 @@ func (p *Proc) Initialize() {
 }
 
 // Kill sends SIGKILL (as kill -9 would) and waits for the process to exit.
-// Killing a process that has exited does nothing.
+// Killing a process that has exited does nothing. An in-process kernel
+// (Serve) is not killed but cancelled: its context ends and its stdin
+// breaks, and Kill waits for it to return.
 func (p *Proc) Kill() {
-	if p.Cmd.Process != nil {
+	switch {
+	case p.kill != nil:
+		p.kill()
+	case p.Cmd.Process != nil:
 		_ = p.Cmd.Process.Kill()
 	}
 	<-p.Done

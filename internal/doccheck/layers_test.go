@@ -46,7 +46,7 @@ func imports(t *testing.T) map[string][]string {
 func TestLayers(t *testing.T) {
 	m := imports(t)
 	// Who may import kernel: the adapters over its method table.
-	kernelImporters := []string{"cmd/txkernel", "mcpserver", "wireschema", "client/clientgen"}
+	kernelImporters := []string{"internal/cli", "mcpserver", "wireschema", "client/clientgen"}
 	// What a floor may import of the module, and nothing else of it.
 	only := map[string][]string{
 		"approvals":          {"protocol"},

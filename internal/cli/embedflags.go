@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/txkernel/txkernel/embedding"
@@ -27,14 +26,15 @@ func (f *embedFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "embed-timeout", 30*time.Second, "timeout of one embeddings request")
 }
 
-// embedder returns the configured HTTP embedder, or nil for the built-in.
-func (f *embedFlags) embedder() (embedding.Embedder, error) {
+// embedder returns the configured HTTP embedder, or nil for the built-in;
+// getenv reads TXKERNEL_EMBED_KEY when --embed-key is not given.
+func (f *embedFlags) embedder(getenv func(string) string) (embedding.Embedder, error) {
 	if f.url == "" {
 		return nil, nil
 	}
 	key := f.key
 	if key == "" {
-		key = os.Getenv("TXKERNEL_EMBED_KEY")
+		key = getenv("TXKERNEL_EMBED_KEY")
 	}
 	h, err := embedding.NewHTTP(embedding.HTTPConfig{URL: f.url, Model: f.model, Key: key, ModelVersion: f.version, Dims: f.dims, Timeout: f.timeout})
 	if err != nil {

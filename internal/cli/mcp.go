@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -19,10 +17,11 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-// mcpCmd serves the kernel as an MCP server (PROTOCOL.md §14): over stdio
+// mcp serves the kernel as an MCP server (PROTOCOL.md §14): over stdio
 // by default, or MCP's streamable HTTP transport at ADDR/mcp behind a
 // bearer token with --http.
-func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func (c *Command) mcp(ctx context.Context, args []string) int {
+	stdin, stdout, stderr := c.Stdin, c.Stdout, c.Stderr
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf := newServeFlags(fs)
@@ -78,14 +77,14 @@ func mcpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := c.context(ctx)
 	defer stop()
-	k, status := sf.open(ctx, stderr)
+	k, status := sf.open(ctx, c, stderr)
 	if k == nil {
 		return status
 	}
 	defer k.close()
-	opts := mcpserver.Options{Caller: protocol.CallerResident, Version: version, Logger: k.log, ApproveByElicitation: *approveByElicit}
+	opts := mcpserver.Options{Caller: protocol.CallerResident, Version: Version, Logger: k.log, ApproveByElicitation: *approveByElicit}
 	if *pid != "" {
 		opts.Principal = &protocol.MemoryPrincipal{PrincipalID: *pid, Roles: splitList(*roles), Purpose: *purpose}
 		opts.Scope = fixedScope

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -115,7 +115,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer db.Close()
-	emb, err := ef.embedder()
+	emb, err := ef.embedder(os.Getenv)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func (k *openKernel) close() {
 // recovery, kernel.db's lazy opener) and every service. On failure it
 // prints why on stderr, closes what it opened and returns nil with the
 // exit status (2 for a usage error, 1 otherwise).
-func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel, status int) {
+func (f *serveFlags) open(ctx context.Context, c *Command, stderr io.Writer) (k *openKernel, status int) {
 	k = &openKernel{}
 	fail := func(format string, a ...any) (*openKernel, int) {
 		fmt.Fprintf(stderr, "txkernel: "+format+"\n", a...)
@@ -121,7 +121,9 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	if *f.maxInflight <= 0 {
 		return fail("--max-inflight-bytes must be positive")
 	}
-	setMemoryLimit(*f.maxInflight, log)
+	if !c.Embedded {
+		setMemoryLimit(*f.maxInflight, log)
+	}
 	if *f.docMaxBytes <= 0 || *f.docMaxDepth <= 0 || *f.validationTTL <= 0 {
 		return fail("--doc-max-bytes, --doc-max-depth and --validation-ttl must be positive")
 	}
@@ -140,7 +142,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	k.closers = append(k.closers, func() { ws.Close() })
 	dd := *f.dataDir
 	if dd == "" {
-		if dd, err = defaultDataDir(ws.Dir()); err != nil {
+		if dd, err = defaultDataDir(c.getenv, ws.Dir()); err != nil {
 			return fail("data dir: %v", err)
 		}
 	}
@@ -172,7 +174,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	}
 	k.dataDir = dd
 
-	if path := os.Getenv("TXKERNEL_CPUPROFILE"); path != "" {
+	if path := c.getenv("TXKERNEL_CPUPROFILE"); path != "" && !c.Embedded {
 		// A debugging aid for performance work: a CPU profile of the whole
 		// session, written when the kernel exits normally.
 		pf, err := os.Create(path)
@@ -257,7 +259,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 			return fail("%v", err)
 		}
 	}
-	emb, err := f.ef.embedder()
+	emb, err := f.ef.embedder(c.getenv)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -275,7 +277,7 @@ func (f *serveFlags) open(ctx context.Context, stderr io.Writer) (k *openKernel,
 	ms := memory.New(memory.Config{Tenant: *f.memTenant, Store: memStore, StoreName: memStoreName, Engine: eng, Workspace: ws, Policy: mpol, Embedder: emb, Logger: log, Failpoints: fps})
 	k.cfg = kernel.Config{
 		Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: ws, Policy: pol,
-		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: version, Logger: log,
+		Framing: fr, MaxMessageBytes: *f.maxMsg, Version: Version, Logger: log,
 		MaxInflightBytes: *f.maxInflight,
 	}
 	return k, 0

@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/txkernel/txkernel/internal/cli"
+	"github.com/txkernel/txkernel/internal/failpoint"
+)
+
+// errKilled is what an in-process kernel reads from its stdin once Kill
+// has broken it.
+var errKilled = errors.New("harness: the kernel was killed")
+
+// Serve runs the kernel's command line (internal/cli, exactly what the
+// binary runs, e.g. "serve", "--workspace", ws, ...) inside this test
+// process, over in-memory pipes (io.Pipe) in NDJSON framing, and returns
+// the same Proc that Start does, with Cmd nil. It is for tests that need
+// the kernel's answers, not a process: no kill -9, no signal, no
+// failpoint, no real pipe or descriptor. It starts in microseconds
+// instead of exec'ing a binary, and under -race the kernel's code is
+// checked by this test binary's own race detector.
+//
+// Kill cancels the kernel (its context ends and its stdin breaks) rather
+// than killing it; Stop closes its stdin, as for a process; Exit's error
+// is nil for exit status 0 and "exit status N" otherwise. The kernel is
+// killed when the test ends.
+func Serve(tb testing.TB, args ...string) *Proc {
+	tb.Helper()
+	return ServeEnv(tb, nil, args...)
+}
+
+// ServeEnv is Serve with env (NAME=VALUE entries) seen by the kernel's
+// command line in place of this process's variables of the same name
+// (XDG_STATE_HOME, TXKERNEL_EMBED_KEY). A failpoint
+// (TXKERNEL_FAILPOINTS) fails tb: its exit action would kill the test
+// process, so such a test needs Start.
+func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
+	tb.Helper()
+	vars := map[string]string{}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if name == failpoint.EnvVar {
+			tb.Fatalf("harness.ServeEnv: %s needs a process (harness.Start): its exit action kills the process", kv)
+		}
+		vars[name] = value
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proc{T: tb, Stdin: inW, Out: make(chan Msg, 4096), stderr: &bytes.Buffer{}, Done: make(chan struct{})}
+	p.kill = func() {
+		cancel()
+		inW.CloseWithError(errKilled)
+	}
+	status := make(chan int, 1)
+	go func() {
+		c := &cli.Command{
+			Stdin: inR, Stdout: outW, Stderr: &lockedWriter{w: p.stderr, mu: &p.mu},
+			Embedded: true,
+			Getenv: func(name string) string {
+				if v, ok := vars[name]; ok {
+					return v
+				}
+				return os.Getenv(name)
+			},
+		}
+		code := c.Run(ctx, args)
+		// Whatever the test still writes now fails instead of blocking.
+		inR.CloseWithError(io.ErrClosedPipe)
+		outW.Close()
+		status <- code
+	}()
+	go p.read(outR, func() error {
+		if code := <-status; code != 0 {
+			return fmt.Errorf("exit status %d", code)
+		}
+		return nil
+	})
+	tb.Cleanup(func() {
+		p.Kill()
+		cancel()
+	})
+	return p
+}
