@@ -131,7 +131,7 @@ func (f *serveFlags) open(ctx context.Context, c *Command, stderr io.Writer) (k 
 	if err != nil {
 		return fail("--framing: %v", err)
 	}
-	fps, err := failpoint.FromEnv() // nil, and the environment unread, without -tags failpoints
+	fps, err := failpoint.FromLookup(c.getenv) // nil, and the environment unread, without -tags failpoints
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -72,8 +72,13 @@ func Parse(spec string) (*Set, error) {
 }
 
 // FromEnv parses TXKERNEL_FAILPOINTS; its error names the variable.
-func FromEnv() (*Set, error) {
-	s, err := Parse(os.Getenv(EnvVar))
+func FromEnv() (*Set, error) { return FromLookup(os.Getenv) }
+
+// FromLookup parses TXKERNEL_FAILPOINTS as getenv returns it (an
+// in-process kernel's own environment, internal/cli); its error names
+// the variable.
+func FromLookup(getenv func(string) string) (*Set, error) {
+	s, err := Parse(getenv(EnvVar))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvVar, err)
 	}
