@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/txkernel/txkernel/internal/cli"
@@ -51,18 +52,61 @@ func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
 		}
 		vars[name] = value
 	}
+	k := run(tb, vars, args)
+	p := &Proc{T: tb, Stdin: k.stdin, Out: make(chan Msg, 4096), stderr: k.stderr, Done: make(chan struct{}), kill: k.kill, mu: k.mu}
+	go p.read(k.stdout, func() error {
+		if code := <-k.status; code != 0 {
+			return fmt.Errorf("exit status %d", code)
+		}
+		return nil
+	})
+	tb.Cleanup(p.Kill)
+	return p
+}
+
+// ServePipes runs the command line in-process like Serve, but hands the
+// test its raw stdin and stdout (for a client that speaks another
+// protocol over them, e.g. `mcp` with the MCP SDK's IOTransport) and a
+// channel that receives the exit status. The kernel is cancelled when the
+// test ends; stderr goes to the test's log if the test fails.
+func ServePipes(tb testing.TB, args ...string) (stdin io.WriteCloser, stdout io.ReadCloser, status <-chan int) {
+	tb.Helper()
+	k := run(tb, nil, args)
+	tb.Cleanup(func() {
+		k.kill()
+		if tb.Failed() {
+			k.mu.Lock()
+			tb.Logf("kernel stderr:\n%s", k.stderr)
+			k.mu.Unlock()
+		}
+	})
+	return k.stdin, k.stdout, k.status
+}
+
+// inproc is one run of the command line in this process.
+type inproc struct {
+	stdin  *io.PipeWriter
+	stdout *io.PipeReader
+	stderr *bytes.Buffer
+	mu     *sync.Mutex // guards stderr
+	status chan int    // receives the exit status once
+	kill   func()
+}
+
+// run starts args in a goroutine over fresh pipes, with vars over the
+// process's environment.
+func run(tb testing.TB, vars map[string]string, args []string) *inproc {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Proc{T: tb, Stdin: inW, Out: make(chan Msg, 4096), stderr: &bytes.Buffer{}, Done: make(chan struct{})}
-	p.kill = func() {
+	k := &inproc{stdin: inW, stdout: outR, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, status: make(chan int, 1)}
+	k.kill = func() {
 		cancel()
 		inW.CloseWithError(errKilled)
 	}
-	status := make(chan int, 1)
 	go func() {
 		c := &cli.Command{
-			Stdin: inR, Stdout: outW, Stderr: &lockedWriter{w: p.stderr, mu: &p.mu},
+			Stdin: inR, Stdout: outW, Stderr: &lockedWriter{w: k.stderr, mu: k.mu},
 			Embedded: true,
 			Getenv: func(name string) string {
 				if v, ok := vars[name]; ok {
@@ -75,17 +119,8 @@ func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
 		// Whatever the test still writes now fails instead of blocking.
 		inR.CloseWithError(io.ErrClosedPipe)
 		outW.Close()
-		status <- code
-	}()
-	go p.read(outR, func() error {
-		if code := <-status; code != 0 {
-			return fmt.Errorf("exit status %d", code)
-		}
-		return nil
-	})
-	tb.Cleanup(func() {
-		p.Kill()
 		cancel()
-	})
-	return p
+		k.status <- code
+	}()
+	return k
 }

@@ -45,7 +45,7 @@ type Proc struct {
 
 	exit   error
 	stderr *bytes.Buffer
-	mu     sync.Mutex
+	mu     *sync.Mutex // guards stderr
 	// kill ends an in-process kernel (Serve); nil for a process.
 	kill func()
 }
@@ -101,7 +101,8 @@ func StartCmd(tb testing.TB, cmd *exec.Cmd, env []string) *Proc {
 		tb.Fatal(err)
 	}
 	p := &Proc{T: tb, Cmd: cmd, Stdin: stdin, Out: make(chan Msg, 4096), stderr: &bytes.Buffer{}, Done: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: p.stderr, mu: &p.mu}
+	p.mu = &sync.Mutex{}
+	cmd.Stderr = &lockedWriter{w: p.stderr, mu: p.mu}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

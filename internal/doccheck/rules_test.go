@@ -105,8 +105,8 @@ func recvName(e ast.Expr) string {
 // type or package that exists; a test function that exists in its
 // directory, and a subtest that it runs (for TestSessions, a transcript
 // under testdata/sessions; otherwise a string literal of the package's
-// tests, as the rule names of e2e/doors are). A row naming something that
-// was renamed or removed fails here; so does a rule e2e/doors probes that
+// tests, as the rule names of kernel TestDoors are). A row naming something that
+// was renamed or removed fails here; so does a rule kernel TestDoors probes that
 // no row cites.
 func TestRulesReferences(t *testing.T) {
 	root := repoRoot(t)
@@ -150,9 +150,9 @@ func TestRulesReferences(t *testing.T) {
 		t.Fatalf("read %d rows and %d references from %s: the table's format changed", rows, refs, rulesPath)
 	}
 	// The other way: every rule the door test probes is a row here.
-	for _, rule := range doorRules(t, filepath.Join(root, "e2e", "doors")) {
-		if !strings.Contains(string(md), "`e2e/doors TestDoors/"+rule+"`") {
-			t.Errorf("e2e/doors probes rule %q, which no row of %s cites (`e2e/doors TestDoors/%s`)", rule, rulesPath, rule)
+	for _, rule := range doorRules(t, filepath.Join(root, "kernel")) {
+		if !strings.Contains(string(md), "`kernel TestDoors/"+rule+"`") {
+			t.Errorf("kernel TestDoors probes rule %q, which no row of %s cites (`kernel TestDoors/%s`)", rule, rulesPath, rule)
 		}
 	}
 }
@@ -161,7 +161,7 @@ func TestRulesReferences(t *testing.T) {
 // door-by-rule test in dir.
 func doorRules(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	files, err := filepath.Glob(filepath.Join(dir, "doors*_test.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no door test in %s", dir)
 	}
@@ -266,16 +266,16 @@ func TestCheckRuleRef(t *testing.T) {
 		{"tx.Engine.Apply", false, true},
 		{"jsondoc/recipe.Validate", false, true},
 		{"document.planned.Admit", false, true},
-		{"e2e/doors", false, true},
+		{"kernel", false, true},
 		{"tx TestInternalKindRefusedFromPropose", true, true},
 		{"e2e/session TestSessions/deny_sticks_restart", true, true},
-		{"e2e/doors TestDoors/deny-sticks", true, true},
+		{"kernel TestDoors/deny-sticks", true, true},
 		{"tx.Engine.NoSuchMethod", false, false},
 		{"tx.NoSuchFunc", false, false},
 		{"nosuchpkg.Func", false, false},
 		{"tx TestNoSuchTest", true, false},
 		{"e2e/session TestSessions/no_such_transcript", true, false},
-		{"e2e/doors TestDoors/no-such-rule", true, false},
+		{"kernel TestDoors/no-such-rule", true, false},
 		{"tx.Engine.Apply", true, false}, // a function in the Tests column
 		{"Plan", false, false},
 	}

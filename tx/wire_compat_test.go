@@ -1,4 +1,4 @@
-package transactions
+package tx_test
 
 import (
 	"encoding/json"
@@ -43,7 +43,7 @@ func TestCompatReleaseDataDir(t *testing.T) {
 	ws, dd := filepath.Join(work, "ws"), filepath.Join(work, "data")
 	harness.CopyTree(t, filepath.Join(compatFixture, "ws"), ws)
 	harness.CopyTree(t, filepath.Join(compatFixture, "data"), dd)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd, "--framing", "ndjson", "--log-level", "warn")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd, "--framing", "ndjson", "--log-level", "warn")
 	defer p.Stop()
 	p.Initialize()
 

@@ -1,4 +1,14 @@
-package doors
+// This file holds the door-by-rule test (docs/RULES.md, "Doors"): every
+// way into txkernel that can change state (a door: a Writes, Destroys or
+// Decides method, a proposal kind, apply/execute and tx/close on each
+// target's transactions, a JSON-RPC batch, an MCP tool) is classified against
+// the seeds' hard rules, and each rule is tried through every door it applies
+// to, on the kernel's command line run in-process (e2e/harness.Serve; the MCP
+// tools through the MCP SDK's client over its pipes). A door nobody classified
+// fails the test until someone says which rules apply to it (issue 31: a rule
+// kept at one door was missed at another).
+
+package kernel_test
 
 import (
 	"io"

@@ -1,4 +1,4 @@
-package answers
+package kernel_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package answers
+package kernel_test
 
 import (
 	"os"
@@ -10,14 +10,14 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// policy lets the curator do everything in scope t/o/r.
-const policy = `{"roles": {"curator": ["cur"]}, "grants": [{"role": "curator",
+// answersPolicy lets the curator do everything in scope t/o/r.
+const answersPolicy = `{"roles": {"curator": ["cur"]}, "grants": [{"role": "curator",
   "actions": ["read", "propose", "curate", "publish", "ingest"],
   "scope": {"tenant_id": "t", "organization_id": "o", "repository_id": "r"}}]}`
 
 var (
-	scope   = map[string]any{"tenant_id": "t", "organization_id": "o", "repository_id": "r"}
-	curator = map[string]any{"principal_id": "cur", "roles": []string{"curator"}, "purpose": "test"}
+	answersScope   = map[string]any{"tenant_id": "t", "organization_id": "o", "repository_id": "r"}
+	answersCurator = map[string]any{"principal_id": "cur", "roles": []string{"curator"}, "purpose": "test"}
 )
 
 // logDoc is a small decision log: three sections about transactions.
@@ -46,7 +46,7 @@ func start(t *testing.T) (*harness.Proc, string) {
 	write(t, filepath.Join(ws, "backlog", "approvals.md"), "# Approvals\n\nA deny sticks: the same fingerprint fails fast.\n")
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.json")
-	write(t, pol, policy)
+	write(t, pol, answersPolicy)
 	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error")
 	p.Initialize()
 	return p, ws
@@ -160,8 +160,8 @@ func TestUnknownMembersRefused(t *testing.T) {
 			t.Errorf("authors filter returned a section by %s", a)
 		}
 	}
-	p.MustResult("memory/ingest", map[string]any{"scope": scope, "principal": curator, "path": "."})
-	resp, _ := p.Call("memory/read_context", map[string]any{"scope": scope, "principal": curator, "query": "crash", "selector": map[string]any{"baseline": "b-1"}})
+	p.MustResult("memory/ingest", map[string]any{"scope": answersScope, "principal": answersCurator, "path": "."})
+	resp, _ := p.Call("memory/read_context", map[string]any{"scope": answersScope, "principal": answersCurator, "query": "crash", "selector": map[string]any{"baseline": "b-1"}})
 	if d := rpcErr(t, "selector", resp, -32602); d["field"] != "selector.baseline" || d["reason"] != "unknown-member" {
 		t.Errorf("selector: data %v", d)
 	}
@@ -173,8 +173,8 @@ func TestUnknownMembersRefused(t *testing.T) {
 func TestNoHeadingOnlyItems(t *testing.T) {
 	t.Parallel()
 	p, _ := start(t)
-	p.MustResult("memory/ingest", map[string]any{"scope": scope, "principal": curator, "path": "."})
-	res := p.MustResult("memory/read_context", map[string]any{"scope": scope, "principal": curator, "query": "what happens after a crash"})
+	p.MustResult("memory/ingest", map[string]any{"scope": answersScope, "principal": answersCurator, "path": "."})
+	res := p.MustResult("memory/read_context", map[string]any{"scope": answersScope, "principal": answersCurator, "query": "what happens after a crash"})
 	items, _ := res["items"].([]any)
 	if len(items) == 0 {
 		t.Fatalf("no item for a crash question: %v", res)
@@ -226,11 +226,11 @@ func TestIngestMatchingNothing(t *testing.T) {
 	t.Parallel()
 	p, ws := start(t)
 	write(t, filepath.Join(ws, "design", "notes.md"), "# Notes\n\ntext\n")
-	res := p.MustResult("memory/ingest", map[string]any{"scope": scope, "principal": curator, "path": "design"})
+	res := p.MustResult("memory/ingest", map[string]any{"scope": answersScope, "principal": answersCurator, "path": "design"})
 	if note, _ := res["note"].(string); res["files"].(float64) != 0 || !strings.Contains(note, "glob backlog/**/*.md matched no file under design") {
 		t.Fatalf("ingest of design: files %v note %q", res["files"], res["note"])
 	}
-	res = p.MustResult("memory/ingest", map[string]any{"scope": scope, "principal": curator, "path": "design", "glob": "*.md"})
+	res = p.MustResult("memory/ingest", map[string]any{"scope": answersScope, "principal": answersCurator, "path": "design", "glob": "*.md"})
 	if note, _ := res["note"].(string); res["files"].(float64) != 1 || strings.Contains(note, "matched no file") {
 		t.Fatalf("ingest of design/*.md: files %v note %q", res["files"], note)
 	}

@@ -1,4 +1,4 @@
-package transactions
+package tx_test
 
 // Issue 31, "every seed rule holds at every door", on the real binary:
 // no secret in any record or any byte on stdout for any target, a
@@ -149,7 +149,7 @@ func startRules(t *testing.T, ws, dataDir string, extra ...string) *harness.Proc
 	if err := os.WriteFile(pol, []byte(rulesPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "info"}, extra...)...)
+	p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "info"}, extra...)...)
 	p.Initialize()
 	return p
 }

@@ -1,12 +1,15 @@
-package transactions
+package tx_test
 
 import (
+	"context"
+
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/txkernel/txkernel/internal/cli"
 
 	"github.com/txkernel/txkernel/e2e/harness"
 )
@@ -26,7 +29,7 @@ func TestPruneAndListPaging(t *testing.T) {
 		}
 	}
 	args := []string{"serve", "--workspace", ws, "--data-dir", data, "--log-level", "error"}
-	k := harness.Start(t, nil, args...)
+	k := harness.Serve(t, args...)
 	k.Initialize()
 	propose := func(path, content string) string {
 		res := k.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "files",
@@ -129,7 +132,7 @@ func TestPruneAndListPaging(t *testing.T) {
 		t.Fatalf("prune --older-than 1h: exit %d: %s", code, out)
 	}
 
-	k = harness.Start(t, nil, args...)
+	k = harness.Serve(t, args...)
 	defer k.Kill()
 	k.Initialize()
 	rows := k.MustResult("tx/list", map[string]any{})["transactions"].([]any)
@@ -149,19 +152,12 @@ func errCode(resp map[string]any) float64 {
 	return c
 }
 
-// runPrune runs `txkernel prune` and returns its combined output and exit
+// runPrune runs `txkernel prune` (its command line, in-process) and returns its combined output and exit
 // status.
 func runPrune(t *testing.T, data, olderThan string, extra ...string) (string, int) {
 	t.Helper()
 	var buf bytes.Buffer
-	cmd := harness.Command(t, append([]string{"prune", "--data-dir", data, "--older-than", olderThan}, extra...)...)
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return buf.String(), ee.ExitCode()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf.String(), 0
+	c := &cli.Command{Stdout: &buf, Stderr: &buf, Embedded: true}
+	code := c.Run(context.Background(), append([]string{"prune", "--data-dir", data, "--older-than", olderThan}, extra...))
+	return buf.String(), code
 }

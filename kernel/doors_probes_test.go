@@ -1,4 +1,4 @@
-package doors
+package kernel_test
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package answers
+package kernel_test
 
 import (
 	"path/filepath"
@@ -41,11 +41,11 @@ func TestPathsAsHostsSendThem(t *testing.T) {
 		}
 	}
 
-	res := p.MustResult("memory/ingest", map[string]any{"scope": scope, "principal": curator, "path": "file://" + ws})
+	res := p.MustResult("memory/ingest", map[string]any{"scope": answersScope, "principal": answersCurator, "path": "file://" + ws})
 	if res["files"].(float64) != 2 {
 		t.Errorf("memory/ingest of the workspace as a file:// URI: %v files", res["files"])
 	}
-	resp, _ := p.Call("memory/ingest", map[string]any{"scope": scope, "principal": curator, "path": filepath.Dir(ws)})
+	resp, _ := p.Call("memory/ingest", map[string]any{"scope": answersScope, "principal": answersCurator, "path": filepath.Dir(ws)})
 	if d := rpcErr(t, "memory/ingest outside", resp, -32004); d["reason"] != "outside-workspace" || d["workspaceRoot"] != root {
 		t.Errorf("memory/ingest outside: data %v", d)
 	}

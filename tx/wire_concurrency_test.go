@@ -1,4 +1,4 @@
-package transactions
+package tx_test
 
 import (
 	"encoding/json"
@@ -146,7 +146,7 @@ func TestConcurrentDisjointApplies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	ids := make([]string, concurrentApplies)
 	for i := range ids {
@@ -223,7 +223,7 @@ func TestConcurrentDisjointApplies(t *testing.T) {
 	}
 
 	// Every ledger loads in a new kernel, in full, with one commit record.
-	p = harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
+	p = harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	list, _ := p.MustResult("tx/list", map[string]any{})["transactions"].([]any)
 	if len(list) != concurrentApplies {
@@ -270,7 +270,7 @@ func TestConcurrentAppliesOneTransaction(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	id := proposeFile(t, p, "a.txt", "b\n")
 	reqs := make([][2]any, concurrentApplies)
@@ -340,7 +340,7 @@ func TestConcurrentTxListDuringApply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, []string{"TXKERNEL_FAILPOINTS=apply.before-commit-record=sleep(1h)"},
+	p := harness.ServeEnv(t, []string{"TXKERNEL_FAILPOINTS=apply.before-commit-record=sleep(1h)"},
 		"serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	id := proposeFile(t, p, "a.txt", "b\n")

@@ -1,4 +1,4 @@
-package transactions
+package tx_test
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func TestModeChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "untrusted", "--log-level", "warn")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "untrusted", "--log-level", "warn")
 	defer p.Stop()
 	p.Initialize()
 	modeDiff := func(path, from, to string) map[string]any {

@@ -1,4 +1,4 @@
-package doors
+package kernel_test
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,7 +106,7 @@ func newDirs(t *testing.T) (ws, data string) {
 // go to t.
 func (e *env) startKit(t *testing.T, ws, data string, envv []string, extra ...string) *kit {
 	args := append([]string{"serve", "--workspace", ws, "--data-dir", data, "--log-level", "warn", "--memory-policy", e.policy}, extra...)
-	k := &kit{p: harness.Start(e.t, envv, args...), ws: ws, data: data}
+	k := &kit{p: harness.ServeEnv(e.t, envv, args...), ws: ws, data: data}
 	res := k.must(t, "initialize", map[string]any{"clientInfo": map[string]any{"name": "doors"}})
 	k.caps, _ = res["capabilities"].(map[string]any)
 	k.p.Send(`{"jsonrpc":"2.0","method":"initialized"}`)
@@ -312,18 +311,17 @@ func op(o, path string, value any) map[string]any {
 	return map[string]any{"op": o, "path": path, "value": value}
 }
 
-// connectMCP starts `txkernel mcp` on ws and data with extra flags, with
+// connectMCP runs `txkernel mcp` (in-process) on ws and data with extra flags, with
 // agent-7 as its memory principal, and connects the SDK's client (no
 // elicitation: apply_execute answers pendingApprovals).
 func (e *env) connectMCP(t *testing.T, ws, data string, extra ...string) *sdk.ClientSession {
 	args := append([]string{"mcp", "--workspace", ws, "--data-dir", data, "--log-level", "error", "--memory-policy", e.policy,
 		"--principal-id", "agent-7", "--principal-purpose", "implement"}, extra...)
-	cmd := exec.Command(harness.Bin(e.t), args...)
-	cmd.Env = harness.Env(nil)
+	stdin, stdout, _ := harness.ServePipes(e.t, args...)
 	client := sdk.NewClient(&sdk.Implementation{Name: "doors", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

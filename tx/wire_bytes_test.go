@@ -1,4 +1,10 @@
-package transactions
+// These tests drive transactions over the wire, on the kernel's command line
+// run in-process (e2e/harness.Serve): non-UTF-8 and CR bytes through
+// diffBase64, concurrent applies over one connection, tx/list paging and
+// `txkernel prune`, the secrets and read-only rules at every apply door,
+// and a data dir written by a release.
+
+package tx_test
 
 import (
 	"encoding/base64"
@@ -22,7 +28,7 @@ func TestNonUTF8AndCR(t *testing.T) {
 	}
 	diff := "diff --git a/latin1.txt b/latin1.txt\n--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,3 +1,3 @@\n caf\xe9\r\n-mid\rline\r\n+na\xefve\rline\r\n end\r\n" +
 		"diff --git a/raw.bin b/raw.bin\nnew file mode 100644\n--- /dev/null\n+++ b/raw.bin\n@@ -0,0 +1 @@\n+\xff\xfe\x00tail\n\\ No newline at end of file\n"
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never")
 	p.Initialize()
 	res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "unified_diff", "diffBase64": base64.StdEncoding.EncodeToString([]byte(diff))}})
 	prop := res["proposal"].(map[string]any)
