@@ -55,8 +55,9 @@ func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
 	k := run(tb, vars, args)
 	p := &Proc{T: tb, Stdin: k.stdin, Out: make(chan Msg, 4096), stderr: k.stderr, Done: make(chan struct{}), kill: k.kill, mu: k.mu}
 	go p.read(k.stdout, func() error {
-		if code := <-k.status; code != 0 {
-			return fmt.Errorf("exit status %d", code)
+		p.code = <-k.status
+		if p.code != 0 {
+			return fmt.Errorf("exit status %d", p.code)
 		}
 		return nil
 	})

@@ -48,6 +48,8 @@ type Proc struct {
 	mu     *sync.Mutex // guards stderr
 	// kill ends an in-process kernel (Serve); nil for a process.
 	kill func()
+	// code is an in-process kernel's exit status, set before Done closes.
+	code int
 }
 
 // Start starts Bin with args (e.g. "serve", "--workspace", ws, ...), with
@@ -167,6 +169,16 @@ func (p *Proc) StderrText() string {
 func (p *Proc) Exit() error {
 	<-p.Done
 	return p.exit
+}
+
+// ExitCode waits for the kernel to exit and returns its exit status (-1
+// for a process killed by a signal).
+func (p *Proc) ExitCode() int {
+	<-p.Done
+	if p.Cmd != nil {
+		return p.Cmd.ProcessState.ExitCode()
+	}
+	return p.code
 }
 
 // Send writes line and a newline to the kernel's stdin, failing the test

@@ -1,4 +1,4 @@
-// Package session holds end-to-end tests of the real binary driven by the
+// Package session holds end-to-end tests of the kernel driven by the
 // session scripts of testdata/sessions (txtar archives at the repository
 // root), each checked against its golden transcript.
 package session

@@ -2,9 +2,11 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,13 +17,17 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/internal/cli"
+	"github.com/txkernel/txkernel/internal/failpoint"
 	"golang.org/x/tools/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts under testdata/sessions")
 
-// TestSessions runs every testdata/sessions/*.txtar script against the real
-// binary over real pipes. The archive's comment is the script; files under
+// TestSessions runs every testdata/sessions/*.txtar script against the
+// kernel: the real binary over real pipes when the script kills it (kill)
+// or arms an exit failpoint, the same command line in-process
+// (harness.ServeEnv) otherwise. The archive's comment is the script; files under
 // want/ are only compared with cmp, every other file is written under $WORK
 // (ws/ is the workspace). Each
 // script's normalised transcript (every line sent and received) must equal
@@ -91,6 +97,10 @@ type session struct {
 	transcript []string
 	norm       *normaliser
 	hideEvents bool // hideevents: notifications stay out of the transcript
+	// process: the script kills the kernel or arms an exit failpoint, so
+	// it runs the real binary (harness.Start); every other script runs
+	// the same command line in-process (harness.ServeEnv).
+	process bool
 }
 
 func runSession(t *testing.T, file string) {
@@ -99,6 +109,12 @@ func runSession(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	s := &session{t: t, work: t.TempDir(), ar: ar, vars: map[string]string{}}
+	for _, line := range strings.Split(string(ar.Comment), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "kill" || strings.HasPrefix(line, "env "+failpoint.EnvVar) && strings.Contains(line, "exit") {
+			s.process = true
+		}
+	}
 	s.norm = newNormaliser(s.work)
 	s.norm.keepMethods = filepath.Base(file) == "initialize.txtar"
 	ws := filepath.Join(s.work, "ws")
@@ -206,7 +222,11 @@ func (s *session) exec(line string) error {
 			return fmt.Errorf("a kernel is already running")
 		}
 		argv := append([]string{"serve", "--workspace", filepath.Join(s.work, "ws"), "--data-dir", filepath.Join(s.work, "data")}, expandAll(s, args)...)
-		s.p = harness.Start(s.t, s.env, argv...)
+		if s.process {
+			s.p = harness.Start(s.t, s.env, argv...)
+		} else {
+			s.p = harness.ServeEnv(s.t, s.env, argv...)
+		}
 		s.env = nil
 	case "startfail":
 		if err := need(1); err != nil {
@@ -214,13 +234,19 @@ func (s *session) exec(line string) error {
 		}
 		text := strings.ReplaceAll(args[0], "_", " ")
 		argv := append([]string{"serve", "--workspace", filepath.Join(s.work, "ws"), "--data-dir", filepath.Join(s.work, "data")}, expandAll(s, args[1:])...)
-		c := harness.Command(s.t, argv...)
 		var stderr bytes.Buffer
-		c.Stderr = &stderr
-		c.Stdin = strings.NewReader("")
-		err := c.Run()
-		if err == nil {
-			return fmt.Errorf("kernel started, want failure")
+		if s.process {
+			c := harness.Command(s.t, argv...)
+			c.Stderr = &stderr
+			c.Stdin = strings.NewReader("")
+			if c.Run() == nil {
+				return fmt.Errorf("kernel started, want failure")
+			}
+		} else {
+			c := &cli.Command{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Embedded: true}
+			if c.Run(context.Background(), argv) == 0 {
+				return fmt.Errorf("kernel started, want failure")
+			}
 		}
 		if !strings.Contains(stderr.String(), text) {
 			return fmt.Errorf("stderr %q does not contain %q", stderr.String(), text)
@@ -329,7 +355,7 @@ func (s *session) exec(line string) error {
 		s.p = nil
 	case "stop":
 		s.p.Stop()
-		s.exitCode = s.p.Cmd.ProcessState.ExitCode()
+		s.exitCode = s.p.ExitCode()
 		for m := range s.p.Out {
 			if m.Method == "" || !s.hideEvents {
 				s.record("<", m.Raw)
