@@ -10,6 +10,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txkernel/txkernel/desk"
 	"github.com/txkernel/txkernel/e2e/harness"
 	"github.com/txkernel/txkernel/internal/cli"
 )
@@ -109,6 +111,29 @@ func TestHTTPStartupRefusals(t *testing.T) {
 	k.WaitStderr(t, regexp.MustCompile(`url=(https?://\S+/mcp)`), time.Minute)
 	if !strings.Contains(k.StderrText(), "--insecure-plaintext") || !strings.Contains(k.StderrText(), "level=WARN") {
 		t.Errorf("--insecure-plaintext logged no warning: %s", k.StderrText())
+	}
+}
+
+// TestReviewerTokenNotTheAgents: a reviewer whose desk token is the MCP
+// agent's bearer token is refused at start-up (was part of e2e/desk
+// TestAgentTokenCannotOpenDesk).
+func TestReviewerTokenNotTheAgents(t *testing.T) {
+	t.Parallel()
+	d := newDirs(t)
+	tf := writeToken(t, 0o600)
+	bad := desk.Reviewer{PrincipalID: "mallory", TokenSHA256: desk.TokenHash([]byte(testToken))}
+	b, err := json.Marshal([]desk.Reviewer{bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviewers := filepath.Join(t.TempDir(), "reviewers.json")
+	if err := os.WriteFile(reviewers, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", tf,
+		"--review", "127.0.0.1:0", "--reviewers", reviewers)
+	if out := stdout + stderr; code == 0 || !strings.Contains(out, "never an agent's") {
+		t.Fatalf("a reviewer with the agent's token: exit %d\n%s", code, out)
 	}
 }
 
