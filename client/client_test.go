@@ -4,6 +4,7 @@
 // started), since typed calls, events, errors, cancellation and a resume
 // after a clean restart need no process. e2e/client keeps the kill -9
 // with an approval pending (TestClientFlowAcrossKill).
+
 package client_test
 
 import (

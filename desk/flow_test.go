@@ -3,6 +3,7 @@
 // desk run in-process (harness.Serve runs the command line with --review
 // on a loopback listener), since they need neither a process nor a
 // browser. e2e/desk keeps the tests that drive chromium.
+
 package desk_test
 
 import (

@@ -2,6 +2,7 @@
 // turn/start answer (kernel.services.turnStart, tx.Engine.Propose), which
 // needs no process, so it runs the command line in-process
 // (harness.Serve).
+
 package kernel_test
 
 import (

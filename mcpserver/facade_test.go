@@ -6,6 +6,7 @@
 // over streamable HTTP on a loopback listener. e2e/mcp keeps what needs a
 // process (the MCP Inspector, a lowered RLIMIT_NOFILE, the README's
 // snippet spawned as an editor does).
+
 package mcpserver_test
 
 import (

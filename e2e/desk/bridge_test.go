@@ -1,5 +1,6 @@
 // TestMCPOverHTTPApprovedOnDesk needs a process: chromium approves on
 // the desk while the agent's MCP client waits. The kernel runs in-process.
+
 package desk
 
 import (

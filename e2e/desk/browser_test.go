@@ -1,5 +1,6 @@
 // The helpers of the browser tests: chromium (a process, shared by the
 // tests), and the in-process kernel with its desk.
+
 package desk
 
 import (

@@ -1,6 +1,7 @@
 // These tests need a process: chromium, which signs in, clicks and
 // reads the desk's pages as a reviewer would (tab). The kernel runs
 // in-process.
+
 package desk
 
 import (

@@ -1,6 +1,7 @@
 // TestCommandLine needs a process: it checks the binary's own exit
 // statuses and which of its streams (stdout, stderr) each output reaches.
 // TestMakeEvalWithoutData runs make.
+
 package host
 
 import (

@@ -2,6 +2,7 @@
 // failpoints whose action is exit (TXKERNEL_FAILPOINTS), mid-apply, and
 // reads what the next start-up logs. (The debug log of every request is
 // internal/cli TestDebugLogsEveryRequest, in-process.)
+
 package host
 
 import (

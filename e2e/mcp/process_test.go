@@ -5,6 +5,7 @@
 // Inspector (npx), which spawns the binary; TestReadmeSnippet spawns the
 // binary as an editor does from the README's configuration. The facade's
 // other tests run the command line in-process, in mcpserver.
+
 package mcp
 
 import (

@@ -5,6 +5,7 @@
 // not a process. e2e/host keeps the binary's own exit statuses and streams
 // (TestCommandLine), the demos, make, and the recovery log after
 // failpoints.
+
 package cli_test
 
 import (
