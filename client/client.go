@@ -154,7 +154,11 @@ func (c *Client) Close() error {
 		if err := c.Call(ctx, protocol.MethodShutdown, struct{}{}, nil); err == nil {
 			_ = c.conn.Notify(ctx, protocol.MethodExit, struct{}{})
 		}
-		c.closeErr = c.conn.Close()
+		// After exit the kernel may close the stream before we do: the
+		// connection then is closed already, which is the clean end.
+		if err := c.conn.Close(); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
+			c.closeErr = err
+		}
 		if c.cmd != nil {
 			c.closeErr = c.cmd.Wait()
 		}

@@ -317,11 +317,11 @@ func op(o, path string, value any) map[string]any {
 func (e *env) connectMCP(t *testing.T, ws, data string, extra ...string) *sdk.ClientSession {
 	args := append([]string{"mcp", "--workspace", ws, "--data-dir", data, "--log-level", "error", "--memory-policy", e.policy,
 		"--principal-id", "agent-7", "--principal-purpose", "implement"}, extra...)
-	stdin, stdout, _ := harness.ServePipes(e.t, args...)
+	conn := harness.ServeConn(e.t, nil, args...)
 	client := sdk.NewClient(&sdk.Implementation{Name: "doors", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

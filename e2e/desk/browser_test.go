@@ -1,3 +1,6 @@
+// The helpers of the browser tests: chromium (a process, shared by the
+// tests), and the in-process kernel with its desk.
+
 package desk
 
 import (
@@ -176,8 +179,10 @@ func writeReviewers(t *testing.T, dir string, rs []reviewer) string {
 	return path
 }
 
-// startKernel starts `txkernel CMD --workspace WS --data-dir D --review
-// 127.0.0.1:0 --reviewers F` plus extra, and waits for the desk's address.
+// startKernel runs `txkernel CMD --workspace WS --data-dir D --review
+// 127.0.0.1:0 --reviewers F` plus extra in-process (harness.Serve: the
+// browser needs the desk's HTTP listener, not a kernel process), and
+// waits for the desk's address.
 // A serve kernel is initialized.
 func startKernel(t *testing.T, cmd string, rs []reviewer, files map[string]string, extra ...string) *kernel {
 	t.Helper()
@@ -196,7 +201,7 @@ func startKernel(t *testing.T, cmd string, rs []reviewer, files map[string]strin
 		t.Fatal(err)
 	}
 	args := append([]string{cmd, "--workspace", k.ws, "--data-dir", k.data, "--review", "127.0.0.1:0", "--reviewers", writeReviewers(t, dir, rs), "--log-level", "warn"}, extra...)
-	k.p = harness.Start(t, nil, args...)
+	k.p = harness.Serve(t, args...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		s := k.p.StderrText()

@@ -1,8 +1,11 @@
 // Package desk holds the end-to-end tests of the review desk (txkernel
-// serve|mcp --review, PROTOCOL.md §15): the real binary, its desk driven
-// by a real browser (Debian's chromium, through chromedp), and the host's
-// side over stdio JSON-RPC. One browser is shared by every test; each
-// test has a browser context of its own (its own cookies).
+// serve|mcp --review, PROTOCOL.md §15) that need a process: a real
+// browser (Debian's chromium, through chromedp) drives the desk, while
+// the host's side speaks stdio JSON-RPC or MCP to the kernel, which runs
+// in-process (harness.Serve; the browser is the process these tests
+// need). One browser is shared by every test; each test has a browser
+// context of its own (its own cookies). The desk's tests without a
+// browser are package desk's (flow_test.go).
 //
 // Without chromium the tests skip, saying so, unless
 // TXKERNEL_TEST_BROWSER_REQUIRED is set (CI), where they fail.
@@ -16,6 +19,5 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// TestMain builds the real binary at most once for this package's tests
-// and closes the shared browser when they end.
+// TestMain closes the shared browser when the tests end.
 func TestMain(m *testing.M) { harness.Main(m, closeBrowser) }

@@ -44,18 +44,11 @@ func Serve(tb testing.TB, args ...string) *Proc {
 // a test needs Start; error and sleep work in-process.
 func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
 	tb.Helper()
-	vars := map[string]string{}
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		if name == failpoint.EnvVar && strings.Contains(value, "exit") {
-			tb.Fatalf("harness.ServeEnv: %s needs a process (harness.Start): its exit action kills the process", kv)
-		}
-		vars[name] = value
-	}
-	k := run(tb, vars, args)
+	k := run(tb, envVars(tb, "ServeEnv", env), args)
 	p := &Proc{T: tb, Stdin: k.stdin, Out: make(chan Msg, 4096), stderr: k.stderr, Done: make(chan struct{}), kill: k.kill, mu: k.mu}
 	go p.read(k.stdout, func() error {
-		p.code = <-k.status
+		<-k.done
+		p.code = k.code
 		if p.code != 0 {
 			return fmt.Errorf("exit status %d", p.code)
 		}
@@ -65,23 +58,20 @@ func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
 	return p
 }
 
-// ServePipes runs the command line in-process like Serve, but hands the
-// test its raw stdin and stdout (for a client that speaks another
-// protocol over them, e.g. `mcp` with the MCP SDK's IOTransport) and a
-// channel that receives the exit status. The kernel is cancelled when the
-// test ends; stderr goes to the test's log if the test fails.
-func ServePipes(tb testing.TB, args ...string) (stdin io.WriteCloser, stdout io.ReadCloser, status <-chan int) {
+// envVars turns env (NAME=VALUE entries) into the variables an
+// in-process kernel sees over this process's; a failpoint whose action is
+// exit fails tb (fn names the caller): it would kill the test process.
+func envVars(tb testing.TB, fn string, env []string) map[string]string {
 	tb.Helper()
-	k := run(tb, nil, args)
-	tb.Cleanup(func() {
-		k.kill()
-		if tb.Failed() {
-			k.mu.Lock()
-			tb.Logf("kernel stderr:\n%s", k.stderr)
-			k.mu.Unlock()
+	vars := map[string]string{}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if name == failpoint.EnvVar && strings.Contains(value, "exit") {
+			tb.Fatalf("harness.%s: %s needs a process (harness.Start): its exit action kills the process", fn, kv)
 		}
-	})
-	return k.stdin, k.stdout, k.status
+		vars[name] = value
+	}
+	return vars
 }
 
 // inproc is one run of the command line in this process.
@@ -89,8 +79,9 @@ type inproc struct {
 	stdin  *io.PipeWriter
 	stdout *io.PipeReader
 	stderr *bytes.Buffer
-	mu     *sync.Mutex // guards stderr
-	status chan int    // receives the exit status once
+	mu     *sync.Mutex   // guards stderr
+	done   chan struct{} // closed when the command has returned
+	code   int           // its exit status, set before done closes
 	kill   func()
 }
 
@@ -100,7 +91,7 @@ func run(tb testing.TB, vars map[string]string, args []string) *inproc {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &inproc{stdin: inW, stdout: outR, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, status: make(chan int, 1)}
+	k := &inproc{stdin: inW, stdout: outR, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
 	k.kill = func() {
 		cancel()
 		inW.CloseWithError(errKilled)
@@ -116,12 +107,12 @@ func run(tb testing.TB, vars map[string]string, args []string) *inproc {
 				return os.Getenv(name)
 			},
 		}
-		code := c.Run(ctx, args)
+		k.code = c.Run(ctx, args)
 		// Whatever the test still writes now fails instead of blocking.
 		inR.CloseWithError(io.ErrClosedPipe)
 		outW.Close()
 		cancel()
-		k.status <- code
+		close(k.done)
 	}()
 	return k
 }

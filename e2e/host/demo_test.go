@@ -1,3 +1,6 @@
+// The demo tests need processes: each runs examples/host, built as its
+// own binary, which starts the real kernel binary as its child.
+
 package host
 
 import (

@@ -1,8 +1,11 @@
-// Package host holds end-to-end tests of what a host developer meets
-// before and around the protocol itself: what initialize tells a host
-// about the kernel it talks to, the command line, and the logs an operator
-// reads (PROTOCOL.md §1, §3; issue 19 §3–§5). Every test runs the real
-// binary over real pipes (e2e/harness).
+// Package host holds the end-to-end tests of what a host developer meets
+// before and around the protocol itself that need a process: the binary's
+// exit statuses and streams, the demos (examples/host starting the
+// binary), make, and the recovery log after failpoints that exit (issue
+// 19 §3–§5). What initialize tells a host, the command line's flags and
+// the debug log run in-process: internal/cli (TestInitializeCapabilities,
+// TestCommandLineFlags, TestCommandsNeverDestroyWhatTheyDidNotMake,
+// TestDebugLogsEveryRequest) and kernel (TestTurnStartKinds).
 package host
 
 import (

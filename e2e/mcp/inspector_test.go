@@ -1,3 +1,7 @@
+// TestInspectorCLI needs a process: the official MCP Inspector (npx)
+// spawns the binary itself, over stdio, and connects over HTTP to a kernel
+// it did not start.
+
 package mcp
 
 import (

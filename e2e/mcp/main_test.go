@@ -1,7 +1,9 @@
-// Package mcp holds end-to-end tests of the MCP facade (txkernel mcp,
-// PROTOCOL.md §14): the real binary driven by the official Go SDK's
-// client over its command transport (stdio) and over streamable HTTP, and
-// by the official MCP Inspector CLI when npx can fetch it.
+// Package mcp holds the end-to-end tests of the MCP facade (txkernel mcp,
+// PROTOCOL.md §14) that need the real binary as a process: the official
+// MCP Inspector CLI (npx), the README's snippet spawned over real stdio,
+// and a kernel whose descriptor limit is lowered. The facade's other tests
+// (tools, approvals, elicitation, HTTP's token, origin, slow peers,
+// sessions, TLS) run the command line in-process, in package mcpserver.
 package mcp
 
 import (

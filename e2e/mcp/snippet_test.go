@@ -1,3 +1,7 @@
+// TestReadmeSnippet needs a process: it spawns the binary as an editor
+// does from the README's mcpServers configuration, and speaks MCP over the
+// process's real stdin and stdout (the SDK's CommandTransport).
+
 package mcp
 
 import (

@@ -1,16 +1,13 @@
-package mcp
+package mcpserver_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,20 +18,23 @@ import (
 
 const testToken = "s3cret-token-for-the-http-test"
 
-// startHTTP starts `txkernel mcp --http 127.0.0.1:0` on d with a token
-// file and returns the endpoint URL and the kernel's stderr so far.
-func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, stderr *syncBuffer) {
+// startHTTP runs `txkernel mcp --http 127.0.0.1:0` on d with a token
+// file, in-process, and returns the endpoint URL and the kernel.
+func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, k *httpKernel) {
 	t.Helper()
-	k := startHTTPKernel(t, d, tokenMode, nil)
-	return k.url, k.stderr
+	k = startHTTPKernel(t, d, tokenMode)
+	return k.url, k
 }
 
-// httpKernel is a kernel serving MCP over HTTP.
+// httpKernel is a kernel serving MCP over HTTP on a loopback listener,
+// inside the test process.
 type httpKernel struct {
-	url    string
-	stderr *syncBuffer
-	cmd    *exec.Cmd
+	url  string
+	conn *harness.Conn
 }
+
+// stderr is what the kernel has logged so far.
+func (k *httpKernel) stderr() string { return k.conn.StderrText() }
 
 // writeToken writes the test token to a file of mode tokenMode.
 func writeToken(t *testing.T, tokenMode os.FileMode) string {
@@ -46,67 +46,24 @@ func writeToken(t *testing.T, tokenMode os.FileMode) string {
 	return tok
 }
 
-// startHTTPKernel starts `txkernel mcp --http 127.0.0.1:0 [extra...]` on
-// d with a token file and waits for the URL it logs. wrap, when not nil,
-// turns the kernel's argv into the command run (a shell that lowers
-// RLIMIT_NOFILE first, say).
-func startHTTPKernel(t *testing.T, d kernelDirs, tokenMode os.FileMode, wrap func(argv []string) []string, extra ...string) *httpKernel {
+// urlLine is the kernel's log line naming the endpoint.
+var urlLine = regexp.MustCompile(`url=(https?://\S+/mcp)`)
+
+// startHTTPKernel runs `txkernel mcp --http 127.0.0.1:0 [extra...]` on d
+// with a token file in-process (harness.ServeConn) and waits for the URL
+// it logs.
+func startHTTPKernel(t *testing.T, d kernelDirs, tokenMode os.FileMode, extra ...string) *httpKernel {
 	t.Helper()
-	argv := append([]string{harness.Bin(t), "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
-	if wrap != nil {
-		argv = wrap(argv)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = harness.Env(nil)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	stderr := &syncBuffer{}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		re := regexp.MustCompile(`url=(https?://\S+/mcp)`)
-		for sc.Scan() {
-			stderr.WriteString(sc.Text() + "\n")
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-		close(found)
-	}()
-	select {
-	case url, ok := <-found:
-		if !ok {
-			t.Fatalf("the kernel ended without serving: %s", stderr)
-		}
-		return &httpKernel{url: url, stderr: stderr, cmd: cmd}
-	case <-time.After(time.Minute):
-		t.Fatalf("no URL logged: %s", stderr)
-	}
-	return nil
+	return startHTTPKernelAt(t, d, "127.0.0.1:0", tokenMode, extra...)
 }
 
-// syncBuffer collects a kernel's stderr while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) WriteString(x string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.WriteString(x)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// startHTTPKernelAt is startHTTPKernel at another address.
+func startHTTPKernelAt(t *testing.T, d kernelDirs, addr string, tokenMode os.FileMode, extra ...string) *httpKernel {
+	t.Helper()
+	args := append([]string{"mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", addr, "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
+	conn := harness.ServeConn(t, nil, args...)
+	m := conn.WaitStderr(t, urlLine, time.Minute)
+	return &httpKernel{url: m[1], conn: conn}
 }
 
 // bearerTransport adds an Authorization header to every request.
@@ -128,7 +85,7 @@ func TestHTTPBearerToken(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d.ws, "log.md"), []byte("## I. One (a, 2026-01-01)\n\nfirst\n\n## II. Two (b, 2026-01-02)\n\nsecond\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url, stderr := startHTTP(t, d, 0o600)
+	url, k := startHTTP(t, d, 0o600)
 	for _, auth := range []string{"", "Bearer wrong-token-of-some-length", "Basic " + testToken, "Bearer " + testToken + "x"} {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -165,21 +122,7 @@ func TestHTTPBearerToken(t *testing.T) {
 	if q["caller"] != "external" || q["route"] != "linear_tail" {
 		t.Errorf("an HTTP caller: caller %v route %v, want external and linear_tail", q["caller"], q["route"])
 	}
-	if strings.Contains(stderr.String(), testToken) {
+	if strings.Contains(k.stderr(), testToken) {
 		t.Errorf("the token reached the log")
-	}
-}
-
-// TestHTTPTokenFileMode: a token file others may read is refused.
-func TestHTTPTokenFileMode(t *testing.T) {
-	t.Parallel()
-	d := newDirs(t)
-	tok := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tok, []byte(testToken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := harness.Command(t, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", tok).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "readable by group or others") {
-		t.Fatalf("a world-readable token file: %v %s", err, out)
 	}
 }

@@ -1,10 +1,18 @@
-package mcp
+// The tests of this file and of edittools_test.go, notify_test.go,
+// httpfacade_test.go and hostile_test.go were e2e/mcp's: they run the
+// command line's mcp subcommand (internal/cli, what the binary runs)
+// inside the test process, and speak to it with the official Go SDK's
+// client over its stdio transport (io.Pipe, NDJSON, harness.ServeConn) or
+// over streamable HTTP on a loopback listener. e2e/mcp keeps what needs a
+// process (the MCP Inspector, a lowered RLIMIT_NOFILE, the README's
+// snippet spawned as an editor does).
+
+package mcpserver_test
 
 import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,19 +36,21 @@ func newDirs(t *testing.T) kernelDirs {
 	return d
 }
 
-// connect starts `txkernel mcp` on d with extra flags and connects the
-// SDK's client to it; elicit, when not nil, answers elicitation requests.
+// connect runs `txkernel mcp` on d with extra flags in-process and
+// connects the SDK's client to it over its stdio (harness.ServeConn);
+// elicit, when not nil, answers elicitation requests. Closing the session
+// closes the kernel's stdin and waits for it to end, so a kernel started
+// next on the same dirs finds them free.
 func connect(t *testing.T, d kernelDirs, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), extra ...string) *sdk.ClientSession {
 	t.Helper()
 	args := append([]string{"mcp", "--workspace", d.ws, "--data-dir", d.data, "--log-level", "error"}, extra...)
-	cmd := exec.Command(harness.Bin(t), args...)
-	cmd.Stderr = os.Stderr
+	conn := harness.ServeConn(t, nil, args...)
 	client := sdk.NewClient(&sdk.Implementation{Name: "txkernel-test", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: elicit})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("connect: %v\n%s", err, conn.StderrText())
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -1,10 +1,9 @@
-package mcp
+package mcpserver_test
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -47,10 +46,10 @@ func TestProgressAndResourceUpdates(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	cmd := exec.Command(harness.Bin(t), "mcp", "--workspace", d.ws, "--data-dir", d.data, "--log-level", "error")
+	conn := harness.ServeConn(t, nil, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--log-level", "error")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
