@@ -50,7 +50,7 @@ func TestCorpusManyCorpora(t *testing.T) {
 		os.MkdirAll(d, 0o755)
 		os.WriteFile(filepath.Join(d, "log.md"), []byte(smallLog(3)), 0o644)
 	}
-	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	ids := make([]string, n)
 	for i := range n {

@@ -75,7 +75,7 @@ func TestCorpusWriterLock(t *testing.T) {
 	os.WriteFile(logPath, []byte(smallLog(5)), 0o644)
 	countPath := filepath.Join(ws, "governance", ".section_count")
 
-	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
 	p.Initialize()
 	id := p.MustResult("corpus/open", map[string]any{"path": "OPEN_QUESTIONS.md"})["corpusId"].(string)
 
@@ -148,7 +148,7 @@ func TestCorpusWriterLock(t *testing.T) {
 
 	// 5. The next kernel on the data dir starts (it is not refused), and
 	// SIGTERM ends it within seconds while a sync waits for the lock.
-	q := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	q := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
 	q.Initialize()
 	q.NextID++
 	b, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": q.NextID, "method": "corpus/sync", "params": map[string]any{"corpusId": id}})
@@ -159,7 +159,7 @@ func TestCorpusWriterLock(t *testing.T) {
 	release()
 
 	// 6. A third kernel resumes the watcher and catches up.
-	r := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	r := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
 	r.Initialize()
 	waitSearchable(t, r, id, "secondappend")
 	waitCount(t, countPath, 7)

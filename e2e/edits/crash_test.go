@@ -89,7 +89,7 @@ func TestApplyPatchCrashRecovery(t *testing.T) {
 	if err := p.Exit(); err == nil {
 		t.Fatal("the kernel did not die at the failpoint")
 	}
-	q := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
+	q := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
 	q.Initialize()
 	st := q.MustResult("tx/status", map[string]any{"transactionId": id})
 	if st["state"] != "completed" {
