@@ -1,6 +1,8 @@
-// Package corpus holds end-to-end tests of the markdown corpus (seed 004,
-// PROTOCOL.md §12): the seed's gates, folders, the watcher, bad input and an
-// embedder that goes down.
+// Package corpus holds the end-to-end tests of the markdown corpus (seed
+// 004, PROTOCOL.md §12) that need a kernel process: SIGTERM and exit
+// statuses while a writer holds .section_count's lock, and the process's
+// inotify descriptors. The corpus's other tests run the kernel in-process
+// in corpus/ (package corpus_test, harness.Serve).
 package corpus
 
 import (

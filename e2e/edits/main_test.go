@@ -1,7 +1,10 @@
-// Package edits holds the end-to-end tests of the edit-format proposal
-// kinds (PROTOCOL.md §4.1, issue 36) through the real binary: Codex's
-// apply_patch scenarios, and real fzf commits expressed as an apply_patch
-// envelope, as text-editor edits and as `diff -ruN` output.
+// Package edits holds the end-to-end test of the edit-format proposal
+// kinds (PROTOCOL.md §4.1, issue 36) that needs the real binary: an
+// apply_patch transaction killed by a failpoint between its renames and
+// rolled forward by the next process. The kinds' other tests (Codex's
+// apply_patch scenarios, real fzf commits in three formats, the edits
+// kind, tolerances, traditional diffs) run the kernel in-process in
+// workspace/ (harness.Serve).
 package edits
 
 import (

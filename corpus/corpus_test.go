@@ -1,4 +1,9 @@
-package corpus
+package corpus_test
+
+// The tests of the corpus through the kernel's methods (seed 004,
+// PROTOCOL.md §12), moved here from e2e/corpus by issue 35 part 5: each
+// runs the kernel's command line in this process (harness.Serve), since
+// it needs the kernel's answers, not a process.
 
 import (
 	"bytes"
@@ -100,7 +105,7 @@ func strs(v any) []string {
 }
 
 // TestCorpusSeedGates runs seed 004's four gates and its invariants on a
-// 1,200-section log built from the RFC corpus, through the real binary:
+// 1,200-section log built from the RFC corpus, through the kernel (harness.Serve):
 // disposition (linear_tail(40)), origin integrity (a topical query keeps
 // exec_tags), authority isolation (stripping [EXEC:GOV] changes a
 // governance-filtered query and no stored vector), collisions logged once,
@@ -118,7 +123,7 @@ func TestCorpusSeedGates(t *testing.T) {
 	logPath, truth := makeFixture(t, filepath.Join(ws, "governance"), 1200)
 	before := stamp(t, logPath)
 
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
 	init := p.MustResult("initialize", map[string]any{"clientInfo": map[string]any{"name": "test"}})
 	if got, _ := harness.JSONPath(init, "capabilities.caller"); got != "external" {
 		t.Fatalf("default caller = %v, want external", got)

@@ -1,4 +1,4 @@
-package corpus
+package corpus_test
 
 import (
 	"fmt"
@@ -56,7 +56,7 @@ func TestCorpusWatch(t *testing.T) {
 	if err := os.WriteFile(logPath, []byte(smallLog(5)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	id := p.MustResult("corpus/open", map[string]any{"path": "OPEN_QUESTIONS.md"})["corpusId"].(string)
 
@@ -162,7 +162,7 @@ func TestCorpusBadInput(t *testing.T) {
 	os.Symlink(filepath.Join(work, "outside.md"), filepath.Join(ws, "link.md"))
 	logPath := filepath.Join(ws, "log.md")
 	os.WriteFile(logPath, []byte(smallLog(3)+"## 66. Arabic numerals are not accepted\n\nstill body\n"), 0o644)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	for _, path := range []string{"../outside.md", "/etc/passwd", "link.md", "missing.md"} {
 		resp, _ := p.Call("corpus/open", map[string]any{"path": path})
@@ -219,7 +219,7 @@ func TestCorpusEmbedderDown(t *testing.T) {
 	logPath := filepath.Join(ws, "log.md")
 	os.WriteFile(logPath, []byte(smallLog(4)), 0o644)
 	start := func(version string) *harness.Proc {
-		p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error",
+		p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error",
 			"--embed-url", srv.URL, "--embed-model", "test-embed", "--embed-model-version", version, "--embed-timeout", "2s")
 		p.Initialize()
 		return p

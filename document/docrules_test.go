@@ -1,4 +1,13 @@
-package docrules
+package document_test
+
+// Seed 000's and seed 003's rules through the kernel's methods (issue 31,
+// moved here from e2e/docrules by issue 35 part 5): a PROPOSED envelope
+// never applies, a recipe PatchSet applies only by patchset/decide, a
+// tx/close of a pending PatchSet is its decision "expired", lifting a hard
+// avoid waits for a person whatever the approval policy, an applied
+// patch_id is refused at propose, and a patch that changes nothing is
+// refused. Each test runs the kernel's command line in this process
+// (harness.Serve): they need its answers, not a process.
 
 import (
 	"os"
@@ -17,14 +26,14 @@ const (
 	codePermission  = -32018
 )
 
-// kernel starts the real binary on a fresh workspace and data dir, with
-// extra flags, and initializes it.
-func kernel(t *testing.T, flags ...string) (*harness.Proc, string) {
+// serve runs the kernel in this process (harness.Serve) on a fresh
+// workspace and data dir, with extra flags, and initializes it.
+func serve(t *testing.T, flags ...string) (*harness.Proc, string) {
 	t.Helper()
 	work := t.TempDir()
 	ws, data := filepath.Join(work, "ws"), filepath.Join(work, "data")
 	os.Mkdir(ws, 0o755)
-	p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", data, "--log-level", "error"}, flags...)...)
+	p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", data, "--log-level", "error"}, flags...)...)
 	t.Cleanup(p.Stop)
 	p.Initialize()
 	return p, work
@@ -41,7 +50,8 @@ var salad = map[string]any{
 	"userDefaults": map[string]any{"hardAvoids": []any{"walnut", "goose"}, "portions": 2},
 }
 
-func envelope(patchID string, rev int, mode string, ops ...any) map[string]any {
+// rpcEnvelope is a seed 000 envelope as the wire carries it.
+func rpcEnvelope(patchID string, rev int, mode string, ops ...any) map[string]any {
 	env := map[string]any{"patch_id": patchID, "expected_revision": rev, "operations": append([]any{}, ops...)}
 	if mode != "" {
 		env["mode"] = mode
@@ -76,9 +86,9 @@ func revision(p *harness.Proc, docID string) int {
 // id is refused (issue 31: it applied with no person asked).
 func TestProposedEnvelopeNeverApplies(t *testing.T) {
 	t.Parallel()
-	p, _ := kernel(t)
+	p, _ := serve(t)
 	p.MustResult("doc/create", map[string]any{"docId": "deal", "docType": "json", "content": map[string]any{"status": "OPEN"}})
-	env := envelope("p1", 0, "PROPOSED", op("replace", "/status", "CLOSED"))
+	env := rpcEnvelope("p1", 0, "PROPOSED", op("replace", "/status", "CLOSED"))
 	v := p.MustResult("patch/validate", map[string]any{"docId": "deal", "patch": env})
 	id := harness.Str(v["validationId"])
 	resp, _ := p.Call("apply/execute", map[string]any{"transactionId": id})
@@ -98,7 +108,7 @@ func TestProposedEnvelopeNeverApplies(t *testing.T) {
 // approve; patchset/decide applies it and records the decision.
 func TestPatchSetOnlyByDecide(t *testing.T) {
 	t.Parallel()
-	p, _ := kernel(t, "--approval-policy", "never", "--document-approval-policy", "never")
+	p, _ := serve(t, "--approval-policy", "never", "--document-approval-policy", "never")
 	p.MustResult("doc/create", map[string]any{"docId": "salad", "docType": "recipe", "content": salad})
 	pr := p.MustResult("patchset/propose", map[string]any{"docId": "salad", "recipeVersion": 0,
 		"patchSet": map[string]any{"patchSetId": "ps1", "patches": []any{map[string]any{"op": "add_ingredient", "text": "2 tomatoes"}}}})
@@ -135,7 +145,7 @@ func asList(v any) []any {
 // the recipe takes a new PatchSet.
 func TestPatchSetCloseExpires(t *testing.T) {
 	t.Parallel()
-	p, _ := kernel(t)
+	p, _ := serve(t)
 	p.MustResult("doc/create", map[string]any{"docId": "salad", "docType": "recipe", "content": salad})
 	pr := p.MustResult("patchset/propose", map[string]any{"docId": "salad", "recipeVersion": 0,
 		"patchSet": map[string]any{"patchSetId": "ps1", "patches": []any{map[string]any{"op": "add_ingredient", "text": "2 tomatoes"}}}})
@@ -160,18 +170,18 @@ func TestPatchSetCloseExpires(t *testing.T) {
 	}
 }
 
-// TestHardAvoidOverrideNeedsPerson: lifting a hard avoid (an override, or
+// TestHardAvoidOverrideNeedsPersonOverRPC: lifting a hard avoid (an override, or
 // a hard avoid removed) waits for a person's hard_avoid_override even
 // under --approval-policy never and --document-approval-policy never,
 // through patch/apply and through turn/start + apply/execute; a
 // userDefaults change that lifts nothing applies at once.
-func TestHardAvoidOverrideNeedsPerson(t *testing.T) {
+func TestHardAvoidOverrideNeedsPersonOverRPC(t *testing.T) {
 	t.Parallel()
-	p, _ := kernel(t, "--approval-policy", "never", "--document-approval-policy", "never")
+	p, _ := serve(t, "--approval-policy", "never", "--document-approval-policy", "never")
 	p.MustResult("doc/create", map[string]any{"docId": "salad", "docType": "recipe", "content": salad})
 
 	// patch/* door: an override.
-	env := envelope("p1", 0, "", op("add", "/overrides", map[string]any{"hardAvoids": []any{"walnut"}}))
+	env := rpcEnvelope("p1", 0, "", op("add", "/overrides", map[string]any{"hardAvoids": []any{"walnut"}}))
 	v := p.MustResult("patch/validate", map[string]any{"docId": "salad", "patch": env})
 	id := harness.Str(v["validationId"])
 	res := p.MustResult("patch/apply", map[string]any{"validationId": id, "patch": env})
@@ -189,7 +199,7 @@ func TestHardAvoidOverrideNeedsPerson(t *testing.T) {
 
 	// turn/start door: a hard avoid removed.
 	ts := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "json_patch", "docId": "salad",
-		"patch": envelope("p2", 1, "", op("remove", "/userDefaults/hardAvoids/1", nil))}})
+		"patch": rpcEnvelope("p2", 1, "", op("remove", "/userDefaults/hardAvoids/1", nil))}})
 	txID := harness.Str(ts["transactionId"])
 	ax := p.MustResult("apply/execute", map[string]any{"transactionId": txID})
 	pend = asList(ax["pendingApprovals"])
@@ -205,7 +215,7 @@ func TestHardAvoidOverrideNeedsPerson(t *testing.T) {
 	}
 
 	// Nothing lifted: the policy applies it.
-	env = envelope("p3", 1, "", op("replace", "/userDefaults/portions", 4))
+	env = rpcEnvelope("p3", 1, "", op("replace", "/userDefaults/portions", 4))
 	v = p.MustResult("patch/validate", map[string]any{"docId": "salad", "patch": env})
 	if res := p.MustResult("patch/apply", map[string]any{"validationId": v["validationId"], "patch": env}); res["ok"] != true {
 		t.Fatalf("patch/apply of portions = %v, want applied", res)
@@ -221,15 +231,15 @@ func TestAppliedPatchIDRefusedAtTurnStart(t *testing.T) {
 	ws, data := filepath.Join(work, "ws"), filepath.Join(work, "data")
 	os.Mkdir(ws, 0o755)
 	args := []string{"serve", "--workspace", ws, "--data-dir", data, "--log-level", "info"}
-	p := harness.Start(t, nil, args...)
+	p := harness.Serve(t, args...)
 	p.Initialize()
 	p.MustResult("doc/create", map[string]any{"docId": "deal", "docType": "json", "content": map[string]any{"status": "OPEN"}})
-	env := envelope("p1", 0, "", op("replace", "/status", "CLOSED"))
+	env := rpcEnvelope("p1", 0, "", op("replace", "/status", "CLOSED"))
 	v := p.MustResult("patch/validate", map[string]any{"docId": "deal", "patch": env})
 	p.MustResult("patch/apply", map[string]any{"validationId": v["validationId"], "patch": env})
 	for _, again := range []map[string]any{
-		envelope("p1", 1, "", op("replace", "/status", "REOPENED")), // another payload
-		envelope("p1", 1, "", op("replace", "/status", "OPEN")),
+		rpcEnvelope("p1", 1, "", op("replace", "/status", "REOPENED")), // another payload
+		rpcEnvelope("p1", 1, "", op("replace", "/status", "OPEN")),
 	} {
 		resp, _ := p.Call("turn/start", map[string]any{"proposal": map[string]any{"kind": "json_patch", "docId": "deal", "patch": again}})
 		data := wantError(t, "turn/start reusing p1", resp, codeIdempotency)
@@ -241,7 +251,7 @@ func TestAppliedPatchIDRefusedAtTurnStart(t *testing.T) {
 		t.Errorf("revision %d, want 1", rev)
 	}
 	p.Stop()
-	p = harness.Start(t, nil, args...)
+	p = harness.Serve(t, args...)
 	defer p.Stop()
 	p.Initialize()
 	if doc := p.MustResult("doc/get", map[string]any{"docId": "deal"}); harness.Num(doc["revision"]) != 1 {
@@ -252,19 +262,19 @@ func TestAppliedPatchIDRefusedAtTurnStart(t *testing.T) {
 	}
 }
 
-// TestNoChangePatchRefused: a patch with no operations, or whose
+// TestNoChangePatchRefusedOverRPC: a patch with no operations, or whose
 // operations change nothing, is refused through patch/validate and
 // turn/start alike, and makes no revision.
-func TestNoChangePatchRefused(t *testing.T) {
+func TestNoChangePatchRefusedOverRPC(t *testing.T) {
 	t.Parallel()
-	p, _ := kernel(t)
+	p, _ := serve(t)
 	p.MustResult("doc/create", map[string]any{"docId": "deal", "docType": "json", "content": map[string]any{"status": "OPEN"}})
 	for i, ops := range [][]any{
 		{},
 		{op("test", "/status", "OPEN")},
 		{op("replace", "/status", "OPEN")},
 	} {
-		env := envelope("p"+string(rune('0'+i)), 0, "", ops...)
+		env := rpcEnvelope("p"+string(rune('0'+i)), 0, "", ops...)
 		resp, _ := p.Call("patch/validate", map[string]any{"docId": "deal", "patch": env})
 		if data := wantError(t, "patch/validate "+harness.JSONText(ops), resp, codeValidation); data["reason"] != "no-change" {
 			t.Errorf("data = %v, want reason no-change", data)
@@ -285,7 +295,7 @@ func TestNoChangePatchRefused(t *testing.T) {
 // mentions to a step that named the item once; nothing is held for review.
 func TestHardAvoidSpellingsRefused(t *testing.T) {
 	t.Parallel()
-	p, _ := kernel(t)
+	p, _ := serve(t)
 	p.MustResult("doc/create", map[string]any{"docId": "salad", "docType": "recipe", "content": salad})
 	for i, patch := range []map[string]any{
 		{"op": "add_ingredient", "text": "50 g wal\u00adnuts"},

@@ -1,4 +1,7 @@
-package corpora
+package workspace_test
+
+// The 100 real fzf commits through the kernel's methods (moved here from
+// e2e/corpora by issue 35 part 5: they need its answers, not a process).
 
 import (
 	"os"
@@ -25,7 +28,7 @@ func TestFzfCommits(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(c.Dir, "base")); err == nil {
 				harness.CopyTree(t, filepath.Join(c.Dir, "base"), ws) // commits that only add files have no base/
 			}
-			p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd)
+			p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd)
 			p.Initialize()
 			harness.ProposeApproveApply(t, p, c.Diff)
 			p.Stop()

@@ -1,4 +1,8 @@
-package corpora
+package document_test
+
+// The RFC 6902 suite through the document target's methods (moved here
+// from e2e/corpora by issue 35 part 5: it needs the kernel's answers, not
+// a process).
 
 import (
 	"encoding/json"
@@ -23,7 +27,7 @@ type patchCase struct {
 }
 
 // TestJSONPatchSuiteOverRPC runs every enabled case of the RFC 6902 suite
-// through the real binary, as a host would: doc/create (type json) →
+// through the kernel (harness.Serve), as a host would: doc/create (type json) →
 // patch/validate → patch/apply → doc/get, which must equal expected; a
 // case that expects an error must get one from patch/validate or
 // patch/apply, with a code and data, and leave the document as it was. A
@@ -47,7 +51,7 @@ func TestJSONPatchSuiteOverRPC(t *testing.T) {
 	work := t.TempDir()
 	ws := filepath.Join(work, "ws")
 	os.Mkdir(ws, 0o755)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	defer p.Stop()
 	p.Initialize()
 	ran, errCases, noChange := 0, 0, 0

@@ -1,4 +1,4 @@
-package corpus
+package corpus_test
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 )
 
 // TestCorpusGovernance drives seed 004's governance artefacts through the
-// real binary: .section_count, collision.log, ONBOARDING_PROMPT.md (from the
+// kernel (harness.Serve): .section_count, collision.log, ONBOARDING_PROMPT.md (from the
 // user's template, regenerated when the count changes) and
 // GOVERNANCE_LOG.md (embedding model changes) in a governance/ folder beside
 // the log; governanceDir: null keeping them in the data dir; sections with
@@ -33,7 +33,7 @@ func TestCorpusGovernance(t *testing.T) {
 	os.WriteFile(filepath.Join(gdir, "ONBOARDING_PROMPT.template.md"), []byte("count={{section_count}} next={{next_section_numeral}} log={{log_path}}\n"), 0o644)
 	srv := harness.NewEmbedServer(t, 16)
 	start := func(version string) *harness.Proc {
-		p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error",
+		p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error",
 			"--embed-url", srv.URL, "--embed-model", "test-embed", "--embed-model-version", version, "--embed-timeout", "2s")
 		p.Initialize()
 		return p

@@ -1,4 +1,4 @@
-package corpus
+package corpus_test
 
 import (
 	"os"
@@ -65,7 +65,7 @@ func TestCorpusLogNeverWritten(t *testing.T) {
 		os.WriteFile(filepath.Join(ws, rel), []byte(text), 0o644)
 	}
 	os.WriteFile(filepath.Join(ws, "docs", "a.md"), []byte("# A\n\ndoc text\n"), 0o644)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
 	p.Initialize()
 	p.MustResult("corpus/open", map[string]any{"path": "docs", "watch": false})
 	logID := p.MustResult("corpus/open", map[string]any{"path": "notes/log.md", "watch": false})["corpusId"]
@@ -162,7 +162,7 @@ func TestCorpusTwoLogsOneFolder(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws, "notes"), 0o755)
 	os.WriteFile(filepath.Join(ws, "notes", "a.md"), []byte(smallLog(2)), 0o644)
 	os.WriteFile(filepath.Join(ws, "notes", "b.md"), []byte(smallLog(3)+sectionText(9, "collided")), 0o644)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	want := []struct {
 		log, dir   string
@@ -213,7 +213,7 @@ func TestCorpusExecTagVariants(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(ws, "log.md"), []byte(b.String()), 0o644)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	id := p.MustResult("corpus/open", map[string]any{"path": "log.md", "watch": false})["corpusId"]
 	for i, s := range spellings {
@@ -262,7 +262,7 @@ func TestCorpusNoSections(t *testing.T) {
 	data := filepath.Join(work, "data")
 	os.MkdirAll(filepath.Join(ws, "notes"), 0o755)
 	os.WriteFile(filepath.Join(ws, "notes", "README.md"), []byte("# Readme\n\nNo numbered section.\n\n## Notes\n\ntext\n"), 0o644)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", data, "--log-level", "error")
 	p.Initialize()
 	before := treeStamp(t, ws)
 	open := p.MustResult("corpus/open", map[string]any{"path": "notes/README.md", "watch": false})

@@ -1,4 +1,4 @@
-package edits
+package workspace_test
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ var allOrNothing = map[string]string{
 }
 
 // TestCodexScenarios runs every scenario of Codex's apply_patch suite
-// (../shared/conformance/codex-apply-patch/scenarios) through the real
-// binary: input/ is copied into an empty workspace, patch.txt is proposed
+// (../shared/conformance/codex-apply-patch/scenarios) through the kernel
+// (harness.Serve): input/ is copied into an empty workspace, patch.txt is proposed
 // as an apply_patch and applied (approval policy never), and the whole
 // workspace must end as expected/. A scenario whose expected/ equals its
 // input/ must be refused by turn/start and leave the workspace as it was;
@@ -51,7 +51,7 @@ func TestCodexScenarios(t *testing.T) {
 			if len(input) > 0 {
 				harness.CopyTree(t, filepath.Join(dir, "input"), ws)
 			}
-			p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
+			p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
 			p.Initialize()
 			resp, _ := p.Call("turn/start", map[string]any{"proposal": map[string]any{"kind": "apply_patch", "patch": string(patch)}})
 			if refuse {

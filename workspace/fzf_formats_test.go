@@ -1,4 +1,4 @@
-package edits
+package workspace_test
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ import (
 // change in the three edit formats a model emits: an apply_patch
 // envelope and text-editor edits generated here from the base/expected
 // pair, and the output of the real `diff -ruN base expected` as a
-// traditional unified_diff. Each is proposed and applied through the real
-// binary on a copy of base/, and the workspace must end byte-identical to
+// traditional unified_diff. Each is proposed and applied through the kernel
+// (harness.Serve) on a copy of base/, and the workspace must end byte-identical to
 // expected/. A commit whose change apply_patch cannot express (a file
 // without a final newline, CR bytes, or bytes that are not UTF-8: Codex's
 // format always ends a file with a newline and splits lines on LF) skips
@@ -77,7 +77,7 @@ func run(t *testing.T, dir string, base, expected map[string][]byte, prop map[st
 	if len(base) > 0 {
 		harness.CopyTree(t, filepath.Join(dir, "base"), ws)
 	}
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", t.TempDir(), "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	res := p.MustResult("turn/start", map[string]any{"proposal": prop})
 	if tol, ok := res["proposal"].(map[string]any)["tolerances"]; ok {

@@ -1,4 +1,4 @@
-package corpus
+package corpus_test
 
 import (
 	"os"
@@ -35,7 +35,7 @@ func copyDir(t testing.TB, src, dst string) {
 }
 
 // TestCorpusFolderRFCs indexes the real RFC folder (640 files, about ten
-// thousand headings) through the binary, then edits one section of one
+// thousand headings) through the kernel (harness.Serve), then edits one section of one
 // RFC: exactly that chunk is updated, its content hash changes, the
 // chunks after it in the file keep their keys and hashes, and every
 // citation's excerpt is the file's bytes at its offsets.
@@ -46,7 +46,7 @@ func TestCorpusFolderRFCs(t *testing.T) {
 	work := t.TempDir()
 	ws := filepath.Join(work, "ws")
 	copyDir(t, rfcs, filepath.Join(ws, "rfcs"))
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	open := p.MustResult("corpus/open", map[string]any{"path": "rfcs", "watch": false})
 	id := open["corpusId"].(string)
@@ -155,7 +155,7 @@ func TestCorpusFiltersReturnK(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, truth := makeFixture(t, ws, 400)
-	p := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(work, "data"), "--log-level", "error")
 	p.Initialize()
 	id := p.MustResult("corpus/open", map[string]any{"path": "OPEN_QUESTIONS.md", "watch": false})["corpusId"].(string)
 

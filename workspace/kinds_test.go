@@ -1,4 +1,9 @@
-package edits
+package workspace_test
+
+// The edit-format proposal kinds (PROTOCOL.md §4.1, issue 36) through the
+// kernel's methods, moved here from e2e/edits by issue 35 part 5 (they need
+// the kernel's answers, not a process). The apply_patch crash recovery,
+// which needs a failpoint's exit, stays in e2e/edits.
 
 import (
 	"os"
@@ -9,9 +14,9 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// kernel starts a kernel (approval policy never) on a new workspace
-// holding files.
-func kernel(t *testing.T, files map[string]string, env ...string) (*harness.Proc, string, string) {
+// kernel serves a kernel in this process (harness.Serve; approval policy
+// never) on a new workspace holding files.
+func kernel(t *testing.T, files map[string]string) (*harness.Proc, string, string) {
 	t.Helper()
 	ws, dd := t.TempDir(), t.TempDir()
 	for name, content := range files {
@@ -21,7 +26,7 @@ func kernel(t *testing.T, files map[string]string, env ...string) (*harness.Proc
 			t.Fatal(err)
 		}
 	}
-	p := harness.Start(t, env, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
+	p := harness.Serve(t, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	return p, ws, dd
 }
@@ -232,7 +237,7 @@ func TestApplyPatchTolerances(t *testing.T) {
 }
 
 // TestTraditionalDiffs: diffs git apply takes without "diff --git" lines,
-// and the tolerances, through the binary: each tolerance used is listed.
+// and the tolerances, through the kernel: each tolerance used is listed.
 func TestTraditionalDiffs(t *testing.T) {
 	t.Parallel()
 	p, ws, _ := kernel(t, map[string]string{"src/x.go": "a\nb\n", "crlf.txt": "a\r\nb\r\n", "old.txt": "bye\n", "f.c": "x\n"})
@@ -259,28 +264,4 @@ func TestTraditionalDiffs(t *testing.T) {
 		map[string]any{"field": "proposal.strip", "reason": "bad-strip"})
 	p.Stop()
 	wantTree(t, ws, map[string]string{"src/x.go": "a\nc\n", "new.txt": "hi\n", "crlf.txt": "a\r\nc\r\n", "f.c": "y\n"})
-}
-
-// TestApplyPatchCrashRecovery: an apply_patch transaction killed between
-// its renames (after the commit record) is rolled forward when the kernel
-// starts again, exactly as a files transaction is.
-func TestApplyPatchCrashRecovery(t *testing.T) {
-	t.Parallel()
-	files := map[string]string{"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"}
-	p, ws, dd := kernel(t, files, "TXKERNEL_FAILPOINTS=apply.between-renames=exit")
-	res := p.MustResult("turn/start", map[string]any{"proposal": map[string]any{"kind": "apply_patch", "patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Delete File: b.txt\n*** Add File: d.txt\n+d\n*** Update File: c.txt\n*** Move to: e/c.txt\n@@\n-c\n+C\n*** End Patch\n"}})
-	id := res["transactionId"]
-	p.Send(`{"jsonrpc":"2.0","id":99,"method":"apply/execute","params":{"transactionId":"` + id.(string) + `"}}`)
-	if err := p.Exit(); err == nil {
-		t.Fatal("the kernel did not die at the failpoint")
-	}
-	q := harness.Start(t, nil, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
-	q.Initialize()
-	st := q.MustResult("tx/status", map[string]any{"transactionId": id})
-	if st["state"] != "completed" {
-		t.Errorf("after recovery the transaction is %v", st["state"])
-	}
-	q.Stop()
-	harness.CheckNoStaged(t, ws)
-	wantTree(t, ws, map[string]string{"a.txt": "A\n", "d.txt": "d\n", "e/c.txt": "C\n"})
 }
