@@ -146,17 +146,6 @@ func (st *state) setModel(b *embedding.Builtin) {
 	st.builtin = b
 }
 
-// cacheModel caches b, loaded from kernel.db, unless a model is cached
-// already (one trained meanwhile is newer), and returns the cached one.
-func (st *state) cacheModel(b *embedding.Builtin) *embedding.Builtin {
-	st.bmu.Lock()
-	defer st.bmu.Unlock()
-	if st.builtin == nil {
-		st.builtin = b
-	}
-	return st.builtin
-}
-
 // NewService returns the corpus service.
 func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
