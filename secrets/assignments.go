@@ -2,13 +2,14 @@ package secrets
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // genericMatches returns [start, end) of each accepted generic value in
 // line. After a rejected candidate the search resumes inside its value, so
 // "token=foo_key=<secret>" is still found.
 func (s *Scanner) genericMatches(line string) [][2]int {
-	if !mayBeGeneric(line) {
+	if s.reference && !mayBeGenericLower(line) || !s.reference && !mayBeGeneric(line) {
 		return nil
 	}
 	return s.genericMatchesAll(line)
@@ -37,6 +38,107 @@ var genericKeywords = []string{"key", "api", "token", "secret", "client", "passw
 // every changed line, say), each of whose bytes matches no class of the
 // pattern.
 func mayBeGeneric(line string) bool {
+	if len(line) < minGenericLine {
+		return false
+	}
+	// Pure ASCII (most lines of code): one pass from each operator,
+	// without lowering a copy of the line. Otherwise the lowering, whose
+	// non-ASCII cases are described above.
+	for i := 0; i < len(line); i++ {
+		if line[i] >= utf8.RuneSelf {
+			return mayBeGenericLower(line)
+		}
+	}
+	return mayBeGenericASCII(line)
+}
+
+// mayBeGenericASCII is mayBeGeneric for a line of ASCII bytes only,
+// turned around: rather than each keyword's occurrences followed
+// forward, each operator (":=", "=>", "?=", ":", "=") followed by a value
+// (valueAt) and preceded, past blanks and an optional quote, by a run of
+// identifier characters that holds a keyword, ASCII-case-insensitively.
+// The two are the same test: a keyword the forward test accepts lies in
+// the maximal identifier run that ends where its skip of identifier
+// characters stops, and that run is the one before the operator. Most
+// lines of code have an operator whose value is a call, a number or a
+// short name, which fails at once; lines without an operator cost a scan.
+func mayBeGenericASCII(line string) bool {
+	for p := 0; p < len(line); p++ {
+		c := line[p]
+		if c != ':' && c != '=' && c != '?' {
+			continue
+		}
+		for _, op := range genericOperators {
+			if strings.HasPrefix(line[p:], op) && valueAtFold(line, p+len(op)) && keywordBefore(line, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keywordBefore reports whether line, before the operator at p, ends with
+// blanks, an optional quote and, before them, a run of identifier
+// characters holding a keyword (ASCII letters compared case-insensitively).
+func keywordBefore(line string, p int) bool {
+	j := p
+	for j > 0 && (line[j-1] == ' ' || line[j-1] == '\t') {
+		j--
+	}
+	if j > 0 && isQuote(line[j-1]) {
+		j--
+	}
+	end := j
+	for j > 0 && isIdentByte(lowerASCII(line[j-1])) {
+		j--
+	}
+	run := line[j:end]
+	for _, k := range genericKeywords {
+		for i := 0; i+len(k) <= len(run); i++ {
+			if foldEqualASCII(run[i:i+len(k)], k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// foldEqualASCII reports whether s, lowered byte by byte (ASCII letters
+// only), equals lower.
+func foldEqualASCII(s, lower string) bool {
+	for i := 0; i < len(s); i++ {
+		if lowerASCII(s[i]) != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if isUpper(c) {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// valueAtFold is valueAt on an ASCII line that was not lowered.
+func valueAtFold(line string, i int) bool {
+	i = skipBlanks(line, i)
+	if i < len(line) && isQuote(line[i]) {
+		i++
+	}
+	n := 0
+	for i < len(line) && isValueByte(lowerASCII(line[i])) && n < 16 {
+		i++
+		n++
+	}
+	return n == 16
+}
+
+// mayBeGenericLower is mayBeGeneric by lowering the line, for lines with
+// non-ASCII bytes (and, in tests and benchmarks, as the reference the
+// ASCII pass is checked against, which it was before that pass).
+func mayBeGenericLower(line string) bool {
 	if len(line) < minGenericLine || !strings.ContainsAny(line, ":=") {
 		return false
 	}
