@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"strings"
-	"unicode/utf8"
 )
 
 // genericMatches returns [start, end) of each accepted generic value in
@@ -41,18 +40,22 @@ func mayBeGeneric(line string) bool {
 	if len(line) < minGenericLine {
 		return false
 	}
-	// Pure ASCII (most lines of code): one pass from each operator,
-	// without lowering a copy of the line. Otherwise the lowering, whose
-	// non-ASCII cases are described above.
-	for i := 0; i < len(line); i++ {
-		if line[i] >= utf8.RuneSelf {
-			return mayBeGenericLower(line)
-		}
+	// One pass from each operator, without lowering a copy of the line,
+	// unless the line holds a rune that lowering or the pattern's folding
+	// turns into a keyword letter: U+0130 (strings.ToLower makes it "i"),
+	// U+212A KELVIN SIGN ("k") and U+017F LONG S (folded to "s"). Every
+	// other non-ASCII rune lowers to non-ASCII bytes, and invalid UTF-8 to
+	// U+FFFD: bytes that are in no class of the pattern (identifier,
+	// quote, blank, operator, value) before lowering or after, so both
+	// tests see the same ASCII structure around each operator.
+	if strings.Contains(line, "\u0130") || strings.Contains(line, "\u212a") || strings.Contains(line, "\u017f") {
+		return mayBeGenericLower(line)
 	}
-	return mayBeGenericASCII(line)
+	return mayBeGenericBytes(line)
 }
 
-// mayBeGenericASCII is mayBeGeneric for a line of ASCII bytes only,
+// mayBeGenericBytes is mayBeGeneric on the bytes of a line, which holds
+// none of the runes lowering or folding turns into a keyword letter,
 // turned around: rather than each keyword's occurrences followed
 // forward, each operator (":=", "=>", "?=", ":", "=") followed by a value
 // (valueAt) and preceded, past blanks and an optional quote, by a run of
@@ -62,7 +65,7 @@ func mayBeGeneric(line string) bool {
 // characters stops, and that run is the one before the operator. Most
 // lines of code have an operator whose value is a call, a number or a
 // short name, which fails at once; lines without an operator cost a scan.
-func mayBeGenericASCII(line string) bool {
+func mayBeGenericBytes(line string) bool {
 	for p := 0; p < len(line); p++ {
 		c := line[p]
 		if c != ':' && c != '=' && c != '?' {
@@ -121,7 +124,7 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-// valueAtFold is valueAt on an ASCII line that was not lowered.
+// valueAtFold is valueAt on a line that was not lowered.
 func valueAtFold(line string, i int) bool {
 	i = skipBlanks(line, i)
 	if i < len(line) && isQuote(line[i]) {
@@ -136,8 +139,9 @@ func valueAtFold(line string, i int) bool {
 }
 
 // mayBeGenericLower is mayBeGeneric by lowering the line, for lines with
-// non-ASCII bytes (and, in tests and benchmarks, as the reference the
-// ASCII pass is checked against, which it was before that pass).
+// a rune that lowers or folds to a keyword letter (and, in tests and
+// benchmarks, the reference the one-pass test is checked against, which
+// it was before that test).
 func mayBeGenericLower(line string) bool {
 	if len(line) < minGenericLine || !strings.ContainsAny(line, ":=") {
 		return false
