@@ -27,9 +27,10 @@ import (
 //
 // Each open directory is the one its step checked (same device and
 // inode), so a directory swapped for a symlink afterwards is not
-// followed: files land where the check looked. Dirs is safe for concurrent use; Close
-// releases the directories. Each method has the checks and errors of the
-// Workspace method of the same name, which is a one-file Dirs.
+// followed: files land where the check looked. Dirs is safe for
+// concurrent use; Close releases the directories. Each method has the
+// checks and errors of the Workspace method of the same name, which is a
+// one-file Dirs.
 type Dirs struct {
 	w       *Workspace
 	mu      sync.Mutex
