@@ -16,17 +16,21 @@ import (
 // Dirs is a set of a workspace's directories, each checked and opened
 // once, for an operation on many files in few directories (a proposal's
 // reads, an apply's staging and renames). The first file in a directory
-// walks its path (no symlink anywhere, a directory; created if missing
-// when staging) and opens it; every file after that is checked, read,
-// created or renamed through the open directory, by its last name only.
-// A 600-file apply in one directory thus walks that directory once, not
-// three times per file.
+// opens it one component below its open parent (see open: no symlink, a
+// directory; created if missing when staging), so each directory on the
+// way is checked and opened once however many paths share it; every
+// file after that is checked, read, created or renamed through the open
+// directory, by its last name only. A 600-file apply in one directory
+// thus walks that directory once, not three times per file, and a path of
+// depth d costs O(d) syscalls, not the O(d²) of Lstatting each prefix
+// from the root.
 //
-// The open directory is the one the walk checked (same device and inode),
-// so a directory swapped for a symlink afterwards is not followed: files
-// land where the check looked. Dirs is safe for concurrent use; Close
-// releases the directories. Each method has the checks and errors of the
-// Workspace method of the same name, which is a one-file Dirs.
+// Each open directory is the one its step checked (same device and
+// inode), so a directory swapped for a symlink afterwards is not
+// followed: files land where the check looked. Dirs is safe for
+// concurrent use; Close releases the directories. Each method has the
+// checks and errors of the Workspace method of the same name, which is a
+// one-file Dirs.
 type Dirs struct {
 	w       *Workspace
 	mu      sync.Mutex
@@ -88,45 +92,61 @@ func (s *Dirs) dir(dir string, create bool) (*os.Root, error) {
 // errMissingDir is dir's error for a directory that does not exist.
 var errMissingDir = errors.New("sandbox: no such directory")
 
-// open checks, creates if needed and asked, and opens dir.
+// open checks, creates if needed and asked, and opens dir, one component
+// below its parent: the parent comes open from the Dirs (opened the same
+// way, once, however many directories share it), so a path of depth d
+// costs d steps of a few syscalls each, and a directory shared by many
+// paths is stepped into once. Each step Lstats the name in the open
+// parent (no symlink, a directory), opens it there and checks that the
+// directory opened is the one Lstat saw (same device and inode): a name
+// swapped for a symlink in between is refused, not followed. A step never
+// resolves more than one name, so it cannot leave the parent, and the
+// parent's descriptor stays the directory that was checked even when its
+// name is moved or swapped later. With create, a missing directory is
+// made with mode 0o755 (before umask) and recorded for CreatedChild; a
+// component that is a file then fails as MkdirAll would (ENOTDIR).
 func (s *Dirs) open(dir string, create bool) (*os.Root, error) {
 	w := s.w
 	if dir == "." {
 		return nil, nil
 	}
-	leaf, missing, err := w.walk(dir)
+	parent, err := s.dir(path.Dir(dir), create)
 	if err != nil {
 		return nil, err
 	}
-	if (missing || !leaf.IsDir()) && !create {
+	name := path.Base(dir)
+	fi, err := parent.Lstat(name)
+	if create && isNotExist(err) {
+		switch merr := parent.Mkdir(name, 0o755); {
+		case merr == nil:
+			s.mu.Lock()
+			s.created[dir] = true
+			s.mu.Unlock()
+		case !errors.Is(merr, fs.ErrExist): // made by someone else meanwhile: checked below
+			return nil, w.mapErr(dir, merr)
+		}
+		fi, err = parent.Lstat(name)
+	}
+	switch {
+	case isNotExist(err):
 		return nil, errMissingDir
+	case err != nil:
+		return nil, w.mapErr(dir, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, pathErr(dir, "symlink", ErrSymlink)
+	case !fi.IsDir() && !create:
+		return nil, errMissingDir
+	case !fi.IsDir():
+		return nil, &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
 	}
-	if missing || !leaf.IsDir() {
-		made := w.missingDirs(dir)
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return nil, w.mapErr(dir, err)
-		}
-		s.mu.Lock()
-		for _, d := range made {
-			s.created[d] = true
-		}
-		s.mu.Unlock()
-		// MkdirAll follows in-root links; check that it did not have to.
-		if leaf, missing, err = w.walk(dir); err != nil {
-			return nil, err
-		}
-		if missing || !leaf.IsDir() {
-			return nil, pathErr(dir, "not-regular", ErrNotRegular)
-		}
-	}
-	r, err := w.root.OpenRoot(dir)
+	r, err := parent.OpenRoot(name)
 	if err != nil {
 		return nil, w.mapErr(dir, err)
 	}
-	// The directory opened must be the one walked: a component swapped
-	// for a symlink in between would have been followed.
-	fi, err := r.Stat(".")
-	if err != nil || !os.SameFile(fi, leaf) {
+	// The directory opened must be the one Lstat saw: OpenRoot follows a
+	// symlink swapped in between.
+	st, err := r.Stat(".")
+	if err != nil || !os.SameFile(st, fi) {
 		r.Close()
 		if err != nil {
 			return nil, w.mapErr(dir, err)
@@ -134,6 +154,28 @@ func (s *Dirs) open(dir string, create bool) (*os.Root, error) {
 		return nil, pathErr(dir, "symlink", ErrSymlink)
 	}
 	return r, nil
+}
+
+// walk is Workspace.walk through the open directories, which it never
+// creates.
+func (s *Dirs) walk(clean string) (leaf fs.FileInfo, missing bool, err error) {
+	d, err := s.dir(path.Dir(clean), false)
+	if errors.Is(err, errMissingDir) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	fi, err := d.Lstat(path.Base(clean))
+	switch {
+	case isNotExist(err):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, s.w.mapErr(clean, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, false, pathErr(clean, "symlink", ErrSymlink)
+	}
+	return fi, false, nil
 }
 
 // CreatedChild reports whether this Dirs created a directory whose parent
@@ -439,7 +481,9 @@ func (s *Dirs) ReadFile(rel string) (data []byte, mode fs.FileMode, exists bool,
 	case !leaf.Mode().IsRegular():
 		return nil, 0, false, pathErr(rel, "not-regular", ErrNotRegular)
 	}
-	f, err := d.Open(name)
+	// Non-blocking, so that a FIFO swapped in after the Lstat cannot
+	// hang the open (it is refused below); a regular file reads alike.
+	f, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if isNotExist(err) {
 			return nil, 0, false, nil

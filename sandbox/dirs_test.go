@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -52,6 +54,62 @@ func TestDirsCreatedChild(t *testing.T) {
 		"a/b/c":   true,  // d was created
 		"a/b/c/d": false, // holds only a staged file
 	} {
+		if got := st.CreatedChild(dir); got != want {
+			t.Errorf("CreatedChild(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}
+
+// TestDirsConcurrentDescent: goroutines reading and staging through one
+// Dirs at once, in paths that share their parent directories, each get
+// their own file: a directory's first open, which its children's opens
+// wait for, is made once and shared (run it with -race).
+func TestDirsConcurrentDescent(t *testing.T) {
+	w, _ := newWS(t, WorkspaceWrite)
+	var rels []string
+	for i := range 4 {
+		for j := range 4 {
+			rel := fmt.Sprintf("a/b/c%d/d/f%d.txt", i, j)
+			write(t, w, rel, rel)
+			rels = append(rels, rel)
+		}
+	}
+	rd, st := w.OpenDirs(), w.OpenDirs()
+	defer rd.Close()
+	defer st.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*len(rels))
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range rels {
+				rel := rels[(k+g*3)%len(rels)]
+				data, _, ok, err := rd.ReadFile(rel)
+				if err != nil || !ok || string(data) != rel {
+					errs <- fmt.Errorf("ReadFile(%s) = %q %v %v", rel, data, ok, err)
+				}
+				nrel := fmt.Sprintf("n/%d/m/g%d.txt", k%3, g)
+				if err := st.StageFile(nrel, StagedName(nrel, "tx-1"), []byte(nrel), 0o644, nil); err != nil {
+					errs <- fmt.Errorf("StageFile(%s): %v", nrel, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for k := range 3 {
+		for g := range 8 {
+			nrel := fmt.Sprintf("n/%d/m/g%d.txt", k, g)
+			b, err := os.ReadFile(filepath.Join(w.Dir(), filepath.FromSlash(StagedName(nrel, "tx-1"))))
+			if err != nil || string(b) != nrel {
+				t.Errorf("staged %s: %q %v", nrel, b, err)
+			}
+		}
+	}
+	// n, n/0..2 and n/k/m were made by this Dirs, once each.
+	for dir, want := range map[string]bool{".": true, "n": true, "n/0": true, "n/1/m": false, "a": false} {
 		if got := st.CreatedChild(dir); got != want {
 			t.Errorf("CreatedChild(%q) = %v, want %v", dir, got, want)
 		}

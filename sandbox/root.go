@@ -173,57 +173,21 @@ func (w *Workspace) CheckWritable(rel string) error {
 	}
 }
 
-// walk Lstats every component of clean, parents first, and refuses a
+// walk checks every component of clean, parents first, and refuses a
 // symlink anywhere. Checking each component ourselves (rather than relying
 // on os.Root, which follows links that stay inside) matters because a
 // planted link to a file inside the workspace would make a read hash
-// another file and a rename replace the link instead of the file.
+// another file and a rename replace the link instead of the file. It
+// descends once, each directory opened below its parent (Dirs.open), so
+// its cost is linear in the depth of clean.
 //
 // missing is true when some component does not exist, or a parent is not a
 // directory (so the leaf cannot exist either). leaf is the leaf's Lstat
 // result when it exists.
 func (w *Workspace) walk(clean string) (leaf fs.FileInfo, missing bool, err error) {
-	comps := strings.Split(clean, "/")
-	for i := range comps {
-		p := strings.Join(comps[:i+1], "/")
-		fi, err := w.root.Lstat(p)
-		if err != nil {
-			if isNotExist(err) {
-				return nil, true, nil
-			}
-			return nil, false, w.mapErr(p, err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return nil, false, pathErr(p, "symlink", ErrSymlink)
-		}
-		if i < len(comps)-1 && !fi.IsDir() {
-			return nil, true, nil
-		}
-		leaf = fi
-	}
-	return leaf, false, nil
-}
-
-// missingDirs returns the directories that MkdirAll(clean) would create:
-// clean's prefixes from the first one that does not exist, parents
-// first. It is nil when every component exists. A component that exists
-// but is not a directory ends the list: MkdirAll fails there.
-func (w *Workspace) missingDirs(clean string) []string {
-	comps := strings.Split(clean, "/")
-	var out []string
-	for i := range comps {
-		p := strings.Join(comps[:i+1], "/")
-		if len(out) == 0 {
-			if fi, err := w.root.Lstat(p); err == nil {
-				if !fi.IsDir() {
-					return nil
-				}
-				continue
-			}
-		}
-		out = append(out, p)
-	}
-	return out
+	s := w.OpenDirs()
+	defer s.Close()
+	return s.walk(clean)
 }
 
 func isNotExist(err error) bool {

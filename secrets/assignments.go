@@ -8,7 +8,7 @@ import (
 // line. After a rejected candidate the search resumes inside its value, so
 // "token=foo_key=<secret>" is still found.
 func (s *Scanner) genericMatches(line string) [][2]int {
-	if !mayBeGeneric(line) {
+	if s.reference && !mayBeGenericLower(line) || !s.reference && !mayBeGeneric(line) {
 		return nil
 	}
 	return s.genericMatchesAll(line)
@@ -37,6 +37,112 @@ var genericKeywords = []string{"key", "api", "token", "secret", "client", "passw
 // every changed line, say), each of whose bytes matches no class of the
 // pattern.
 func mayBeGeneric(line string) bool {
+	if len(line) < minGenericLine {
+		return false
+	}
+	// One pass from each operator, without lowering a copy of the line,
+	// unless the line holds a rune that lowering or the pattern's folding
+	// turns into a keyword letter: U+0130 (strings.ToLower makes it "i"),
+	// U+212A KELVIN SIGN ("k") and U+017F LONG S (folded to "s"). Every
+	// other non-ASCII rune lowers to non-ASCII bytes, and invalid UTF-8 to
+	// U+FFFD: bytes that are in no class of the pattern (identifier,
+	// quote, blank, operator, value) before lowering or after, so both
+	// tests see the same ASCII structure around each operator.
+	if strings.Contains(line, "\u0130") || strings.Contains(line, "\u212a") || strings.Contains(line, "\u017f") {
+		return mayBeGenericLower(line)
+	}
+	return mayBeGenericBytes(line)
+}
+
+// mayBeGenericBytes is mayBeGeneric on the bytes of a line, which holds
+// none of the runes lowering or folding turns into a keyword letter,
+// turned around: rather than each keyword's occurrences followed
+// forward, each operator (":=", "=>", "?=", ":", "=") followed by a value
+// (valueAt) and preceded, past blanks and an optional quote, by a run of
+// identifier characters that holds a keyword, ASCII-case-insensitively.
+// The two are the same test: a keyword the forward test accepts lies in
+// the maximal identifier run that ends where its skip of identifier
+// characters stops, and that run is the one before the operator. Most
+// lines of code have an operator whose value is a call, a number or a
+// short name, which fails at once; lines without an operator cost a scan.
+func mayBeGenericBytes(line string) bool {
+	for p := 0; p < len(line); p++ {
+		c := line[p]
+		if c != ':' && c != '=' && c != '?' {
+			continue
+		}
+		for _, op := range genericOperators {
+			if strings.HasPrefix(line[p:], op) && valueAtFold(line, p+len(op)) && keywordBefore(line, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keywordBefore reports whether line, before the operator at p, ends with
+// blanks, an optional quote and, before them, a run of identifier
+// characters holding a keyword (ASCII letters compared case-insensitively).
+func keywordBefore(line string, p int) bool {
+	j := p
+	for j > 0 && (line[j-1] == ' ' || line[j-1] == '\t') {
+		j--
+	}
+	if j > 0 && isQuote(line[j-1]) {
+		j--
+	}
+	end := j
+	for j > 0 && isIdentByte(lowerASCII(line[j-1])) {
+		j--
+	}
+	run := line[j:end]
+	for _, k := range genericKeywords {
+		for i := 0; i+len(k) <= len(run); i++ {
+			if foldEqualASCII(run[i:i+len(k)], k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// foldEqualASCII reports whether s, lowered byte by byte (ASCII letters
+// only), equals lower.
+func foldEqualASCII(s, lower string) bool {
+	for i := 0; i < len(s); i++ {
+		if lowerASCII(s[i]) != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if isUpper(c) {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// valueAtFold is valueAt on a line that was not lowered.
+func valueAtFold(line string, i int) bool {
+	i = skipBlanks(line, i)
+	if i < len(line) && isQuote(line[i]) {
+		i++
+	}
+	n := 0
+	for i < len(line) && isValueByte(lowerASCII(line[i])) && n < 16 {
+		i++
+		n++
+	}
+	return n == 16
+}
+
+// mayBeGenericLower is mayBeGeneric by lowering the line, for lines with
+// a rune that lowers or folds to a keyword letter (and, in tests and
+// benchmarks, the reference the one-pass test is checked against, which
+// it was before that test).
+func mayBeGenericLower(line string) bool {
 	if len(line) < minGenericLine || !strings.ContainsAny(line, ":=") {
 		return false
 	}

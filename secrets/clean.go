@@ -11,7 +11,9 @@ import (
 // notification's, each of which the record layer and the kernel redact
 // (RedactJSON). cleanCache remembers the SHA-256 of the most recent large
 // clean texts, so that a repeat costs a hash (about 1 ms per MB) instead of
-// a scan (about 100 ms per MB of diff). A text counts as clean only when
+// a scan of its lines (about 4.5 ms of CPU per MB of diff with the
+// one-pass prefilters, 10.6 ms with the previous ones:
+// BenchmarkRedactLines). A text counts as clean only when
 // its SHA-256 is one of a text that was scanned and found clean: the
 // digest's collision resistance, on which patch ids and approvals rely
 // already, makes that the same text. It holds digests only, at most

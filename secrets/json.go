@@ -43,13 +43,8 @@ func mayHoldSecret(data []byte) bool {
 	if bytes.Contains(data, []byte("-----")) || bytes.Contains(data, []byte(`\u`)) {
 		return true
 	}
-	for _, p := range awsPrefixes {
-		if bytes.Contains(data, []byte(p)) {
-			return true
-		}
-	}
 	text := string(data)
-	if hasGitHubPrefix(text) {
+	if hasAWSPrefix(text) || hasGitHubPrefix(text) {
 		return true
 	}
 	if bytes.IndexByte(data, '\\') >= 0 {

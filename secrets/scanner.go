@@ -66,6 +66,11 @@ type Scanner struct {
 	generic        *regexp.Regexp
 	pemHeaderField *regexp.Regexp
 	clean          *cleanCache // large texts found clean lately (clean.go)
+	// reference makes scan use the prefilters as they were before the
+	// one-pass ones (a search per AWS prefix, a lowered copy of each line
+	// for the generic rule, the key regexp on every line): tests check
+	// the two agree, and a benchmark compares them in one run.
+	reference bool
 }
 
 // NewScanner returns a Scanner with all rules compiled. It never fails: the
@@ -97,12 +102,43 @@ var awsPrefixes = []string{"A3T", "AKIA", "ASIA", "ABIA", "ACCA"}
 
 // awsMatches runs the AWS pattern on a line holding one of its prefixes.
 func awsMatches(s *Scanner, line string) [][]int {
+	if s.reference {
+		return awsMatchesReference(s, line)
+	}
+	if !hasAWSPrefix(line) {
+		return nil
+	}
+	return s.aws.FindAllStringIndex(line, -1)
+}
+
+// awsMatchesReference is awsMatches with one search per prefix.
+func awsMatchesReference(s *Scanner, line string) [][]int {
 	for _, p := range awsPrefixes {
 		if strings.Contains(line, p) {
 			return s.aws.FindAllStringIndex(line, -1)
 		}
 	}
 	return nil
+}
+
+// hasAWSPrefix reports whether line holds one of awsPrefixes, which all
+// start with 'A': one pass over the line's A's rather than one search per
+// prefix.
+func hasAWSPrefix(line string) bool {
+	for i := strings.IndexByte(line, 'A'); i >= 0; {
+		rest := line[i:]
+		for _, p := range awsPrefixes {
+			if strings.HasPrefix(rest, p) {
+				return true
+			}
+		}
+		j := strings.IndexByte(rest[1:], 'A')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // githubMatches runs the GitHub token pattern on a line holding one of its
