@@ -423,6 +423,9 @@ func evalSciFact(t testing.TB, s *sciFact, m *Builtin) (ndcg, recall float64) {
 // TestBuiltinSciFactTrain trains on the SciFact corpus and scores the
 // dense ranking alone on the train qrels (the only split tuned on).
 func TestBuiltinSciFactTrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short: trains on the real SciFact corpus (seconds)")
+	}
 	s := loadSciFact(t)
 	start := time.Now()
 	m := trainT(t, s.docs, BuiltinConfig{})

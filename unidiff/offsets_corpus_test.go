@@ -183,6 +183,9 @@ type shiftCounts struct {
 // file the same bytes as git apply or refused by both, and each applied
 // hunk's offset equal to the number of lines inserted above it.
 func TestCorpusFzfOffsetsVsGit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short: runs git apply on every real fzf commit, shifted")
+	}
 	corpus := loadCorpus(t)
 	git := gitBinary(t)
 	for _, v := range shiftVariants {

@@ -289,6 +289,9 @@ func TestLines(t *testing.T) {
 // TestGitApplyCompat checks that real git accepts FileDiff output and
 // produces the same bytes and mode.
 func TestGitApplyCompat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short: runs git apply on hundreds of random diffs")
+	}
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("git not installed")

@@ -73,6 +73,11 @@ type build struct {
 
 func (b *build) get(tb testing.TB, name, pkg string, race bool) string {
 	tb.Helper()
+	if testing.Short() {
+		// A process test is a heavy test: the race build and link of the
+		// binary alone take seconds. make test runs it.
+		tb.Skip("skipped under -short: it builds and runs the real binary")
+	}
 	b.once.Do(func() {
 		d, err := binDir()
 		if err != nil {

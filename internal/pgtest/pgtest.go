@@ -62,6 +62,7 @@ var (
 // it when one is required.
 func Shared(tb testing.TB) *Server {
 	tb.Helper()
+	skipShort(tb)
 	once.Do(func() { shared, startErr = start() })
 	if startErr != nil {
 		if os.Getenv(EnvRequired) != "" {
@@ -70,6 +71,16 @@ func Shared(tb testing.TB) *Server {
 		tb.Skipf("skipping: no PostgreSQL server: %v (install postgresql-15, or set %s)", startErr, EnvURL)
 	}
 	return shared
+}
+
+// skipShort skips tb under -short: a real PostgreSQL server is a heavy
+// test's (seconds to start, and the team-memory tests restart it); make
+// test runs them, and fails when none can be had (EnvRequired).
+func skipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("skipped under -short: it needs a real PostgreSQL server")
+	}
 }
 
 // Stop stops the server Shared started, if any, and removes its files.
@@ -86,6 +97,7 @@ func Stop() {
 // external server (TXKERNEL_TEST_PG), which it cannot restart.
 func Private(tb testing.TB) *Server {
 	tb.Helper()
+	skipShort(tb)
 	if os.Getenv(EnvURL) != "" {
 		tb.Skipf("skipping: this test restarts its server, and %s names an external one", EnvURL)
 	}
