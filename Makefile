@@ -68,7 +68,8 @@ test: vet check-release doc-comments
 	bin/testreport $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json ./...
 
 ## test-short: vet and check-release, then the tests with -short, no -race
-## (the heavy end-to-end tests skip: crash harness, power loss, corpora)
+## (the heavy tests skip: every test that builds and runs the real binary,
+## those that need a PostgreSQL server, and the real-corpus runs)
 test-short: vet check-release
 	$(GO) test -tags "$(TEST_TAGS)" -short -count=1 ./...
 
