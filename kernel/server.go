@@ -294,12 +294,23 @@ func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params
 	return s.services.invoke(ctx, m, method, params)
 }
 
-// cancel cancels the in-flight request the host calls id. Unknown or
-// finished ids are ignored, as LSP requires.
+// cancel cancels the in-flight request the host calls id (PROTOCOL.md
+// §2.9): strings match by content, numbers by their exact JSON bytes, and
+// of several requests with that id the most recent. Unknown or finished
+// ids are ignored, as LSP requires.
 func (s *Server) cancel(id json.RawMessage) {
-	req := s.stream.lookup(id)
+	key, ok := canonicalID(id)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
-	fn := s.inflight[req]
+	var last *request
+	for r := range s.inflight {
+		if k, _ := canonicalID(r.id); k == key && (last == nil || r.seq > last.seq) {
+			last = r
+		}
+	}
+	fn := s.inflight[last]
 	s.mu.Unlock()
 	if fn != nil {
 		fn()
@@ -325,7 +336,7 @@ func (s *Server) reply(req *request, start time.Time, res any, err error) {
 	if err != nil {
 		pe := s.toWire(err)
 		code = pe.Code
-		sendErr = s.stream.Reply(req, nil, &wireError{code: pe.Code, message: pe.Message, data: pe.Data})
+		sendErr = s.stream.Reply(req, nil, pe)
 	}
 	if sendErr != nil {
 		s.log.Debug("reply not sent", "method", req.method, "err", sendErr)

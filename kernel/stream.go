@@ -1,15 +1,17 @@
 package kernel
 
 // This file is the transport: JSON-RPC 2.0 over one byte stream
-// (PROTOCOL.md §2), the project's own. Serve reads each frame
-// (framing.go), classifies the message or each batch member (JSON-RPC 2.0
-// §4, §5, §6), hands requests and notifications to the handler in arrival
-// order, and Reply writes each answer with the client's id as sent, a
-// batch's answers as one array. Why not sourcegraph/jsonrpc2's Conn: see
-// docs/DESIGN.md §6.
+// (PROTOCOL.md §2), the project's own (why not sourcegraph/jsonrpc2's
+// Conn: docs/DESIGN.md §6). It reads top-down as a request travels:
+// Serve reads each frame (framing.go), dispatch classifies the message or
+// each batch member (JSON-RPC 2.0 §4-§6) and hands requests and
+// notifications to the handler (Server.handle) in arrival order, and
+// Reply writes each answer with the client's id as sent, a batch's
+// answers as one array.
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +82,7 @@ type request struct {
 	method string
 	params json.RawMessage
 
-	key      string // canonicalID(id), for $/cancelRequest
+	seq      uint64 // arrival order: $/cancelRequest picks the most recent of equal ids
 	batch    *batch // nil when not in a batch
 	slot     int
 	answered bool // guarded by Stream.mu
@@ -93,17 +95,6 @@ type batch struct {
 	pending int
 }
 
-// wireError is an error answer: one the stream makes itself, or a
-// handler's error as the wire carries it.
-type wireError struct {
-	code    int64
-	message string
-	data    any
-	// id is the id to answer with when the stream answers a frame it
-	// did not read whole (an oversize request, idScan); nil means null.
-	id json.RawMessage
-}
-
 // Stream is one JSON-RPC 2.0 connection over a byte stream: framing with
 // a size limit, envelope checks (JSON-RPC 2.0 §4, §5), batches (§6),
 // client ids of any JSON shape kept byte-exact, and the in-flight budget.
@@ -111,35 +102,33 @@ type wireError struct {
 // empty batches are answered by the stream itself. Reply, Notify and
 // Close may run from any goroutine; Serve runs once.
 type Stream struct {
-	framing Framing      // FramingAuto until detect has read the first bytes
-	used    atomic.Value // the Framing in use (Framing reads it from any goroutine)
+	framing Framing // FramingAuto until detect has read the first bytes
 	max     int64
 	budget  int64 // MaxInflightBytes
 	log     *slog.Logger
 	closer  io.Closer
 
-	// Reader state, owned by Serve.
+	// Reader state, owned by Serve (framing.go).
 	cr       *countingReader
-	msgStart int64 // byte offset in the input of the message being read
 	br       *bufio.Reader
+	msgStart int64  // byte offset in the input of the message being read
 	resync   bool   // content-length: skip junk until a Content-Length header
 	carry    []byte // content-length: rest of a line, to be read as the next header line
 	carryAt  int64  // input offset of carry
+	seq      uint64 // requests read
 
 	wmu sync.Mutex // serialises frames so they never interleave
 	bw  *bufio.Writer
 
 	mu      sync.Mutex
-	cond    *sync.Cond            // signalled when a request is answered or the stream closes
-	pending int                   // requests read and not yet answered
-	byKey   map[string][]*request // canonical id -> requests in flight, oldest first
-	held    int64                 // InflightFactor × bytes of params of the requests in flight
-	waits   int64                 // times Serve waited for the budget (tests, logs)
+	cond    *sync.Cond // signalled when a request is answered or the stream closes
+	pending int        // requests read and not yet answered
+	held    int64      // InflightFactor × bytes of params of the requests in flight
+	waits   int64      // times Serve waited for the budget (tests, logs)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
-	eof       chan struct{}
 }
 
 // NewStream returns a Stream reading frames from r and writing frames to w.
@@ -149,12 +138,10 @@ type Stream struct {
 func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *Stream {
 	cr := &countingReader{r: r}
 	s := &Stream{framing: opts.Framing, max: opts.MaxMessageBytes, budget: opts.MaxInflightBytes, log: opts.Logger, closer: closer,
-		cr: cr, br: bufio.NewReaderSize(cr, 64<<10), bw: bufio.NewWriterSize(w, 64<<10),
-		byKey: make(map[string][]*request), eof: make(chan struct{})}
+		cr: cr, br: bufio.NewReaderSize(cr, 64<<10), bw: bufio.NewWriterSize(w, 64<<10)}
 	if s.framing == "" {
 		s.framing = FramingAuto
 	}
-	s.used.Store(s.framing)
 	if s.max <= 0 {
 		s.max = DefaultMaxMessageBytes
 	}
@@ -173,34 +160,18 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *
 // arrival order with batches unrolled: what must keep message order
 // (session methods, $/cancelRequest) runs inside handle; a request that
 // may take long is answered from a goroutine. Every request must be
-// answered once with Reply. At end of input Serve closes InputClosed,
-// waits until every request is answered (so piped input gets all its
-// answers) and returns nil; it returns an error when reading or writing
-// the underlying stream fails.
+// answered once with Reply. At end of input Serve waits until every
+// request is answered (so piped input gets all its answers) and returns
+// nil; it returns an error when reading or writing the underlying stream
+// fails.
 func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *request)) error {
 	for !s.closed.Load() {
-		if s.framing == FramingAuto {
-			if err := s.detect(); err != nil {
-				return err
-			}
-		}
 		if s.awaitBudget(); s.closed.Load() {
 			return nil
 		}
-		s.msgStart = s.offset()
-		var (
-			data []byte
-			we   *wireError
-			err  error
-		)
-		if s.framing == FramingContentLength {
-			data, we, err = s.readContentLength()
-		} else {
-			data, we, err = s.readLine()
-		}
+		frame, answer, err := s.readFrame()
 		switch {
 		case errors.Is(err, io.EOF):
-			close(s.eof)
 			s.mu.Lock()
 			for s.pending > 0 && !s.closed.Load() {
 				s.cond.Wait()
@@ -209,10 +180,10 @@ func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *reques
 			return nil
 		case err != nil:
 			return err
-		case we != nil:
-			err = s.writeFrame(errorMessage(we.id, we))
-		case data != nil:
-			err = s.dispatch(ctx, data, handle)
+		case answer != nil:
+			err = s.writeFrame(answer)
+		default:
+			err = s.dispatch(ctx, frame, handle)
 		}
 		if err != nil {
 			return err
@@ -220,12 +191,6 @@ func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *reques
 	}
 	return nil
 }
-
-// InputClosed returns a channel that is closed when Serve reaches the end
-// of the input. Handlers that wait for another client message (say an
-// approval) should select on it: no such message can arrive any more, and
-// Serve does not return until they answer.
-func (s *Stream) InputClosed() <-chan struct{} { return s.eof }
 
 // awaitBudget blocks, before the next frame is read, while the params of
 // the requests in flight fill the budget (StreamOptions.MaxInflightBytes)
@@ -254,49 +219,46 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	// U+FFFD for a bad sequence in a decoded string, but params reach
 	// handlers as the bytes sent, so raw JSON kept as such (a document's
 	// content) would keep them: refuse them here.
-	if !utf8.Valid(data) {
-		s.log.Warn("jsonrpc: parse error: not UTF-8", "bytes", len(data))
-		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
-	}
-	var elems []json.RawMessage
 	single := len(data) == 0 || data[0] != '['
-	if single {
-		elems = []json.RawMessage{data}
-	} else if err := json.Unmarshal(data, &elems); err != nil {
+	elems := []json.RawMessage{data}
+	if !utf8.Valid(data) || !single && json.Unmarshal(data, &elems) != nil {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
-	} else if len(elems) == 0 {
+		return s.writeFrame(s.parseError(ReasonInvalidJSON))
+	}
+	if len(elems) == 0 {
 		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.
 		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
 		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
 	}
 	b := &batch{}
-	var reqs []*request
-	s.mu.Lock()
+	reqs := make([]*request, 0, len(elems))
 	for _, e := range elems {
 		r, reason, ok := parseMember(e)
 		switch {
 		case !ok: // only a single frame can be invalid JSON: a batch's elements decoded
-			s.mu.Unlock()
 			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-			return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
+			return s.writeFrame(s.parseError(ReasonInvalidJSON))
 		case reason != "":
 			s.log.Warn("jsonrpc: invalid request", "reason", reason)
 			b.slots = append(b.slots, errorMessage(r.id, invalidRequest(reason)))
 		case r == nil:
 			s.log.Debug("jsonrpc: dropping response from client")
 		default:
-			if r.id != nil {
-				if !single {
-					r.batch, r.slot = b, len(b.slots)
-					b.slots = append(b.slots, nil)
-					b.pending++
-				}
-				s.pending++
-				s.held += InflightFactor * int64(len(r.params))
-				s.byKey[r.key] = append(s.byKey[r.key], r)
+			if r.id != nil && !single {
+				r.batch, r.slot = b, len(b.slots)
+				b.slots = append(b.slots, nil)
+				b.pending++
 			}
+			s.seq++
+			r.seq = s.seq
 			reqs = append(reqs, r)
+		}
+	}
+	s.mu.Lock()
+	for _, r := range reqs {
+		if r.id != nil {
+			s.pending++
+			s.held += InflightFactor * int64(len(r.params))
 		}
 	}
 	s.mu.Unlock()
@@ -315,6 +277,29 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	}
 	return nil
 }
+
+// Invalid Request reasons: -32600, data {reason} (and data.limit and
+// data.size for ReasonTooLarge). The id is the request's when it could be
+// read, else null. Like the parse error reasons (framing.go) they are part
+// of the wire contract and never change once released.
+//
+//	reason                                          cause
+//	"message exceeds the size limit"                over MaxMessageBytes (data.limit, data.size); skipped unbuffered, id found by idScan or null
+//	"empty batch"                                   "[]" (JSON-RPC 2.0 §6: one response, not an array)
+//	"message is not a JSON object"                  a frame or batch member that is not an object
+//	"jsonrpc member must be the string 2.0"         JSON-RPC 2.0 §4
+//	"method member must be a string"                JSON-RPC 2.0 §4
+//	"id member must be a string, number or null"    JSON-RPC 2.0 §4; answered with id null
+//	"params member must be an object or array"      JSON-RPC 2.0 §4.2 (null is taken as absent)
+const (
+	ReasonTooLarge       = "message exceeds the size limit"
+	ReasonEmptyBatch     = "empty batch"
+	ReasonNotObject      = "message is not a JSON object"
+	ReasonBadVersion     = "jsonrpc member must be the string 2.0"
+	ReasonMethodNotText  = "method member must be a string"
+	ReasonBadID          = "id member must be a string, number or null"
+	ReasonParamsNotValue = "params member must be an object or array"
+)
 
 // parseMember validates a message object (JSON-RPC 2.0 §4): a request or
 // notification (reason ""), a client's response to drop (nil request,
@@ -338,110 +323,62 @@ func parseMember(raw []byte) (r *request, reason string, ok bool) {
 	if f.id != nil && idOK {
 		r.id = f.id
 	}
-	switch {
-	case !isVersion2(f.jsonrpc):
-		return r, ReasonBadVersion, true
-	case f.method == nil || f.method[0] != '"':
-		return r, ReasonMethodNotText, true
-	case !idOK:
-		return r, ReasonBadID, true
-	}
 	if string(f.params) != "null" {
 		// JSON-RPC 2.0 §4.2 wants a structured value, but LSP clients send
 		// null for shutdown: null is taken as absent rather than refused.
 		r.params = f.params
 	}
-	if r.params != nil && r.params[0] != '{' && r.params[0] != '[' {
+	var version string
+	switch {
+	case string(f.jsonrpc) != `"2.0"` && (json.Unmarshal(f.jsonrpc, &version) != nil || version != "2.0"):
+		return r, ReasonBadVersion, true
+	case len(f.method) == 0 || f.method[0] != '"' || json.Unmarshal(f.method, &r.method) != nil:
+		return r, ReasonMethodNotText, true
+	case !idOK:
+		return r, ReasonBadID, true
+	case r.params != nil && r.params[0] != '{' && r.params[0] != '[':
 		return r, ReasonParamsNotValue, true
 	}
-	r.method = string(f.method[1 : len(f.method)-1])
-	if !plainString(f.method) && json.Unmarshal(f.method, &r.method) != nil {
-		return r, ReasonMethodNotText, true
-	}
-	r.key, _ = canonicalID(r.id)
 	return r, "", true
 }
 
-// isVersion2 reports whether v, a member's raw JSON value (nil when
-// absent), is the string "2.0", escapes decoded.
-func isVersion2(v json.RawMessage) bool {
-	var version string
-	return string(v) == `"2.0"` || len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &version) == nil && version == "2.0"
-}
-
+// validID reports whether raw, a valid JSON value, is a JSON-RPC id: a
+// string, a number or null (JSON-RPC 2.0 §4).
 func validID(raw json.RawMessage) bool {
 	if len(raw) == 0 {
 		return false
 	}
-	switch c := raw[0]; {
-	case c == '"', c == '-', '0' <= c && c <= '9':
-		return true
-	case c == 'n':
-		return string(raw) == "null"
-	}
-	return false
+	c := raw[0]
+	return c == '"' || c == '-' || '0' <= c && c <= '9' || string(raw) == "null"
 }
 
 // canonicalID gives equal keys to ids that are the same JSON value as far
-// as a client can mean them: strings compare by content (escapes decoded),
-// numbers by their exact bytes (1 and 1.0 differ), and a string never
-// equals a number because the key keeps the quotes.
-func canonicalID(raw json.RawMessage) (string, bool) {
+// as a client can mean them (PROTOCOL.md §2.9): strings compare by content
+// (escapes decoded), numbers by their exact bytes (1 and 1.0 differ), and
+// a string never equals a number because the key keeps the quotes. ok is
+// false for what is no id.
+func canonicalID(raw json.RawMessage) (key string, ok bool) {
 	raw = trimWS(raw)
 	if !validID(raw) || !json.Valid(raw) {
 		return "", false
 	}
-	if raw[0] != '"' || plainString(raw) {
-		return string(raw), true // a plain string is its own canonical form
-	}
 	var str string
-	if err := json.Unmarshal(raw, &str); err != nil {
-		return "", false
+	if raw[0] != '"' || json.Unmarshal(raw, &str) != nil {
+		return string(raw), raw[0] != '"'
 	}
 	b, _ := json.Marshal(str)
 	return string(b), true
 }
 
-// plainString reports whether raw, a quoted JSON string, holds only
-// printable ASCII that json.Marshal writes as itself: no control byte,
-// quote or backslash, none of <, > and & (which it escapes).
-func plainString(raw []byte) bool {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return false
-	}
-	for _, c := range raw[1 : len(raw)-1] {
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// lookup finds the in-flight request a client means by its own id, as in
-// LSP "$/cancelRequest" params {"id": original}: strings match by content,
-// numbers by their exact JSON bytes (1 and 1.0 differ), and the string "1"
-// never matches the number 1. When the client reused an id for several
-// in-flight requests, the most recent one is returned; nil when none.
-func (s *Stream) lookup(original json.RawMessage) *request {
-	key, ok := canonicalID(original)
-	if !ok {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rs := s.byKey[key]; len(rs) > 0 {
-		return rs[len(rs)-1]
-	}
-	return nil
-}
-
 // Reply answers r with result (encoded JSON; nil means null) or, when e is
-// non-nil, with e. A request that did not come in a batch is written at
-// once; the last answer of a batch writes the whole batch. r is forgotten
-// only after the write, so Serve cannot return at end of input (and the
-// output be closed) while an answer is still on its way out. result is
-// not kept. It fails for a notification or a request already answered.
-func (s *Stream) Reply(r *request, result []byte, e *wireError) error {
+// non-nil, with e (code 0, which JSON-RPC 2.0 §5.1 gives no meaning, is
+// written as -32603). A request that did not come in a batch is written
+// at once; the last answer of a batch writes the whole batch. r is
+// forgotten only after the write, so Serve cannot return at end of input
+// (and the output be closed) while an answer is still on its way out.
+// result is not kept. It fails for a notification or a request already
+// answered.
+func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 	if len(result) == 0 {
 		result = []byte("null")
 	}
@@ -470,18 +407,6 @@ func (s *Stream) Reply(r *request, result []byte, e *wireError) error {
 	s.mu.Lock()
 	s.pending--
 	s.held -= InflightFactor * int64(len(r.params))
-	rs := s.byKey[r.key]
-	for i, x := range rs {
-		if x == r {
-			rs = append(rs[:i:i], rs[i+1:]...)
-			break
-		}
-	}
-	if len(rs) == 0 {
-		delete(s.byKey, r.key)
-	} else {
-		s.byKey[r.key] = rs
-	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	return err
@@ -541,27 +466,18 @@ func (s *Stream) Close() error {
 	return s.closeErr
 }
 
-func invalidRequest(reason string) *wireError {
-	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]string{"reason": reason}}
+func invalidRequest(reason string) *protocol.Error {
+	return protocol.NewError(protocol.CodeInvalidRequest, map[string]string{"reason": reason}, "Invalid Request")
 }
 
-// errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a nil
-// id is written as null. Code 0, which JSON-RPC 2.0 §5.1 gives no meaning,
-// is written as -32603.
-func errorMessage(id json.RawMessage, e *wireError) []byte {
-	code := e.code
-	if code == 0 {
-		code = protocol.CodeInternalError
+// errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a
+// nil id is written as null. Data that does not encode is left out.
+func errorMessage(id json.RawMessage, e *protocol.Error) []byte {
+	body, err := json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data})
+	if err != nil {
+		body, _ = json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message})
 	}
-	body := strconv.AppendInt([]byte(`{"code":`), code, 10)
-	msg, _ := json.Marshal(e.message)
-	body = append(append(body, `,"message":`...), msg...)
-	if e.data != nil {
-		if data, err := json.Marshal(e.data); err == nil {
-			body = append(append(body, `,"data":`...), data...)
-		}
-	}
-	return responseMessage(id, "error", append(body, '}'))
+	return responseMessage(id, "error", body)
 }
 
 // responseMessage builds {"jsonrpc":"2.0","id":id,member:value}; a nil id

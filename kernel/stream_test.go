@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txkernel/txkernel/protocol"
 )
 
 type closerFunc func() error
@@ -20,10 +22,9 @@ type closerFunc func() error
 func (f closerFunc) Close() error { return f() }
 
 // echo is the test handler: it answers each request with its params,
-// at once or (async) from a goroutine. Besides it exposes the stream's
-// id lookup ("whoami"), a code-0 error ("zero"), a delay that reorders
-// async answers ("slow"), a server notification ("notify") and a wait
-// for the end of input ("waitEOF").
+// at once or (async) from a goroutine. Besides it answers with the id as
+// the handler got it ("whoami"), a code-0 error ("zero"), a delay that
+// reorders async answers ("slow") and a server notification ("notify").
 func echo(st *Stream, async bool) func(context.Context, *request) {
 	return func(ctx context.Context, r *request) {
 		if r.id == nil {
@@ -41,25 +42,18 @@ func echo(st *Stream, async bool) func(context.Context, *request) {
 	}
 }
 
-func echoAnswer(ctx context.Context, st *Stream, r *request) ([]byte, *wireError) {
+func echoAnswer(_ context.Context, st *Stream, r *request) ([]byte, *protocol.Error) {
 	switch r.method {
 	case "zero":
-		return nil, &wireError{code: 0, message: "zero"}
+		return nil, &protocol.Error{Code: 0, Message: "zero"}
 	case "whoami":
-		b, _ := json.Marshal(map[string]any{"original": r.id, "found": st.lookup(r.id) == r})
+		b, _ := json.Marshal(map[string]any{"original": r.id})
 		return b, nil
 	case "slow":
 		time.Sleep(10 * time.Millisecond)
 	case "notify":
 		if err := st.Notify("event", r.params); err != nil {
-			return nil, &wireError{code: -32603, message: err.Error()}
-		}
-	case "waitEOF":
-		select {
-		case <-st.InputClosed():
-			return []byte(`"eof"`), nil
-		case <-ctx.Done():
-			return nil, &wireError{code: -32800, message: "cancelled"}
+			return nil, &protocol.Error{Code: -32603, Message: err.Error()}
 		}
 	}
 	return r.params, nil
@@ -222,7 +216,7 @@ func TestStreamNDJSON(t *testing.T) {
 		{name: "huge id byte-exact", input: lines(req("1e30", "echo", `[1]`)), want: []string{res("1e30", `[1]`)}},
 		{name: "id spelled like an internal id", input: lines(req(`"\u0000txk:1"`, "echo", `[1]`)), want: []string{res(`"\u0000txk:1"`, `[1]`)}},
 		{name: "no params", input: lines(req("7", "echo", "")), want: []string{res("7", "null")}},
-		{name: "id lookup", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"found":true,"original":1.50}`)}},
+		{name: "id as sent", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"original":1.50}`)}},
 		{name: "code 0 becomes -32603", input: lines(req("2", "zero", "")), want: []string{rpcErr("2", -32603, "zero", "")}},
 		{name: "notification", input: lines(notif("echo", `[1]`)), want: nil},
 		{name: "non-JSON then valid", input: lines("not json", req("3", "echo", `[3]`)), want: []string{parseErr, res("3", `[3]`)}},
@@ -428,11 +422,11 @@ func TestStreamServerNotificationDuringBatch(t *testing.T) {
 	}
 }
 
-func TestStreamInputClosed(t *testing.T) {
-	// The handler can only finish once it learns that input has ended;
-	// the response must still be written before the stream closes.
-	out := run(t, StreamOptions{}, true, []byte(lines(req("9", "waitEOF", ""))))
-	if want := res("9", `"eof"`) + "\n"; string(out) != want {
+func TestStreamAnswersAfterEndOfInput(t *testing.T) {
+	// The answer comes after the input has ended; it must still be
+	// written before the stream closes.
+	out := run(t, StreamOptions{}, true, []byte(lines(req("9", "slow", `["late"]`))))
+	if want := res("9", `["late"]`) + "\n"; string(out) != want {
 		t.Errorf("got %q, want %q", out, want)
 	}
 }
@@ -441,17 +435,18 @@ func TestStreamCloseReleasesDrain(t *testing.T) {
 	st := NewStream(strings.NewReader(lines(req("1", "hang", ""))), io.Discard, nil, StreamOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan struct{})
+	got, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		st.Serve(ctx, func(ctx context.Context, r *request) {
-			go func() { <-ctx.Done(); st.Reply(r, nil, &wireError{code: -32800, message: "cancelled"}) }()
+			close(got)
+			go func() { <-ctx.Done(); st.Reply(r, nil, &protocol.Error{Code: -32800, Message: "cancelled"}) }()
 		})
 	}()
 	select {
-	case <-st.InputClosed():
+	case <-got:
 	case <-time.After(5 * time.Second):
-		t.Fatal("input never reported closed")
+		t.Fatal("the request never reached the handler")
 	}
 	select {
 	case <-done:
@@ -466,34 +461,32 @@ func TestStreamCloseReleasesDrain(t *testing.T) {
 	}
 }
 
-func TestStreamIDLookup(t *testing.T) {
-	st := NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
-	track := func(id string) *request {
-		r, reason, ok := parseMember([]byte(req(id, "m", "")))
-		if !ok || reason != "" {
-			t.Fatalf("%s: %q", id, reason)
-		}
-		st.byKey[r.key] = append(st.byKey[r.key], r)
-		st.pending++
-		return r
-	}
-	one, str, dupOld, dupNew := track(`1`), track(`"A"`), track(`7`), track(`7`)
+// TestServerCancelMatchesID checks which in-flight request a
+// $/cancelRequest names (PROTOCOL.md §2.9): strings by content, numbers by
+// their exact bytes, never a string for a number, the most recent of equal
+// ids, and nothing for an unknown id.
+func TestServerCancelMatchesID(t *testing.T) {
 	for _, tc := range []struct {
 		original string
-		want     *request
+		want     string // the request cancelled, by its name below; "" none
 	}{
-		{`1`, one}, {` 1 `, one}, {`1.0`, nil}, {`"1"`, nil}, {`"A"`, str}, {`"\u0041"`, str},
-		{`A`, nil}, {`7`, dupNew}, {`null`, nil}, {`{}`, nil},
+		{`1`, "one"}, {` 1 `, "one"}, {`1.0`, ""}, {`"1"`, ""}, {`"A"`, "str"}, {`"\u0041"`, "str"},
+		{`A`, ""}, {`7`, "dupNew"}, {`null`, ""}, {`{}`, ""},
 	} {
-		if got := st.lookup(json.RawMessage(tc.original)); got != tc.want {
-			t.Errorf("lookup(%s) = %+v; want %+v", tc.original, got, tc.want)
+		s := &Server{inflight: map[*request]context.CancelFunc{}}
+		var cancelled []string
+		for i, c := range []struct{ name, id string }{{"one", `1`}, {"str", `"A"`}, {"dupOld", `7`}, {"dupNew", `7`}} {
+			r, reason, ok := parseMember([]byte(req(c.id, "m", "")))
+			if !ok || reason != "" {
+				t.Fatalf("%s: %q", c.id, reason)
+			}
+			r.seq = uint64(i + 1)
+			s.inflight[r] = func() { cancelled = append(cancelled, c.name) }
 		}
-	}
-	if err := st.Reply(dupNew, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := st.lookup(json.RawMessage(`7`)); got != dupOld {
-		t.Errorf("after answering the newer duplicate: %+v", got)
+		s.cancel(json.RawMessage(tc.original))
+		if want := []string{tc.want}; len(cancelled) != min(1, len(tc.want)) || tc.want != "" && cancelled[0] != tc.want {
+			t.Errorf("cancel(%s) cancelled %q; want %q", tc.original, cancelled, want)
+		}
 	}
 }
 
