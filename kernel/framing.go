@@ -1,12 +1,12 @@
 package kernel
 
-// This file is the first step of a request's path: how bytes on stdin
-// become frames (PROTOCOL.md §2.2, §2.6). Stream.Serve (stream.go) calls
-// readFrame once per message; it reads an ndjson line or an LSP
-// Content-Length frame under the size limit, detects which framing a host
-// speaks from its first bytes, and returns, for what it cannot hand on,
-// the answer to write instead: a -32700 with data {reason, offset}, or the
-// -32600 of an over-size message with the id idScan (member.go) found.
+// This file is the first step of a request's path: bytes on stdin become
+// frames (PROTOCOL.md §2.2, §2.6). Stream.Serve calls readFrame once per
+// message; it reads an ndjson line or an LSP Content-Length frame under
+// the size limit, in the framing detected from the first bytes, and
+// returns for what it cannot hand on the answer to write instead: a
+// -32700 with data {reason, offset}, or the -32600 of an over-size
+// message with the id idScan (member.go) found in it.
 
 import (
 	"bufio"
@@ -22,10 +22,8 @@ import (
 )
 
 // Framing selects how JSON-RPC messages are delimited on the byte stream.
-// By default (FramingAuto) the stream recognises it from the first bytes
-// of the session; the --framing flag pins one. It never changes during a
-// session: a message in the other framing is answered with -32700 and
-// skipped whole.
+// It never changes during a session: a message in the other framing is
+// answered with -32700 and skipped whole.
 type Framing string
 
 const (
@@ -38,8 +36,8 @@ const (
 	// compact JSON followed by "\n".
 	FramingNDJSON Framing = "ndjson"
 	// FramingContentLength frames messages as in the LSP base protocol:
-	// "Content-Length: N\r\n", an optional "Content-Type" header, "\r\n",
-	// then exactly N bytes of JSON. Output carries only Content-Length.
+	// "Content-Length: N\r\n", optional other headers, "\r\n", then
+	// exactly N bytes of JSON. Output carries only Content-Length.
 	FramingContentLength Framing = "content-length"
 )
 
@@ -54,29 +52,17 @@ func ParseFraming(s string) (Framing, error) {
 	return "", fmt.Errorf("kernel: unknown framing %q (want %q, %q or %q)", s, FramingAuto, FramingNDJSON, FramingContentLength)
 }
 
-// Parse error reasons: -32700, id null, data ParseErrorData. They are part
-// of the wire contract (hosts may match on them), so they never change once
-// released. After each one the stream is back in step and reads the next
-// message normally.
-//
-//	reason                                       framing         cause
-//	"invalid JSON"                               both            the message is not JSON (RFC 8259), or not UTF-8 (§8.1)
-//	"content-length frame on an ndjson stream"   ndjson          a "Content-Length:" header block; it and its body are skipped whole
-//	"ndjson message on a content-length stream"  content-length  a bare JSON line where a header belongs; the line is skipped
-//	"missing Content-Length header"              content-length  a header block without a length; input is skipped to the next "Content-Length:"
-//	"invalid Content-Length"                     content-length  not a non-negative integer, or two different values; the body is skipped
-//	"malformed header line"                      content-length  not "Name: value", or longer than 4096 bytes
-//	"unexpected bytes before header"             content-length  junk before "Content-Length:" on one line
-//	"input ended inside a header"                content-length  end of input in a header block
-//	"input ended inside a body"                  content-length  end of input before Content-Length body bytes
+// Parse error reasons: -32700, id null, data ParseErrorData (PROTOCOL.md
+// §2.2, §2.3). Hosts may match on them, so they never change once
+// released. After each one the stream is back in step.
 const (
-	ReasonInvalidJSON           = "invalid JSON"
-	ReasonContentLengthOnNDJSON = "content-length frame on an ndjson stream"
-	ReasonNDJSONOnContentLength = "ndjson message on a content-length stream"
-	ReasonMissingContentLength  = "missing Content-Length header"
-	ReasonInvalidContentLength  = "invalid Content-Length"
-	ReasonMalformedHeader       = "malformed header line"
-	ReasonBytesBeforeHeader     = "unexpected bytes before header"
+	ReasonInvalidJSON           = "invalid JSON"                              // not JSON (RFC 8259) or not UTF-8 (§8.1)
+	ReasonContentLengthOnNDJSON = "content-length frame on an ndjson stream"  // its header block and body are skipped whole
+	ReasonNDJSONOnContentLength = "ndjson message on a content-length stream" // a JSON line where a header belongs; the line is skipped
+	ReasonMissingContentLength  = "missing Content-Length header"             // input is skipped to the next "Content-Length:"
+	ReasonInvalidContentLength  = "invalid Content-Length"                    // not a non-negative integer, or two values; the body is skipped
+	ReasonMalformedHeader       = "malformed header line"                     // not "Name: value", or longer than headerLineMax
+	ReasonBytesBeforeHeader     = "unexpected bytes before header"            // junk before "Content-Length:" on its line
 	ReasonEOFInHeader           = "input ended inside a header"
 	ReasonEOFInBody             = "input ended inside a body"
 )
@@ -89,21 +75,20 @@ type ParseErrorData struct {
 	Offset int64  `json:"offset"`
 }
 
-// tooLargeData is the data of the -32600 for a message over the limit:
-// the limit and the message's size, in bytes (PROTOCOL.md §2.6).
+// tooLargeData is the data of the -32600 for a message over the limit,
+// whose limit and size are in bytes (PROTOCOL.md §2.6).
 type tooLargeData struct {
 	Reason string `json:"reason"`
 	Limit  int64  `json:"limit"`
 	Size   int64  `json:"size"`
 }
 
-// headerLineMax bounds how much of one Content-Length header line is kept.
-// Longer lines are garbage anyway; only their tail is kept so that a
-// "Content-Length:" glued to the end of junk can still resynchronise.
+// headerLineMax bounds how much of one header line is kept: its tail, so
+// that a "Content-Length:" glued to the end of junk still resynchronises.
 const headerLineMax = 4096
 
-// countingReader counts the bytes read through it, so parse errors can
-// give the byte offset of the message at fault.
+// countingReader counts the bytes read through it, for the offsets of
+// parse errors.
 type countingReader struct {
 	r io.Reader
 	n int64
@@ -116,15 +101,15 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // Framing returns the framing in use: the one pinned, or the one detected
-// from the first bytes (FramingAuto until they arrive). detect sets it
-// before the first frame is dispatched, so every handler sees it settled.
+// (FramingAuto until the first bytes arrive). detect sets it before the
+// first frame is dispatched, so every handler sees it settled.
 func (s *Stream) Framing() Framing { return s.framing }
 
 // offset is the byte offset in the input of the next unread byte.
 func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
 
-// readFrame returns the next message's bytes or, for one it cannot hand
-// on, the answer to write instead; io.EOF at end of input.
+// readFrame returns the next message or, for one it cannot hand on, the
+// answer to write instead; io.EOF at end of input.
 func (s *Stream) readFrame() (frame, answer []byte, err error) {
 	if s.framing == FramingAuto {
 		if err := s.detect(); err != nil {
@@ -139,12 +124,11 @@ func (s *Stream) readFrame() (frame, answer []byte, err error) {
 	return s.readLine()
 }
 
-// detect settles FramingAuto from the first non-blank bytes of the input:
-// an LSP header line ("Content-Length:" or "Content-Type:", any case, RFC
-// 7230 §3.2) means content-length, anything else ndjson, as no JSON text
-// starts with a letter C. It only peeks, and skips leading whitespace; it
-// peeks at a whole header name only after a C, so a short JSON message
-// followed by silence (a host waiting for its answer) never blocks it.
+// detect settles FramingAuto from the first non-blank bytes: an LSP header
+// name (RFC 7230 §3.2, any case) means content-length, anything else
+// ndjson, as no JSON text starts with a letter C. It only peeks, past
+// leading whitespace, and peeks at a whole header name only after a C, so
+// a short JSON message followed by silence never blocks it.
 func (s *Stream) detect() error {
 	s.framing = FramingNDJSON
 	for {
@@ -171,29 +155,25 @@ func (s *Stream) detect() error {
 	}
 }
 
-// readLine reads the next non-blank NDJSON line, without its line ending.
-// Bytes beyond the limit are skipped, not buffered, so memory stays bounded
-// by MaxMessageBytes plus the read buffer whatever the line length.
-//
-// A long line is kept as a list of fragments (each at most the read
-// buffer's size, copied once and never moved) and joined only when it is
-// complete and within the limit. Growing one slice with append instead
-// copies the line at every growth and leaves each old array as garbage:
-// a 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
-// against about 40 MiB this way (e2e/framing TestOversizeLineBoundedMemory).
+// readLine reads the next non-blank ndjson line, without its line ending.
+// Bytes beyond the limit stream through idScan and are not kept, so memory
+// stays bounded by the limit whatever the line's length. A line is kept as
+// fragments of at most the read buffer's size, copied once and joined when
+// complete: growing one slice instead copies it at every growth, and a
+// 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
+// against about 40 MiB (e2e/framing TestOversizeLineBoundedMemory).
 func (s *Stream) readLine() (frame, answer []byte, err error) {
 	for {
 		var (
 			one   [1][]byte // most lines are one fragment: no slice to allocate
 			frags = one[:0]
-			n     int64   // bytes of the line so far, its ending included
-			scan  *idScan // once the line is over the limit: its id, found as it streams past
-			end   [2]byte // the line's last two bytes: is its ending "\r\n"?
+			n     int64   // bytes of the line, its ending included
+			scan  *idScan // set once the line is over the limit
+			end   [2]byte // the line's last two bytes
 		)
 		for {
 			f, err := s.br.ReadSlice('\n')
-			n += int64(len(f))
-			if scan == nil && n-2 > s.max { // -2: the "\r\n" does not count
+			if n += int64(len(f)); scan == nil && n-2 > s.max { // -2: room for "\r\n", which does not count
 				scan = &idScan{}
 				for _, g := range frags {
 					scan.Write(g)
@@ -214,66 +194,57 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			if errors.Is(err, io.EOF) && n == 0 {
 				return nil, nil, io.EOF
 			}
-			// An unterminated last line is still a message; the next call
-			// sees io.EOF again.
-			if err == nil || errors.Is(err, io.EOF) {
+			if err == nil || errors.Is(err, io.EOF) { // an unterminated last line is still a message
 				break
 			}
 			if !errors.Is(err, bufio.ErrBufferFull) {
 				return nil, nil, err
 			}
 		}
-		if scan != nil {
-			if end[1] == '\n' { // the size is the message's, without its line ending
+		if end[1] == '\n' { // the message's size is without its line ending
+			if n--; end[0] == '\r' {
 				n--
-				if end[0] == '\r' {
-					n--
+			}
+		}
+		if n > s.max {
+			if scan == nil {
+				scan = &idScan{}
+				for _, g := range frags {
+					scan.Write(g)
 				}
 			}
 			return nil, s.tooLarge(n, scan.ID()), nil
 		}
-		line := frags[0]
-		if len(frags) > 1 {
-			line = bytes.Join(frags, nil)
+		line := bytes.Join(frags, nil)
+		if len(frags) == 1 {
+			line = frags[0]
 		}
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		if int64(len(line)) > s.max {
-			var scan idScan
-			scan.Write(line)
-			return nil, s.tooLarge(int64(len(line)), scan.ID()), nil
-		}
+		line = line[:n]
 		switch text := trimWS(line); {
 		case len(text) == 0:
 			s.msgStart = s.offset()
 			continue
 		case isHeaderStart(text):
-			answer, err := s.skipContentLengthFrame(text)
-			return nil, answer, err
+			// A Content-Length frame: readContentLength reads it from
+			// this line on, and one -32700 answers it whole.
+			s.carry, s.carryAt = bytes.Clone(text), s.msgStart
+			_, _, err := s.readContentLength()
+			s.resync, s.carry = false, nil // ndjson does not resynchronise on headers
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, nil, err
+			}
+			s.log.Warn("jsonrpc: content-length frame on an ndjson stream")
+			return nil, s.parseError(ReasonContentLengthOnNDJSON), nil
 		}
 		return line, nil, nil
 	}
 }
 
-// skipContentLengthFrame skips, on an ndjson stream, the LSP frame whose
-// first header line is first: readContentLength reads it from that line
-// (its body, over the limit or not, never reaches a handler) and one
-// -32700 answers the whole frame, so the next message is read in step.
-func (s *Stream) skipContentLengthFrame(first []byte) ([]byte, error) {
-	s.carry, s.carryAt = bytes.Clone(first), s.msgStart
-	_, _, err := s.readContentLength()
-	s.resync, s.carry = false, nil // an ndjson stream does not resynchronise on headers
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	s.log.Warn("jsonrpc: content-length frame on an ndjson stream")
-	return s.parseError(ReasonContentLengthOnNDJSON), nil
-}
-
-// readContentLength reads one LSP base-protocol frame. After a garbled
-// header whose length is unknown it skips input up to the next
-// "Content-Length:" (which may follow junk on the same line, as when a body
-// overran its declared length), so one bad frame costs one -32700, not one
-// per line of its body.
+// readContentLength reads one LSP base-protocol frame. After a header
+// block whose length is unknown it skips input up to the next
+// "Content-Length:" (which may follow junk on the same line, as when a
+// body overran its declared length), so one bad frame costs one -32700,
+// not one per line of its body.
 func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 	var (
 		length  int64 = -1
@@ -286,34 +257,23 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 			return nil, nil, err
 		}
 		atEOF := err != nil
-		if atEOF && len(line) == 0 {
-			if inBlock {
-				return nil, s.parseError(ReasonEOFInHeader), nil
-			}
-			return nil, nil, io.EOF
-		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		i := indexContentLength(text)
+		t, i := trimWS(text), indexContentLength(text)
 		at := s.offset() - int64(len(line)) + int64(i) // the input offset of text[i:]
 		switch {
-		case s.resync:
-			if i < 0 {
-				if atEOF {
-					return nil, nil, io.EOF
-				}
-				continue
-			}
-			// Skipped silently: the next message starts at the header.
+		case atEOF && len(line) == 0 && inBlock:
+			return nil, s.parseError(ReasonEOFInHeader), nil
+		case atEOF && len(line) == 0, s.resync && i < 0 && atEOF:
+			return nil, nil, io.EOF
+		case s.resync && i < 0:
+			continue
+		case s.resync: // skipped silently: the next message starts at the header
 			s.resync, text, long, s.msgStart = false, text[i:], false, at
-		case i < 0 && !inBlock && len(trimWS(text)) > 0 && (trimWS(text)[0] == '{' || trimWS(text)[0] == '['):
-			// A bare JSON line where a header belongs: an ndjson message.
-			// The line is consumed; the next frame is read in step.
-			return nil, s.parseError(ReasonNDJSONOnContentLength), nil
-		case i > 0:
-			// Junk before a header: report it, then read the header from
-			// the same line as if it had started there.
+		case i > 0: // junk before a header: reported, then the header is read from where it starts
 			s.carry, s.carryAt = bytes.Clone(text[i:]), at
 			return nil, s.parseError(ReasonBytesBeforeHeader), nil
+		case i < 0 && !inBlock && len(t) > 0 && (t[0] == '{' || t[0] == '['): // an ndjson message; the line is skipped
+			return nil, s.parseError(ReasonNDJSONOnContentLength), nil
 		}
 		if len(text) == 0 && inBlock {
 			break
@@ -349,9 +309,9 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 		return nil, s.parseError(cmp.Or(reason, ReasonMissingContentLength)), nil
 	}
 	if reason != "" || length > s.max {
-		// The length is known, so skipping the body resynchronises exactly.
-		// An over-size body streams through idScan on its way to nowhere,
-		// so that its answer carries its id.
+		// The length is known, so skipping the body resynchronises
+		// exactly; an over-size body streams through idScan, so that its
+		// answer carries its id.
 		var scan idScan
 		if _, err := io.CopyN(&scan, s.br, length); err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, err
@@ -370,10 +330,9 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 	return body, nil, nil
 }
 
-// readHeaderLine returns one header line including its line ending, keeping
-// at most headerLineMax trailing bytes (long reports that some were dropped).
-// A line carried over from the previous call is returned first, and the
-// message being read then starts where it does.
+// readHeaderLine returns one header line with its line ending, or the
+// line carried over from the last call (the message then starts where it
+// does); of a longer line it keeps the last headerLineMax bytes (long).
 func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
 	if s.carry != nil {
 		line, s.carry, s.msgStart = s.carry, nil, s.carryAt
@@ -394,12 +353,12 @@ func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
 // with id (the one idScan found in it; nil: null).
 func (s *Stream) tooLarge(n int64, id []byte) []byte {
 	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max, "idFound", id != nil)
-	return errorMessage(id, protocol.NewError(protocol.CodeInvalidRequest, tooLargeData{Reason: ReasonTooLarge, Limit: s.max, Size: n}, "Invalid Request"))
+	return errorMessage(id, protocol.NewError(protocol.CodeInvalidRequest, tooLargeData{ReasonTooLarge, s.max, n}, "Invalid Request"))
 }
 
 // parseError is the -32700 for the message being read.
 func (s *Stream) parseError(reason string) []byte {
-	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, ParseErrorData{Reason: reason, Offset: s.msgStart}, "Parse error"))
+	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, ParseErrorData{reason, s.msgStart}, "Parse error"))
 }
 
 // LSP header names that start a frame, lower case.
@@ -408,24 +367,21 @@ const (
 	headerContentType   = "content-type:"
 )
 
-// isHeaderStart reports whether b starts with an LSP header name that
-// begins a frame: "Content-Length:" or "Content-Type:", in any case. b may
-// be cut short (a peek at end of input); then it must be the whole name.
+// isHeaderStart reports whether b starts with "Content-Length:" or
+// "Content-Type:", in any case.
 func isHeaderStart(b []byte) bool {
-	for _, h := range []string{headerContentLength, headerContentType} {
-		if len(b) >= len(h) && bytes.EqualFold(b[:len(h)], []byte(h)) {
-			return true
-		}
-	}
-	return false
+	return hasPrefixFold(b, headerContentLength) || hasPrefixFold(b, headerContentType)
 }
 
-// indexContentLength finds "content-length:" in b, case-insensitively
-// (header names are, RFC 7230 §3.2), or returns -1. No letter of the
-// name has a non-ASCII case fold, so the fold matches ASCII only.
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
+}
+
+// indexContentLength finds "content-length:" in b, in any case (header
+// names are, RFC 7230 §3.2), or returns -1.
 func indexContentLength(b []byte) int {
-	for i := 0; i+len(headerContentLength) <= len(b); i++ {
-		if bytes.EqualFold(b[i:i+len(headerContentLength)], []byte(headerContentLength)) {
+	for i := range b {
+		if hasPrefixFold(b[i:], headerContentLength) {
 			return i
 		}
 	}
@@ -444,5 +400,5 @@ func cutHeader(b []byte) (name, value string, ok bool) {
 // isSpace reports whether c is JSON whitespace (RFC 8259 §2).
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// trimWS trims JSON whitespace (RFC 8259 §2), not Unicode spaces.
+// trimWS trims JSON whitespace, not Unicode spaces.
 func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }

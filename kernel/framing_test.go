@@ -62,7 +62,7 @@ func TestStreamMixedFraming(t *testing.T) {
 		{FramingContentLength, lines(q1) + cl(q1), parseErrAt(ReasonNDJSONOnContentLength, 0)},
 	} {
 		t.Run("pinned "+string(c.pin), func(t *testing.T) {
-			out, s := runStream(t, StreamOptions{Framing: c.pin}, []byte(c.input))
+			out, s := runStream(t, Config{Framing: c.pin}, []byte(c.input))
 			if s.Framing() != c.pin {
 				t.Fatalf("framing %s, want %s", s.Framing(), c.pin)
 			}
@@ -95,7 +95,7 @@ func TestStreamDetectsFraming(t *testing.T) {
 		{"garbage is ndjson", "hello\n" + lines(q1), FramingNDJSON},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, s := runStream(t, StreamOptions{Framing: FramingAuto}, []byte(c.input))
+			out, s := runStream(t, Config{Framing: FramingAuto}, []byte(c.input))
 			if got := s.Framing(); got != c.want {
 				t.Fatalf("framing %s, want %s", got, c.want)
 			}

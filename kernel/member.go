@@ -1,10 +1,11 @@
 package kernel
 
-// This file reads JSON without decoding it: the members of a message
-// object (its envelope, turn/start's proposal) and, in constant memory,
-// the id of a message too large to read. The bytes it returns are the
-// input's own, so a turn/start carrying a diff of megabytes is neither
-// decoded twice nor copied.
+// This file reads JSON members without decoding them: a message's
+// envelope (parseMember), turn/start's proposal (rawMember, turnstart.go)
+// and, in
+// constant memory, the id of a message too large to read (idScan). The
+// bytes it returns are the input's own, so a turn/start carrying a diff of
+// megabytes is neither decoded twice nor copied.
 
 import (
 	"bytes"
@@ -12,10 +13,8 @@ import (
 	"unicode/utf8"
 )
 
-// envelope is what parseMember reads of a message object: the raw values of
-// the members JSON-RPC 2.0 gives a meaning (§4, §5), nil when absent. Every
-// other member is skipped: a request carries no others that matter, and a
-// map of all of them cost an allocation per member on every message.
+// envelope is what parseMember reads of a message object: the raw values
+// of the members JSON-RPC 2.0 gives a meaning (§4, §5), nil when absent.
 type envelope struct {
 	jsonrpc, id, method, params, result, error json.RawMessage
 }
@@ -23,19 +22,13 @@ type envelope struct {
 // envelopeMembers splits raw, a JSON object, into the members of an
 // envelope as json.Unmarshal into map[string]json.RawMessage would find
 // them: false when raw is not valid JSON or not an object, the last of
-// duplicate members wins, names are compared unescaped and exactly (a
+// duplicate members wins, and names are compared unescaped and exactly (a
 // struct would take "ID" for "id"). One json.Valid and one scan cost a
-// third of the decoder's pass for a request of a hundred bytes, on the
-// path of every message. FuzzEnvelopeMembers checks it against
-// json.Unmarshal.
+// third of that decoder's pass and none of its allocations, on the path of
+// every message. FuzzEnvelopeMembers checks it against json.Unmarshal.
 func envelopeMembers(raw []byte) (e envelope, ok bool) {
-	if !json.Valid(raw) || !eachMember(raw, func(key, val []byte) {
-		name := key[1 : len(key)-1] // compared in place: no string made for a plain key
-		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
-			k, _ := keyName(key)
-			name = []byte(k)
-		}
-		switch string(name) {
+	ok = json.Valid(raw) && eachMember(raw, func(key, val []byte) {
+		switch string(keyName(key)) {
 		case "jsonrpc":
 			e.jsonrpc = val
 		case "id":
@@ -49,27 +42,8 @@ func envelopeMembers(raw []byte) (e envelope, ok bool) {
 		case "error":
 			e.error = val
 		}
-	}) {
-		return envelope{}, false
-	}
-	return e, true
-}
-
-// rawMember returns the raw value of the member name of obj, a JSON object
-// already known to be valid (decodeTyped decoded it), or false when obj
-// has no such member; the last of duplicate members wins. turn/start's
-// proposal is the params minus a few bytes, often a diff of megabytes, and
-// a second json.Unmarshal just to cut it out cost as much as decoding it.
-// FuzzRawMember checks it against json.Unmarshal.
-func rawMember(obj []byte, name string) (found json.RawMessage, ok bool) {
-	if !eachMember(obj, func(key, val []byte) {
-		if keyIs(key, name) {
-			found, ok = val, true
-		}
-	}) {
-		return nil, false
-	}
-	return found, ok
+	})
+	return e, ok
 }
 
 // eachMember calls fn with the quoted key (with its quotes) and the raw
@@ -100,24 +74,19 @@ func eachMember(obj []byte, fn func(key, val []byte)) bool {
 	return true
 }
 
-// keyName is the name a quoted key (with its quotes) stands for. A key
-// with an escape, or with bytes that are not UTF-8 (which encoding/json
-// reads as U+FFFD), is decoded as encoding/json compares it.
-func keyName(key []byte) (string, bool) {
+// keyName is the name a quoted key (with its quotes) stands for: its own
+// bytes when plain, else decoded as encoding/json compares it (escapes,
+// and bytes that are not UTF-8 read as U+FFFD); nil when it does not
+// decode.
+func keyName(key []byte) []byte {
 	if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
-		return string(key[1 : len(key)-1]), true
+		return key[1 : len(key)-1]
 	}
 	var k string
-	return k, json.Unmarshal(key, &k) == nil
-}
-
-// keyIs reports whether the quoted key (with its quotes) names name.
-func keyIs(key []byte, name string) bool {
-	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
-		return true
+	if json.Unmarshal(key, &k) != nil {
+		return nil
 	}
-	k, ok := keyName(key)
-	return ok && k == name
+	return []byte(k)
 }
 
 // skipSpace returns the index of the first byte at or after i that is not
@@ -138,9 +107,7 @@ func skipString(b []byte, i int) int {
 			return len(b)
 		}
 		i += j
-		// The quote ends the string unless an odd run of backslashes
-		// escapes it.
-		n := 0
+		n := 0 // the quote ends the string unless an odd run of backslashes escapes it
 		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
 			n++
 		}
@@ -177,39 +144,37 @@ func skipValue(b []byte, i int) int {
 		}
 		return -1
 	}
-	// A number, true, false or null: up to the next delimiter.
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && !isSpace(b[i]) {
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && !isSpace(b[i]) { // a number or literal
 		i++
 	}
 	return i
 }
 
 // maxScannedID bounds the raw bytes of an id that idScan keeps (quotes and
-// escapes included). A longer id is not kept: the answer then has id null,
-// as when none is found. No real client's ids come near it.
+// escapes included); a longer one is answered with id null, as when none
+// is found. No real client's ids come near it.
 const maxScannedID = 1024
 
 // idScan finds the id of a message too large to read, fed to it in pieces
-// through Write as its bytes are skipped, never kept: a host that sent a
-// 70 MB turn/start through vscode-jsonrpc matches answers by id, and one
-// with id null left it waiting for ever. It follows the top-level
-// object's members by depth and string state, keeps the first bytes of the
-// member being read (whitespace runs squeezed to one byte), and, when the
-// member ends, reads its key and value with the same rules as
-// envelopeMembers: the last "id" wins, and its value counts only when it
-// is a string, number or null of at most maxScannedID bytes. The zero
-// value is ready to use; memory stays a few integers and one small buffer.
+// through Write while its bytes are skipped: a host that sent a 70 MB
+// turn/start through vscode-jsonrpc matches answers by id, and one with id
+// null left it waiting for ever (PROTOCOL.md §2.6). It tracks depth and
+// string state, keeps the first bytes of the top-level member being read
+// (whitespace runs squeezed to one byte) and reads each member as it ends
+// with eachMember's rules: the last "id" wins, and counts only as a
+// string, number or null of at most maxScannedID bytes. The zero value is
+// ready to use.
 type idScan struct {
 	depth      int // container depth; the top-level object is 1
 	inStr, esc bool
-	done       bool   // the top-level object closed, or the input is not one
-	member     []byte // the top-level member being read, up to maxScannedID+32 bytes
+	done       bool   // the top-level object closed, or the input is no object
+	member     []byte // the top-level member being read, its first maxScannedID+32 bytes
 	long       bool   // member was cut
-	id         []byte // the last complete "id" member's value; nil when unusable
+	id         json.RawMessage
 }
 
-// Write feeds p to the scan. It never fails: it satisfies io.Writer so
-// that a skipped body can be copied through it.
+// Write feeds p to the scan. It never fails: it is an io.Writer so that a
+// skipped body can be copied through it.
 func (s *idScan) Write(p []byte) (int, error) {
 	for _, c := range p {
 		switch {
@@ -240,7 +205,7 @@ func (s *idScan) Write(p []byte) (int, error) {
 		}
 		switch {
 		case !s.inStr && isSpace(c) && len(s.member) > 0 && isSpace(s.member[len(s.member)-1]):
-		case len(s.member) < maxScannedID+32: // room for the key ("\u0069\u0064" is 14 bytes) and a colon
+		case len(s.member) < maxScannedID+32: // room for the key (`"\u0069\u0064"` is 14 bytes) and the colon
 			s.member = append(s.member, c)
 		default:
 			s.long = true
@@ -250,24 +215,20 @@ func (s *idScan) Write(p []byte) (int, error) {
 }
 
 // endMember reads the top-level member just ended: an "id" member's value
-// becomes the id found, or makes it unusable (too long, not an id).
+// becomes the id found, or, too long or no id, leaves none.
 func (s *idScan) endMember() {
-	m, long := s.member, s.long
+	m, long := append(append([]byte{'{'}, s.member...), '}'), s.long
 	s.member, s.long = s.member[:0], false
-	i := skipSpace(m, 0)
-	if i >= len(m) || m[i] != '"' {
-		return
-	}
-	k := skipString(m, i)
-	if k < i+2 || m[k-1] != '"' || !keyIs(m[i:k], "id") {
+	i := skipSpace(m, 1)
+	if k := skipString(m, i); m[i] != '"' || string(keyName(m[i:k])) != "id" {
 		return
 	}
 	s.id = nil
-	if j := skipSpace(m, k); !long && j < len(m) && m[j] == ':' {
-		if v := trimWS(m[j+1:]); len(v) <= maxScannedID && validID(v) && json.Valid(v) {
-			s.id = bytes.Clone(v)
+	eachMember(m, func(_, val []byte) {
+		if !long && len(val) <= maxScannedID && validID(val) && json.Valid(val) {
+			s.id = bytes.Clone(val)
 		}
-	}
+	})
 }
 
 // ID returns the raw id to answer the scanned message with, or nil

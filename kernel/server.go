@@ -49,14 +49,21 @@ import (
 
 // Config wires a Server to its services.
 type Config struct {
-	Engine          *tx.Engine
-	Documents       *document.Service // nil: the document methods answer -32601
-	Corpus          *corpus.Service   // nil: the corpus methods answer -32601
-	Memory          *memory.Service   // nil: the memory methods answer -32601
-	Workspace       *sandbox.Workspace
-	Policy          approvals.Policy
-	Framing         Framing
-	MaxMessageBytes int64  // 0 means DefaultMaxMessageBytes
+	Engine    *tx.Engine
+	Documents *document.Service // nil: the document methods answer -32601
+	Corpus    *corpus.Service   // nil: the corpus methods answer -32601
+	Memory    *memory.Service   // nil: the memory methods answer -32601
+	Workspace *sandbox.Workspace
+	Policy    approvals.Policy
+	// Framing is the wire framing (PROTOCOL.md §2.2); "" means
+	// FramingAuto, detected from the first bytes.
+	Framing Framing
+	// MaxMessageBytes bounds one incoming message (an NDJSON line without
+	// its line ending, or a Content-Length body), in bytes; <= 0 means
+	// DefaultMaxMessageBytes. A larger one is skipped unbuffered and
+	// answered -32600 with its own id when idScan finds one (PROTOCOL.md
+	// §2.6).
+	MaxMessageBytes int64
 	Version         string // server version reported by initialize
 	Logger          *slog.Logger
 	// ReviewURL, when set (the review desk is on, PROTOCOL.md §15),
@@ -68,9 +75,12 @@ type Config struct {
 	// engine.
 	Observe func(protocol.Event)
 
-	// MaxInflightBytes bounds the params of requests read and not yet
-	// answered (StreamOptions.MaxInflightBytes); 0 means
-	// DefaultMaxInflightBytes.
+	// MaxInflightBytes is the budget, in bytes, of requests read and not
+	// yet answered, each charged InflightFactor times its params' size;
+	// <= 0 means DefaultMaxInflightBytes. Once it is used up no further
+	// message is read until answers free some (back-pressure, never a
+	// refusal; PROTOCOL.md §2.7), so a $/cancelRequest behind the waiting
+	// messages waits too.
 	MaxInflightBytes int64
 }
 
@@ -153,7 +163,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		cfg.Framing = FramingAuto
 	}
 	s := &Server{services: newServices(cfg), inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{})}
-	s.stream = NewStream(r, w, nil, StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: s.log})
+	s.stream = NewStream(r, w, nil, s.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
@@ -315,6 +325,25 @@ func (s *Server) cancel(id json.RawMessage) {
 	if fn != nil {
 		fn()
 	}
+}
+
+// canonicalID gives equal keys to ids that are the same JSON value as far
+// as a client can mean them (PROTOCOL.md §2.9): strings compare by content
+// (escapes decoded), numbers by their exact bytes (1 and 1.0 differ), and
+// a string never equals a number because the key keeps the quotes. ok is
+// false for what is no id.
+func canonicalID(raw json.RawMessage) (key string, ok bool) {
+	raw = trimWS(raw)
+	var str string
+	switch {
+	case !validID(raw) || !json.Valid(raw):
+		return "", false
+	case raw[0] != '"':
+		return string(raw), true
+	}
+	_ = json.Unmarshal(raw, &str)
+	b, _ := json.Marshal(str)
+	return string(b), true
 }
 
 // reply answers req with res, encoded once into a pooled buffer and

@@ -11,6 +11,7 @@ package kernel
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -26,51 +27,21 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-// DefaultMaxMessageBytes is the MaxMessageBytes used when StreamOptions
-// leaves it zero or negative: 32 MiB.
-const DefaultMaxMessageBytes int64 = 32 << 20
-
-// DefaultMaxInflightBytes is the MaxInflightBytes used when StreamOptions
-// leaves it zero or negative: 256 MiB.
-const DefaultMaxInflightBytes int64 = 256 << 20
-
-// InflightFactor is what a request is charged against MaxInflightBytes,
-// per byte of its params: an estimate of a handler's working set. A
-// turn/start carrying a 20 MB diff was measured at up to 127 MB live (the
-// params kept, the decoded diff, the plan's new content and redacted
-// diff, and the answer and turnDiff event, each carrying the diff back),
-// but not all of it at once for its whole run. Charging the params alone
-// let 12 such requests run at once (2.0 GB RSS); at 4× the default budget
-// holds 20 pipelined ones to 808 MiB (e2e/hostile).
-const InflightFactor = 4
-
-// StreamOptions configures NewStream. The zero value is usable: framing
-// detected from the first bytes, a 32 MiB limit, a 256 MiB in-flight
-// budget and no logging.
-type StreamOptions struct {
-	// Framing is the wire framing; "" means FramingAuto.
-	Framing Framing
-	// MaxMessageBytes bounds one incoming message (one NDJSON line without
-	// its line ending, or one Content-Length body), in bytes. A larger
-	// message is discarded unbuffered and answered with -32600, the
-	// request's id when idScan finds it in the skipped bytes (else null),
-	// and data {"reason": ReasonTooLarge, "limit": MaxMessageBytes,
-	// "size": its size}. <= 0 means DefaultMaxMessageBytes.
-	MaxMessageBytes int64
-	// MaxInflightBytes is the budget, in bytes, of the memory that requests
-	// read and not yet answered may take, each charged InflightFactor
-	// times its params' size. Once it is used up, Serve reads no further
-	// frame until answers free some of it: back-pressure on the host's
-	// pipe, never a refusal. One frame is always read when nothing is in
-	// flight, so a budget below a request's charge only serialises large
-	// requests. While the reader waits, a $/cancelRequest behind the
-	// waiting frames waits too. <= 0 means DefaultMaxInflightBytes.
-	MaxInflightBytes int64
-	// Logger receives protocol diagnostics (rejected messages at Warn,
-	// dropped client responses at Debug). nil discards them. Message bodies
-	// are never logged, only sizes and reasons.
-	Logger *slog.Logger
-}
+const (
+	// DefaultMaxMessageBytes is Config.MaxMessageBytes when it is <= 0: 32 MiB.
+	DefaultMaxMessageBytes int64 = 32 << 20
+	// DefaultMaxInflightBytes is Config.MaxInflightBytes when it is <= 0: 256 MiB.
+	DefaultMaxInflightBytes int64 = 256 << 20
+	// InflightFactor is what a request is charged against MaxInflightBytes,
+	// per byte of its params: an estimate of a handler's working set. A
+	// turn/start carrying a 20 MB diff was measured at up to 127 MB live
+	// (the params, the decoded diff, the plan's new content and redacted
+	// diff, the answer and the turnDiff event), though not all of it for
+	// its whole run. Charging the params alone let 12 such requests run at
+	// once (2.0 GB RSS); at 4× the default budget holds 20 pipelined ones
+	// to 808 MiB (e2e/hostile).
+	InflightFactor = 4
+)
 
 // request is one request or notification as read: its id (nil for a
 // notification; a request's id as sent, byte-exact: a string, number or
@@ -91,20 +62,20 @@ type request struct {
 // batch collects the answers of one incoming array (JSON-RPC 2.0 §6),
 // which go out as one array once every request in it is answered.
 type batch struct {
-	slots   []json.RawMessage
+	slots   [][]byte
 	pending int
 }
 
 // Stream is one JSON-RPC 2.0 connection over a byte stream: framing with
 // a size limit, envelope checks (JSON-RPC 2.0 §4, §5), batches (§6),
 // client ids of any JSON shape kept byte-exact, and the in-flight budget.
-// Parse errors (-32700), invalid requests (-32600), oversize messages and
+// Parse errors (-32700), invalid requests (-32600), over-size messages and
 // empty batches are answered by the stream itself. Reply, Notify and
 // Close may run from any goroutine; Serve runs once.
 type Stream struct {
 	framing Framing // FramingAuto until detect has read the first bytes
-	max     int64
-	budget  int64 // MaxInflightBytes
+	max     int64   // Config.MaxMessageBytes
+	budget  int64   // Config.MaxInflightBytes
 	log     *slog.Logger
 	closer  io.Closer
 
@@ -120,28 +91,26 @@ type Stream struct {
 	wmu sync.Mutex // serialises frames so they never interleave
 	bw  *bufio.Writer
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when a request is answered or the stream closes
-	pending int        // requests read and not yet answered
-	held    int64      // InflightFactor × bytes of params of the requests in flight
-	waits   int64      // times Serve waited for the budget (tests, logs)
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when a request is answered or the stream closes
+	held   int64      // InflightFactor × bytes of params of the requests in flight
+	waits  int64      // times Serve waited for the budget (tests, logs)
+	closed atomic.Bool
+	once   sync.Once
+	cerr   error
 }
 
-// NewStream returns a Stream reading frames from r and writing frames to w.
-// Close calls closer.Close (if closer is non-nil); closer should make reads
-// from r fail and, when the peer must see end of output, close w. Writes are
-// buffered and flushed after every message, so w may be an unbuffered pipe.
-func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *Stream {
-	cr := &countingReader{r: r}
-	s := &Stream{framing: opts.Framing, max: opts.MaxMessageBytes, budget: opts.MaxInflightBytes, log: opts.Logger, closer: closer,
-		cr: cr, br: bufio.NewReaderSize(cr, 64<<10), bw: bufio.NewWriterSize(w, 64<<10)}
-	if s.framing == "" {
-		s.framing = FramingAuto
-	}
+// NewStream returns a Stream reading frames from r and writing frames to w,
+// configured by cfg's Framing, MaxMessageBytes, MaxInflightBytes and Logger
+// (protocol diagnostics: sizes and reasons, never message bodies; nil
+// discards them). Close calls closer.Close (if closer is non-nil); closer
+// should make reads from r fail and, when the peer must see end of output,
+// close w. Writes are buffered and flushed after every message, so w may
+// be an unbuffered pipe.
+func NewStream(r io.Reader, w io.Writer, closer io.Closer, cfg Config) *Stream {
+	s := &Stream{framing: cmp.Or(cfg.Framing, FramingAuto), max: cfg.MaxMessageBytes, budget: cfg.MaxInflightBytes,
+		log: cfg.Logger, closer: closer, cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
+	s.br = bufio.NewReaderSize(s.cr, 64<<10)
 	if s.max <= 0 {
 		s.max = DefaultMaxMessageBytes
 	}
@@ -159,11 +128,10 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *
 // calls handle for each request and notification, one at a time, in
 // arrival order with batches unrolled: what must keep message order
 // (session methods, $/cancelRequest) runs inside handle; a request that
-// may take long is answered from a goroutine. Every request must be
-// answered once with Reply. At end of input Serve waits until every
-// request is answered (so piped input gets all its answers) and returns
-// nil; it returns an error when reading or writing the underlying stream
-// fails.
+// may take long is answered, once, with Reply from a goroutine, which the
+// caller waits for (Serve returns at end of input). It returns nil at end
+// of input or after Close, and an error when reading or writing the
+// underlying stream fails.
 func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *request)) error {
 	for !s.closed.Load() {
 		if s.awaitBudget(); s.closed.Load() {
@@ -172,11 +140,6 @@ func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *reques
 		frame, answer, err := s.readFrame()
 		switch {
 		case errors.Is(err, io.EOF):
-			s.mu.Lock()
-			for s.pending > 0 && !s.closed.Load() {
-				s.cond.Wait()
-			}
-			s.mu.Unlock()
 			return nil
 		case err != nil:
 			return err
@@ -193,19 +156,19 @@ func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *reques
 }
 
 // awaitBudget blocks, before the next frame is read, while the params of
-// the requests in flight fill the budget (StreamOptions.MaxInflightBytes)
-// and the stream is open. Not reading is the back-pressure: the host's
-// writes block once the pipe is full, and every request is still answered
-// in turn. Without it, 60 pipelined 30 MB turn/start requests were all
-// held at once and the kernel peaked at 7.8 GB RSS.
+// the requests in flight fill the budget (Config.MaxInflightBytes) and the
+// stream is open. Not reading is the back-pressure: the host's writes
+// block once the pipe is full, and every request is still answered in
+// turn; one frame is always read when nothing is in flight. Without it,
+// 60 pipelined 30 MB turn/start requests were all held at once and the
+// kernel peaked at 7.8 GB RSS.
 func (s *Stream) awaitBudget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.held < s.budget {
-		return
+	if s.held >= s.budget {
+		s.waits++
+		s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget)
 	}
-	s.waits++
-	s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget, "requests", s.pending)
 	for s.held >= s.budget && !s.closed.Load() {
 		s.cond.Wait()
 	}
@@ -215,23 +178,23 @@ func (s *Stream) awaitBudget() {
 // notification, and hands the rest to handle.
 func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.Context, *request)) error {
 	data = trimWS(data)
+	single := len(data) == 0 || data[0] != '['
+	elems := []json.RawMessage{data}
 	// JSON text is UTF-8 (RFC 8259 §8.1). encoding/json would quietly put
 	// U+FFFD for a bad sequence in a decoded string, but params reach
 	// handlers as the bytes sent, so raw JSON kept as such (a document's
 	// content) would keep them: refuse them here.
-	single := len(data) == 0 || data[0] != '['
-	elems := []json.RawMessage{data}
 	if !utf8.Valid(data) || !single && json.Unmarshal(data, &elems) != nil {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 		return s.writeFrame(s.parseError(ReasonInvalidJSON))
 	}
-	if len(elems) == 0 {
-		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.
+	if len(elems) == 0 { // JSON-RPC 2.0 §6: one response, not an array
 		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
 		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
 	}
 	b := &batch{}
 	reqs := make([]*request, 0, len(elems))
+	var charge int64
 	for _, e := range elems {
 		r, reason, ok := parseMember(e)
 		switch {
@@ -249,26 +212,19 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 				b.slots = append(b.slots, nil)
 				b.pending++
 			}
+			if r.id != nil {
+				charge += InflightFactor * int64(len(r.params))
+			}
 			s.seq++
 			r.seq = s.seq
 			reqs = append(reqs, r)
 		}
 	}
 	s.mu.Lock()
-	for _, r := range reqs {
-		if r.id != nil {
-			s.pending++
-			s.held += InflightFactor * int64(len(r.params))
-		}
-	}
+	s.held += charge
 	s.mu.Unlock()
-	if b.pending == 0 && len(b.slots) > 0 {
-		// Nothing left to wait for: the invalid members' answers.
-		out := b.slots[0]
-		if !single {
-			out = joinArray(b.slots)
-		}
-		if err := s.writeFrame(out); err != nil {
+	if b.pending == 0 && len(b.slots) > 0 { // nothing to wait for: the invalid members' answers
+		if err := s.writeFrame(b.join(single)); err != nil {
 			return err
 		}
 	}
@@ -278,27 +234,18 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	return nil
 }
 
-// Invalid Request reasons: -32600, data {reason} (and data.limit and
-// data.size for ReasonTooLarge). The id is the request's when it could be
-// read, else null. Like the parse error reasons (framing.go) they are part
-// of the wire contract and never change once released.
-//
-//	reason                                          cause
-//	"message exceeds the size limit"                over MaxMessageBytes (data.limit, data.size); skipped unbuffered, id found by idScan or null
-//	"empty batch"                                   "[]" (JSON-RPC 2.0 §6: one response, not an array)
-//	"message is not a JSON object"                  a frame or batch member that is not an object
-//	"jsonrpc member must be the string 2.0"         JSON-RPC 2.0 §4
-//	"method member must be a string"                JSON-RPC 2.0 §4
-//	"id member must be a string, number or null"    JSON-RPC 2.0 §4; answered with id null
-//	"params member must be an object or array"      JSON-RPC 2.0 §4.2 (null is taken as absent)
+// Invalid Request reasons: -32600, data {reason}, the request's id when it
+// could be read, else null. Like the parse error reasons (framing.go) they
+// are part of the wire contract (PROTOCOL.md §2.3, §2.5, §2.6) and never
+// change once released.
 const (
-	ReasonTooLarge       = "message exceeds the size limit"
-	ReasonEmptyBatch     = "empty batch"
-	ReasonNotObject      = "message is not a JSON object"
-	ReasonBadVersion     = "jsonrpc member must be the string 2.0"
-	ReasonMethodNotText  = "method member must be a string"
-	ReasonBadID          = "id member must be a string, number or null"
-	ReasonParamsNotValue = "params member must be an object or array"
+	ReasonTooLarge       = "message exceeds the size limit"             // over MaxMessageBytes; data.limit and data.size too; the id is idScan's
+	ReasonEmptyBatch     = "empty batch"                                // "[]"
+	ReasonNotObject      = "message is not a JSON object"               // a frame or batch member
+	ReasonBadVersion     = "jsonrpc member must be the string 2.0"      // JSON-RPC 2.0 §4
+	ReasonMethodNotText  = "method member must be a string"             // JSON-RPC 2.0 §4
+	ReasonBadID          = "id member must be a string, number or null" // JSON-RPC 2.0 §4; answered with id null
+	ReasonParamsNotValue = "params member must be an object or array"   // JSON-RPC 2.0 §4.2; null is taken as absent
 )
 
 // parseMember validates a message object (JSON-RPC 2.0 §4): a request or
@@ -344,40 +291,14 @@ func parseMember(raw []byte) (r *request, reason string, ok bool) {
 
 // validID reports whether raw, a valid JSON value, is a JSON-RPC id: a
 // string, a number or null (JSON-RPC 2.0 §4).
-func validID(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	c := raw[0]
-	return c == '"' || c == '-' || '0' <= c && c <= '9' || string(raw) == "null"
-}
-
-// canonicalID gives equal keys to ids that are the same JSON value as far
-// as a client can mean them (PROTOCOL.md §2.9): strings compare by content
-// (escapes decoded), numbers by their exact bytes (1 and 1.0 differ), and
-// a string never equals a number because the key keeps the quotes. ok is
-// false for what is no id.
-func canonicalID(raw json.RawMessage) (key string, ok bool) {
-	raw = trimWS(raw)
-	if !validID(raw) || !json.Valid(raw) {
-		return "", false
-	}
-	var str string
-	if raw[0] != '"' || json.Unmarshal(raw, &str) != nil {
-		return string(raw), raw[0] != '"'
-	}
-	b, _ := json.Marshal(str)
-	return string(b), true
+func validID(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9' || string(raw) == "null")
 }
 
 // Reply answers r with result (encoded JSON; nil means null) or, when e is
-// non-nil, with e (code 0, which JSON-RPC 2.0 §5.1 gives no meaning, is
-// written as -32603). A request that did not come in a batch is written
-// at once; the last answer of a batch writes the whole batch. r is
-// forgotten only after the write, so Serve cannot return at end of input
-// (and the output be closed) while an answer is still on its way out.
-// result is not kept. It fails for a notification or a request already
-// answered.
+// non-nil, with e. A request that did not come in a batch is written at
+// once; the last answer of a batch writes the whole batch. result is not
+// kept. It fails for a notification or a request already answered.
 func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 	if len(result) == 0 {
 		result = []byte("null")
@@ -392,24 +313,27 @@ func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 		return fmt.Errorf("kernel: answer to a notification or an answered request (%s)", r.method)
 	}
 	r.answered = true
-	out := msg
+	s.held -= InflightFactor * int64(len(r.params))
+	s.cond.Broadcast()
 	if b := r.batch; b != nil {
-		b.slots[r.slot], b.pending, out = msg, b.pending-1, nil
+		b.slots[r.slot], b.pending, msg = msg, b.pending-1, nil
 		if b.pending == 0 {
-			out = joinArray(b.slots)
+			msg = b.join(false)
 		}
 	}
 	s.mu.Unlock()
-	var err error
-	if out != nil {
-		err = s.writeFrame(out)
+	if msg == nil {
+		return nil
 	}
-	s.mu.Lock()
-	s.pending--
-	s.held -= InflightFactor * int64(len(r.params))
-	s.cond.Broadcast()
-	s.mu.Unlock()
-	return err
+	return s.writeFrame(msg)
+}
+
+// join is the batch's answers as one array, or, when single, its only one.
+func (b *batch) join(single bool) []byte {
+	if single {
+		return b.slots[0]
+	}
+	return append(append([]byte{'['}, bytes.Join(b.slots, []byte{','})...), ']')
 }
 
 // Notify writes a server notification {"jsonrpc":"2.0","method":method,
@@ -422,9 +346,8 @@ func (s *Stream) Notify(method string, params any) error {
 		return err
 	}
 	m, _ := json.Marshal(method)
-	msg := append([]byte(`{"jsonrpc":"2.0","method":`), m...)
-	msg = append(append(msg, `,"params":`...), redactAnswer(p)...)
-	return s.writeFrame(append(msg, '}'))
+	msg := append(append([]byte(`{"jsonrpc":"2.0","method":`), m...), `,"params":`...)
+	return s.writeFrame(append(append(msg, redactAnswer(p)...), '}'))
 }
 
 // writeFrame writes one message with the stream's framing and flushes, so
@@ -450,20 +373,20 @@ func (s *Stream) writeFrame(msg []byte) error {
 // errClosed is the error of a write after Close.
 var errClosed = errors.New("kernel: stream closed")
 
-// Close ends the stream: Serve stops reading and stops waiting for
-// answers at end of input, later writes fail, and the closer given to
-// NewStream is called, once. It returns the closer's error, on every call.
+// Close ends the stream: Serve stops reading (and stops waiting for the
+// budget), later writes fail, and the closer given to NewStream is
+// called, once. It returns the closer's error, on every call.
 func (s *Stream) Close() error {
-	s.closeOnce.Do(func() {
+	s.once.Do(func() {
 		s.closed.Store(true)
 		s.mu.Lock()
 		s.cond.Broadcast()
 		s.mu.Unlock()
 		if s.closer != nil {
-			s.closeErr = s.closer.Close()
+			s.cerr = s.closer.Close()
 		}
 	})
-	return s.closeErr
+	return s.cerr
 }
 
 func invalidRequest(reason string) *protocol.Error {
@@ -471,11 +394,14 @@ func invalidRequest(reason string) *protocol.Error {
 }
 
 // errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a
-// nil id is written as null. Data that does not encode is left out.
+// nil id is written as null. Code 0, which JSON-RPC 2.0 §5.1 gives no
+// meaning, is written as -32603; data that does not encode is left out.
 func errorMessage(id json.RawMessage, e *protocol.Error) []byte {
-	body, err := json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data})
+	pe := protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data}
+	body, err := json.Marshal(pe)
 	if err != nil {
-		body, _ = json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message})
+		pe.Data = nil
+		body, _ = json.Marshal(pe)
 	}
 	return responseMessage(id, "error", body)
 }
@@ -490,15 +416,4 @@ func responseMessage(id json.RawMessage, member string, value []byte) []byte {
 	buf = append(append(buf, `{"jsonrpc":"2.0","id":`...), id...)
 	buf = append(append(append(buf, `,"`...), member...), `":`...)
 	return append(append(buf, value...), '}')
-}
-
-func joinArray(parts []json.RawMessage) []byte {
-	buf := []byte{'['}
-	for i, p := range parts {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, p...)
-	}
-	return append(buf, ']')
 }

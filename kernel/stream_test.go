@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +26,9 @@ func (f closerFunc) Close() error { return f() }
 // at once or (async) from a goroutine. Besides it answers with the id as
 // the handler got it ("whoami"), a code-0 error ("zero"), a delay that
 // reorders async answers ("slow") and a server notification ("notify").
-func echo(st *Stream, async bool) func(context.Context, *request) {
+// Async answers are counted in wg (nil when not async), which the caller
+// waits for before it closes the stream, as Server.Serve does.
+func echo(st *Stream, async bool, wg *sync.WaitGroup) func(context.Context, *request) {
 	return func(ctx context.Context, r *request) {
 		if r.id == nil {
 			return
@@ -35,7 +38,7 @@ func echo(st *Stream, async bool) func(context.Context, *request) {
 			st.Reply(r, res, e)
 		}
 		if async {
-			go answer()
+			wg.Go(answer)
 		} else {
 			answer()
 		}
@@ -62,7 +65,7 @@ func echoAnswer(_ context.Context, st *Stream, r *request) ([]byte, *protocol.Er
 // run serves input on a Stream over io.Pipe pairs, closes the input and
 // returns everything written until the stream closed its output (which
 // it does once every request is answered).
-func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
+func run(t testing.TB, opts Config, async bool, input []byte) []byte {
 	t.Helper()
 	out, _ := runAsync(t, opts, async, input)
 	return out
@@ -70,12 +73,12 @@ func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
 
 // runStream is run with a synchronous handler that also returns the
 // stream, to inspect it afterwards.
-func runStream(t testing.TB, opts StreamOptions, input []byte) ([]byte, *Stream) {
+func runStream(t testing.TB, opts Config, input []byte) ([]byte, *Stream) {
 	t.Helper()
 	return runAsync(t, opts, false, input)
 }
 
-func runAsync(t testing.TB, opts StreamOptions, async bool, input []byte) ([]byte, *Stream) {
+func runAsync(t testing.TB, opts Config, async bool, input []byte) ([]byte, *Stream) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -86,7 +89,9 @@ func runAsync(t testing.TB, opts StreamOptions, async bool, input []byte) ([]byt
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() {
-		st.Serve(ctx, echo(st, async))
+		var wg sync.WaitGroup
+		st.Serve(ctx, echo(st, async, &wg))
+		wg.Wait()
 		st.Close()
 	}()
 	defer st.Close()
@@ -388,7 +393,7 @@ func runCases(t *testing.T, f Framing, cases []streamCase) {
 	for _, tc := range cases {
 		for _, async := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/async=%v", tc.name, async), func(t *testing.T) {
-				out := run(t, StreamOptions{Framing: f, MaxMessageBytes: tc.max}, async, []byte(tc.input))
+				out := run(t, Config{Framing: f, MaxMessageBytes: tc.max}, async, []byte(tc.input))
 				got, err := splitFrames(f, out)
 				if err != nil {
 					t.Fatalf("output %q: %v", out, err)
@@ -408,7 +413,7 @@ func runCases(t *testing.T, f Framing, cases []streamCase) {
 
 func TestStreamServerNotificationDuringBatch(t *testing.T) {
 	in := lines(arr(req("1", "slow", `[1]`), req("2", "notify", `{"n":2}`)))
-	out := run(t, StreamOptions{}, true, []byte(in))
+	out := run(t, Config{}, true, []byte(in))
 	got, err := splitFrames(FramingNDJSON, out)
 	if err != nil {
 		t.Fatal(err)
@@ -425,32 +430,34 @@ func TestStreamServerNotificationDuringBatch(t *testing.T) {
 func TestStreamAnswersAfterEndOfInput(t *testing.T) {
 	// The answer comes after the input has ended; it must still be
 	// written before the stream closes.
-	out := run(t, StreamOptions{}, true, []byte(lines(req("9", "slow", `["late"]`))))
+	out := run(t, Config{}, true, []byte(lines(req("9", "slow", `["late"]`))))
 	if want := res("9", `["late"]`) + "\n"; string(out) != want {
 		t.Errorf("got %q, want %q", out, want)
 	}
 }
 
-func TestStreamCloseReleasesDrain(t *testing.T) {
-	st := NewStream(strings.NewReader(lines(req("1", "hang", ""))), io.Discard, nil, StreamOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got, done := make(chan struct{}), make(chan struct{})
+// TestStreamCloseReleasesBudget: a reader paused by a used-up budget
+// (requests never answered) stops when the stream is closed.
+func TestStreamCloseReleasesBudget(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	st := NewStream(inR, io.Discard, closerFunc(inR.Close), Config{MaxInflightBytes: 1})
+	got, done := make(chan struct{}, 2), make(chan struct{})
 	go func() {
 		defer close(done)
-		st.Serve(ctx, func(ctx context.Context, r *request) {
-			close(got)
-			go func() { <-ctx.Done(); st.Reply(r, nil, &protocol.Error{Code: -32800, Message: "cancelled"}) }()
-		})
+		st.Serve(context.Background(), func(context.Context, *request) { got <- struct{}{} })
 	}()
+	go inW.Write([]byte(lines(req("1", "hang", `[1]`), req("2", "hang", `[2]`))))
 	select {
 	case <-got:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request never reached the handler")
 	}
 	select {
+	case <-got:
+		t.Fatal("a request was read while the budget was used up")
 	case <-done:
-		t.Fatal("Serve returned while a request was in flight")
+		t.Fatal("Serve returned with input still open")
 	case <-time.After(20 * time.Millisecond):
 	}
 	st.Close()
@@ -578,7 +585,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(cl(req("1", "echo", `{"a":1}`))))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, fr := range []Framing{FramingNDJSON, FramingContentLength, FramingAuto} {
-			out, st := runAsync(t, StreamOptions{Framing: fr, MaxMessageBytes: 512}, true, data)
+			out, st := runAsync(t, Config{Framing: fr, MaxMessageBytes: 512}, true, data)
 			if fr == FramingAuto {
 				// Answers go out in the framing detected; detection
 				// always settles, even on empty input.
@@ -605,8 +612,8 @@ func BenchmarkStreamRoundTrip(b *testing.B) {
 	st := NewStream(inR, outW, closerFunc(func() error {
 		inR.Close()
 		return outW.Close()
-	}), StreamOptions{})
-	go st.Serve(context.Background(), echo(st, false))
+	}), Config{})
+	go st.Serve(context.Background(), echo(st, false, nil))
 	defer st.Close()
 	br := bufio.NewReader(outR)
 	in := []byte(lines(req("1", "echo", `{"a":1}`)))
