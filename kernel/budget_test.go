@@ -37,8 +37,7 @@ func TestStreamInflightBudget(t *testing.T) {
 			}
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
-			st := NewStream(inR, outW, closerFunc(func() error { inR.Close(); return outW.Close() }),
-				Config{Framing: FramingNDJSON, MaxInflightBytes: c.budget})
+			st := NewStream(inR, outW, Config{Framing: FramingNDJSON, MaxInflightBytes: c.budget})
 			var (
 				mu      sync.Mutex
 				maxHeld int64
@@ -58,8 +57,8 @@ func TestStreamInflightBudget(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			go func() { st.Serve(ctx, h); wg.Wait(); st.Close() }()
-			defer st.Close()
+			go func() { st.Serve(ctx, h); wg.Wait(); st.Close(); outW.Close() }()
+			defer inR.Close()
 			go func() { inW.Write([]byte(in.String())); inW.Close() }()
 			out, err := io.ReadAll(outR)
 			if err != nil {

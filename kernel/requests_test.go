@@ -12,7 +12,7 @@ import (
 func readRequests(t *testing.T, input string) []*request {
 	t.Helper()
 	inR, inW := io.Pipe()
-	st := NewStream(inR, io.Discard, closerFunc(inR.Close), Config{Framing: FramingNDJSON})
+	st := NewStream(inR, io.Discard, Config{Framing: FramingNDJSON})
 	var got []*request
 	done := make(chan struct{})
 	go func() {

@@ -163,7 +163,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		cfg.Framing = FramingAuto
 	}
 	s := &Server{services: newServices(cfg), inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{})}
-	s.stream = NewStream(r, w, nil, s.cfg)
+	s.stream = NewStream(r, w, s.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cfg.Engine.SetNotify(func(ev protocol.Event) {

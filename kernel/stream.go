@@ -53,15 +53,16 @@ type request struct {
 	method string
 	params json.RawMessage
 
-	seq      uint64 // arrival order: $/cancelRequest picks the most recent of equal ids
-	batch    *batch // nil when not in a batch
-	slot     int
-	answered bool // guarded by Stream.mu
+	seq   uint64 // arrival order: $/cancelRequest picks the most recent of equal ids
+	batch *batch // the frame's answers, r's at slot
+	slot  int
 }
 
-// batch collects the answers of one incoming array (JSON-RPC 2.0 §6),
-// which go out as one array once every request in it is answered.
+// batch collects the answers of one frame, guarded by Stream.mu: a single
+// message's, or an array's (JSON-RPC 2.0 §6), which go out as one array,
+// in order, once every request in it is answered.
 type batch struct {
+	single  bool
 	slots   [][]byte
 	pending int
 }
@@ -77,7 +78,6 @@ type Stream struct {
 	max     int64   // Config.MaxMessageBytes
 	budget  int64   // Config.MaxInflightBytes
 	log     *slog.Logger
-	closer  io.Closer
 
 	// Reader state, owned by Serve (framing.go).
 	cr       *countingReader
@@ -96,20 +96,16 @@ type Stream struct {
 	held   int64      // InflightFactor × bytes of params of the requests in flight
 	waits  int64      // times Serve waited for the budget (tests, logs)
 	closed atomic.Bool
-	once   sync.Once
-	cerr   error
 }
 
 // NewStream returns a Stream reading frames from r and writing frames to w,
 // configured by cfg's Framing, MaxMessageBytes, MaxInflightBytes and Logger
 // (protocol diagnostics: sizes and reasons, never message bodies; nil
-// discards them). Close calls closer.Close (if closer is non-nil); closer
-// should make reads from r fail and, when the peer must see end of output,
-// close w. Writes are buffered and flushed after every message, so w may
-// be an unbuffered pipe.
-func NewStream(r io.Reader, w io.Writer, closer io.Closer, cfg Config) *Stream {
+// discards them). Writes are buffered and flushed after every message, so
+// w may be an unbuffered pipe.
+func NewStream(r io.Reader, w io.Writer, cfg Config) *Stream {
 	s := &Stream{framing: cmp.Or(cfg.Framing, FramingAuto), max: cfg.MaxMessageBytes, budget: cfg.MaxInflightBytes,
-		log: cfg.Logger, closer: closer, cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
+		log: cfg.Logger, cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
 	s.br = bufio.NewReaderSize(s.cr, 64<<10)
 	if s.max <= 0 {
 		s.max = DefaultMaxMessageBytes
@@ -192,7 +188,7 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
 		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
 	}
-	b := &batch{}
+	b := &batch{single: single}
 	reqs := make([]*request, 0, len(elems))
 	var charge int64
 	for _, e := range elems {
@@ -207,12 +203,10 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 		case r == nil:
 			s.log.Debug("jsonrpc: dropping response from client")
 		default:
-			if r.id != nil && !single {
+			if r.id != nil {
 				r.batch, r.slot = b, len(b.slots)
 				b.slots = append(b.slots, nil)
 				b.pending++
-			}
-			if r.id != nil {
 				charge += InflightFactor * int64(len(r.params))
 			}
 			s.seq++
@@ -224,7 +218,7 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	s.held += charge
 	s.mu.Unlock()
 	if b.pending == 0 && len(b.slots) > 0 { // nothing to wait for: the invalid members' answers
-		if err := s.writeFrame(b.join(single)); err != nil {
+		if err := s.writeFrame(b.join()); err != nil {
 			return err
 		}
 	}
@@ -296,9 +290,9 @@ func validID(raw []byte) bool {
 }
 
 // Reply answers r with result (encoded JSON; nil means null) or, when e is
-// non-nil, with e. A request that did not come in a batch is written at
-// once; the last answer of a batch writes the whole batch. result is not
-// kept. It fails for a notification or a request already answered.
+// non-nil, with e. A request that did not come in an array is written at
+// once; the last answer of an array writes them all. result is not kept.
+// It fails for a notification or a request already answered.
 func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 	if len(result) == 0 {
 		result = []byte("null")
@@ -308,29 +302,25 @@ func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 		msg = errorMessage(r.id, e)
 	}
 	s.mu.Lock()
-	if r.id == nil || r.answered {
+	b := r.batch
+	if b == nil || b.slots[r.slot] != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("kernel: answer to a notification or an answered request (%s)", r.method)
 	}
-	r.answered = true
+	b.slots[r.slot], b.pending = msg, b.pending-1
+	last := b.pending == 0
 	s.held -= InflightFactor * int64(len(r.params))
 	s.cond.Broadcast()
-	if b := r.batch; b != nil {
-		b.slots[r.slot], b.pending, msg = msg, b.pending-1, nil
-		if b.pending == 0 {
-			msg = b.join(false)
-		}
-	}
 	s.mu.Unlock()
-	if msg == nil {
+	if !last {
 		return nil
 	}
-	return s.writeFrame(msg)
+	return s.writeFrame(b.join())
 }
 
-// join is the batch's answers as one array, or, when single, its only one.
-func (b *batch) join(single bool) []byte {
-	if single {
+// join is the frame's answers: one message, or an array.
+func (b *batch) join() []byte {
+	if b.single {
 		return b.slots[0]
 	}
 	return append(append([]byte{'['}, bytes.Join(b.slots, []byte{','})...), ']')
@@ -373,20 +363,14 @@ func (s *Stream) writeFrame(msg []byte) error {
 // errClosed is the error of a write after Close.
 var errClosed = errors.New("kernel: stream closed")
 
-// Close ends the stream: Serve stops reading (and stops waiting for the
-// budget), later writes fail, and the closer given to NewStream is
-// called, once. It returns the closer's error, on every call.
-func (s *Stream) Close() error {
-	s.once.Do(func() {
-		s.closed.Store(true)
-		s.mu.Lock()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-		if s.closer != nil {
-			s.cerr = s.closer.Close()
-		}
-	})
-	return s.cerr
+// Close ends the stream: Serve reads no further frame (a read under way
+// ends when the input does) and stops waiting for the budget, and later
+// writes fail.
+func (s *Stream) Close() {
+	s.closed.Store(true)
+	s.mu.Lock()
+	s.cond.Broadcast()
+	s.mu.Unlock()
 }
 
 func invalidRequest(reason string) *protocol.Error {

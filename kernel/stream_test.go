@@ -18,10 +18,6 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
-
 // echo is the test handler: it answers each request with its params,
 // at once or (async) from a goroutine. Besides it answers with the id as
 // the handler got it ("whoami"), a code-0 error ("zero"), a delay that
@@ -82,10 +78,8 @@ func runAsync(t testing.TB, opts Config, async bool, input []byte) ([]byte, *Str
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	st := NewStream(inR, outW, closerFunc(func() error {
-		inR.Close()
-		return outW.Close()
-	}), opts)
+	st := NewStream(inR, outW, opts)
+	defer inR.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() {
@@ -93,8 +87,8 @@ func runAsync(t testing.TB, opts Config, async bool, input []byte) ([]byte, *Str
 		st.Serve(ctx, echo(st, async, &wg))
 		wg.Wait()
 		st.Close()
+		outW.Close()
 	}()
-	defer st.Close()
 	go func() {
 		inW.Write(input)
 		inW.Close()
@@ -441,7 +435,7 @@ func TestStreamAnswersAfterEndOfInput(t *testing.T) {
 func TestStreamCloseReleasesBudget(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	st := NewStream(inR, io.Discard, closerFunc(inR.Close), Config{MaxInflightBytes: 1})
+	st := NewStream(inR, io.Discard, Config{MaxInflightBytes: 1})
 	got, done := make(chan struct{}, 2), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -609,12 +603,10 @@ func FuzzStream(f *testing.F) {
 func BenchmarkStreamRoundTrip(b *testing.B) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	st := NewStream(inR, outW, closerFunc(func() error {
-		inR.Close()
-		return outW.Close()
-	}), Config{})
+	st := NewStream(inR, outW, Config{})
 	go st.Serve(context.Background(), echo(st, false, nil))
-	defer st.Close()
+	defer outW.Close()
+	defer inW.Close()
 	br := bufio.NewReader(outR)
 	in := []byte(lines(req("1", "echo", `{"a":1}`)))
 	want := res("1", `{"a":1}`) + "\n"
