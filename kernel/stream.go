@@ -2,12 +2,11 @@ package kernel
 
 // This file is the transport: JSON-RPC 2.0 over one byte stream
 // (PROTOCOL.md §2), the project's own (why not sourcegraph/jsonrpc2's
-// Conn: docs/DESIGN.md §6). It reads top-down as a request travels:
-// Serve reads each frame (framing.go), dispatch classifies the message or
-// each batch member (JSON-RPC 2.0 §4-§6) and hands requests and
-// notifications to the handler (Server.handle) in arrival order, and
-// Reply writes each answer with the client's id as sent, a batch's
-// answers as one array.
+// Conn: docs/DESIGN.md §6). It reads top-down as a request travels: Serve
+// reads each frame (framing.go), dispatch classifies the message or each
+// batch member and hands requests and notifications to the handler
+// (Server.handle) in arrival order, and Reply writes each answer with the
+// client's id as sent, an array's answers as one array.
 
 import (
 	"bufio"
@@ -32,22 +31,19 @@ const (
 	DefaultMaxMessageBytes int64 = 32 << 20
 	// DefaultMaxInflightBytes is Config.MaxInflightBytes when it is <= 0: 256 MiB.
 	DefaultMaxInflightBytes int64 = 256 << 20
-	// InflightFactor is what a request is charged against MaxInflightBytes,
-	// per byte of its params: an estimate of a handler's working set. A
-	// turn/start carrying a 20 MB diff was measured at up to 127 MB live
-	// (the params, the decoded diff, the plan's new content and redacted
-	// diff, the answer and the turnDiff event), though not all of it for
-	// its whole run. Charging the params alone let 12 such requests run at
-	// once (2.0 GB RSS); at 4× the default budget holds 20 pipelined ones
-	// to 808 MiB (e2e/hostile).
+	// InflightFactor is what a request is charged against MaxInflightBytes
+	// per byte of its params, an estimate of a handler's working set: a
+	// turn/start carrying a 20 MB diff was measured at up to 127 MB live.
+	// Charging the params alone let 12 such requests run at once (2.0 GB
+	// RSS); at 4× the default budget holds 20 pipelined ones to 808 MiB
+	// (e2e/hostile).
 	InflightFactor = 4
 )
 
-// request is one request or notification as read: its id (nil for a
-// notification; a request's id as sent, byte-exact: a string, number or
-// null) and its params as sent (nil when absent or null). They point into
-// the frame, a buffer of its own that the stream never reuses, so nothing
-// is copied, even for a turn/start carrying a large diff.
+// request is one request or notification as read. Its id (nil for a
+// notification) and params (nil when absent or null) are the client's
+// bytes, slices of a frame the stream never reuses: nothing is copied,
+// even for a turn/start carrying a large diff.
 type request struct {
 	id     json.RawMessage
 	method string
@@ -67,12 +63,10 @@ type batch struct {
 	pending int
 }
 
-// Stream is one JSON-RPC 2.0 connection over a byte stream: framing with
-// a size limit, envelope checks (JSON-RPC 2.0 §4, §5), batches (§6),
-// client ids of any JSON shape kept byte-exact, and the in-flight budget.
-// Parse errors (-32700), invalid requests (-32600), over-size messages and
-// empty batches are answered by the stream itself. Reply, Notify and
-// Close may run from any goroutine; Serve runs once.
+// Stream is one JSON-RPC 2.0 connection over a byte stream. It answers
+// itself what never reaches a handler: parse errors (-32700), invalid
+// requests and over-size messages (-32600). Reply, Notify and Close may
+// run from any goroutine; Serve runs once.
 type Stream struct {
 	framing Framing // FramingAuto until detect has read the first bytes
 	max     int64   // Config.MaxMessageBytes
@@ -82,27 +76,26 @@ type Stream struct {
 	// Reader state, owned by Serve (framing.go).
 	cr       *countingReader
 	br       *bufio.Reader
-	msgStart int64  // byte offset in the input of the message being read
-	resync   bool   // content-length: skip junk until a Content-Length header
-	carry    []byte // content-length: rest of a line, to be read as the next header line
+	msgStart int64  // input offset of the message being read
+	resync   bool   // content-length: skip input up to a Content-Length header
+	carry    []byte // content-length: the rest of a line, read as the next header line
 	carryAt  int64  // input offset of carry
 	seq      uint64 // requests read
 
-	wmu sync.Mutex // serialises frames so they never interleave
+	wmu sync.Mutex // frames never interleave
 	bw  *bufio.Writer
 
 	mu     sync.Mutex
 	cond   *sync.Cond // signalled when a request is answered or the stream closes
 	held   int64      // InflightFactor × bytes of params of the requests in flight
-	waits  int64      // times Serve waited for the budget (tests, logs)
+	waits  int64      // times Serve waited for the budget (tests)
 	closed atomic.Bool
 }
 
-// NewStream returns a Stream reading frames from r and writing frames to w,
-// configured by cfg's Framing, MaxMessageBytes, MaxInflightBytes and Logger
-// (protocol diagnostics: sizes and reasons, never message bodies; nil
-// discards them). Writes are buffered and flushed after every message, so
-// w may be an unbuffered pipe.
+// NewStream returns a Stream reading frames from r and writing them to w,
+// under cfg's Framing, MaxMessageBytes, MaxInflightBytes and Logger (sizes
+// and reasons, never message bodies; nil discards them). Each message is
+// flushed, so w may be an unbuffered pipe.
 func NewStream(r io.Reader, w io.Writer, cfg Config) *Stream {
 	s := &Stream{framing: cmp.Or(cfg.Framing, FramingAuto), max: cfg.MaxMessageBytes, budget: cfg.MaxInflightBytes,
 		log: cfg.Logger, cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
@@ -120,28 +113,22 @@ func NewStream(r io.Reader, w io.Writer, cfg Config) *Stream {
 	return s
 }
 
-// Serve reads messages until the input ends or the stream is closed and
+// Serve reads messages until the input ends or the stream is closed, and
 // calls handle for each request and notification, one at a time, in
-// arrival order with batches unrolled: what must keep message order
-// (session methods, $/cancelRequest) runs inside handle; a request that
-// may take long is answered, once, with Reply from a goroutine, which the
-// caller waits for (Serve returns at end of input). It returns nil at end
-// of input or after Close, and an error when reading or writing the
-// underlying stream fails.
+// arrival order, arrays unrolled: what must keep message order (session
+// methods, $/cancelRequest) runs inside handle, and a request that may
+// take long is answered from a goroutine the caller waits for. Every
+// request is answered once with Reply. Serve returns nil at end of input
+// or after Close, and the error of a failed read or write.
 func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *request)) error {
-	for !s.closed.Load() {
-		if s.awaitBudget(); s.closed.Load() {
-			return nil
-		}
+	for s.awaitBudget() {
 		frame, answer, err := s.readFrame()
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case err != nil:
-			return err
-		case answer != nil:
+		case err == nil && answer != nil:
 			err = s.writeFrame(answer)
-		default:
+		case err == nil:
 			err = s.dispatch(ctx, frame, handle)
 		}
 		if err != nil {
@@ -151,14 +138,13 @@ func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *reques
 	return nil
 }
 
-// awaitBudget blocks, before the next frame is read, while the params of
-// the requests in flight fill the budget (Config.MaxInflightBytes) and the
-// stream is open. Not reading is the back-pressure: the host's writes
-// block once the pipe is full, and every request is still answered in
-// turn; one frame is always read when nothing is in flight. Without it,
-// 60 pipelined 30 MB turn/start requests were all held at once and the
-// kernel peaked at 7.8 GB RSS.
-func (s *Stream) awaitBudget() {
+// awaitBudget waits, before the next frame is read, while the requests in
+// flight fill the budget, and reports whether the stream is still open.
+// Not reading is the back-pressure (PROTOCOL.md §2.7): the host's writes
+// block once the pipe is full, and each request is still answered in
+// turn. Without it, 60 pipelined 30 MB turn/start requests were all held
+// at once and the kernel peaked at 7.8 GB RSS.
+func (s *Stream) awaitBudget() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held >= s.budget {
@@ -168,24 +154,23 @@ func (s *Stream) awaitBudget() {
 	for s.held >= s.budget && !s.closed.Load() {
 		s.cond.Wait()
 	}
+	return !s.closed.Load()
 }
 
-// dispatch classifies one frame, answers what is not a request or
-// notification, and hands the rest to handle.
+// dispatch classifies one frame (JSON-RPC 2.0 §4-§6), answers what is not
+// a request or notification, and hands the rest to handle.
 func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.Context, *request)) error {
 	data = trimWS(data)
 	single := len(data) == 0 || data[0] != '['
 	elems := []json.RawMessage{data}
-	// JSON text is UTF-8 (RFC 8259 §8.1). encoding/json would quietly put
-	// U+FFFD for a bad sequence in a decoded string, but params reach
-	// handlers as the bytes sent, so raw JSON kept as such (a document's
-	// content) would keep them: refuse them here.
+	// JSON text is UTF-8 (RFC 8259 §8.1): encoding/json would decode a bad
+	// sequence as U+FFFD, but params reach handlers as sent, and raw JSON
+	// kept as such (a document's content) would keep it.
 	if !utf8.Valid(data) || !single && json.Unmarshal(data, &elems) != nil {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 		return s.writeFrame(s.parseError(ReasonInvalidJSON))
 	}
-	if len(elems) == 0 { // JSON-RPC 2.0 §6: one response, not an array
-		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
+	if len(elems) == 0 { // JSON-RPC 2.0 §6: one answer, not an array
 		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
 	}
 	b := &batch{single: single}
@@ -194,7 +179,7 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	for _, e := range elems {
 		r, reason, ok := parseMember(e)
 		switch {
-		case !ok: // only a single frame can be invalid JSON: a batch's elements decoded
+		case !ok: // only a single frame can be invalid JSON: an array's members decoded
 			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 			return s.writeFrame(s.parseError(ReasonInvalidJSON))
 		case reason != "":
@@ -217,7 +202,7 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	s.mu.Lock()
 	s.held += charge
 	s.mu.Unlock()
-	if b.pending == 0 && len(b.slots) > 0 { // nothing to wait for: the invalid members' answers
+	if b.pending == 0 && len(b.slots) > 0 { // only invalid members: nothing to wait for
 		if err := s.writeFrame(b.join()); err != nil {
 			return err
 		}
@@ -229,57 +214,50 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 }
 
 // Invalid Request reasons: -32600, data {reason}, the request's id when it
-// could be read, else null. Like the parse error reasons (framing.go) they
-// are part of the wire contract (PROTOCOL.md §2.3, §2.5, §2.6) and never
-// change once released.
+// could be read, else null (PROTOCOL.md §2.3, §2.5, §2.6). Hosts may match
+// on them, so they never change once released.
 const (
-	ReasonTooLarge       = "message exceeds the size limit"             // over MaxMessageBytes; data.limit and data.size too; the id is idScan's
+	ReasonTooLarge       = "message exceeds the size limit"             // data.limit and data.size too; the id is idScan's
 	ReasonEmptyBatch     = "empty batch"                                // "[]"
-	ReasonNotObject      = "message is not a JSON object"               // a frame or batch member
+	ReasonNotObject      = "message is not a JSON object"               // a frame or array member
 	ReasonBadVersion     = "jsonrpc member must be the string 2.0"      // JSON-RPC 2.0 §4
 	ReasonMethodNotText  = "method member must be a string"             // JSON-RPC 2.0 §4
 	ReasonBadID          = "id member must be a string, number or null" // JSON-RPC 2.0 §4; answered with id null
-	ReasonParamsNotValue = "params member must be an object or array"   // JSON-RPC 2.0 §4.2; null is taken as absent
+	ReasonParamsNotValue = "params member must be an object or array"   // JSON-RPC 2.0 §4.2
 )
 
 // parseMember validates a message object (JSON-RPC 2.0 §4): a request or
-// notification (reason ""), a client's response to drop (nil request,
-// reason ""), or an invalid one (reason set, the request carrying the id
-// to answer with when there is a valid one). ok is false when raw is not
-// valid JSON at all (a parse error, not an invalid request).
+// notification (reason ""), a client's response to drop (r nil), or an
+// invalid one (reason set, r carrying its id when that is valid). ok is
+// false when raw is not JSON at all.
 func parseMember(raw []byte) (r *request, reason string, ok bool) {
 	raw = trimWS(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return &request{}, ReasonNotObject, len(raw) > 0 && json.Valid(raw)
 	}
 	f, ok := envelopeMembers(raw)
-	if !ok {
-		return nil, "", false
-	}
-	if f.method == nil && (f.result != nil || f.error != nil) {
-		return nil, "", true
+	if !ok || f.method == nil && (f.result != nil || f.error != nil) {
+		return nil, "", ok
 	}
 	r = &request{}
-	idOK := f.id == nil || validID(f.id)
-	if f.id != nil && idOK {
+	if validID(f.id) {
 		r.id = f.id
 	}
-	if string(f.params) != "null" {
-		// JSON-RPC 2.0 §4.2 wants a structured value, but LSP clients send
-		// null for shutdown: null is taken as absent rather than refused.
+	if string(f.params) != "null" { // LSP clients send null params (shutdown): taken as absent
 		r.params = f.params
 	}
 	var version string
 	switch {
 	case string(f.jsonrpc) != `"2.0"` && (json.Unmarshal(f.jsonrpc, &version) != nil || version != "2.0"):
 		return r, ReasonBadVersion, true
-	case len(f.method) == 0 || f.method[0] != '"' || json.Unmarshal(f.method, &r.method) != nil:
+	case len(f.method) == 0 || f.method[0] != '"':
 		return r, ReasonMethodNotText, true
-	case !idOK:
+	case f.id != nil && r.id == nil:
 		return r, ReasonBadID, true
 	case r.params != nil && r.params[0] != '{' && r.params[0] != '[':
 		return r, ReasonParamsNotValue, true
 	}
+	r.method = string(keyName(f.method))
 	return r, "", true
 }
 
@@ -289,10 +267,10 @@ func validID(raw []byte) bool {
 	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9' || string(raw) == "null")
 }
 
-// Reply answers r with result (encoded JSON; nil means null) or, when e is
-// non-nil, with e. A request that did not come in an array is written at
-// once; the last answer of an array writes them all. result is not kept.
-// It fails for a notification or a request already answered.
+// Reply answers r with result (JSON; nil means null) or, when e is
+// non-nil, with e. An answer is written at once, or, in an array, with
+// the last of its answers. result is not kept. It fails for a
+// notification or a request already answered.
 func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 	if len(result) == 0 {
 		result = []byte("null")
@@ -326,10 +304,9 @@ func (b *batch) join() []byte {
 	return append(append([]byte{'['}, bytes.Join(b.slots, []byte{','})...), ']')
 }
 
-// Notify writes a server notification {"jsonrpc":"2.0","method":method,
-// "params":params} at once, even while a batch is pending. Its params are
-// redacted (redactAnswer): a ledger event or a progress report never
-// carries a secret to the host.
+// Notify writes the server notification method with params at once, even
+// while an array is pending. params are redacted (redactAnswer): a ledger
+// event or a progress report never carries a secret to the host.
 func (s *Stream) Notify(method string, params any) error {
 	p, err := json.Marshal(params)
 	if err != nil {
@@ -340,8 +317,8 @@ func (s *Stream) Notify(method string, params any) error {
 	return s.writeFrame(append(append(msg, redactAnswer(p)...), '}'))
 }
 
-// writeFrame writes one message with the stream's framing and flushes, so
-// that a client reading a pipe sees each message as soon as it is complete.
+// writeFrame writes one message in the stream's framing and flushes it, so
+// that a host reading a pipe sees it as soon as it is complete.
 func (s *Stream) writeFrame(msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -364,8 +341,8 @@ func (s *Stream) writeFrame(msg []byte) error {
 var errClosed = errors.New("kernel: stream closed")
 
 // Close ends the stream: Serve reads no further frame (a read under way
-// ends when the input does) and stops waiting for the budget, and later
-// writes fail.
+// ends with the input) and stops waiting for the budget; later writes
+// fail.
 func (s *Stream) Close() {
 	s.closed.Store(true)
 	s.mu.Lock()
@@ -377,27 +354,23 @@ func invalidRequest(reason string) *protocol.Error {
 	return protocol.NewError(protocol.CodeInvalidRequest, map[string]string{"reason": reason}, "Invalid Request")
 }
 
-// errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a
-// nil id is written as null. Code 0, which JSON-RPC 2.0 §5.1 gives no
-// meaning, is written as -32603; data that does not encode is left out.
+// errorMessage is the Response object (JSON-RPC 2.0 §5) carrying e, with
+// code 0, which §5.1 gives no meaning, written as -32603.
 func errorMessage(id json.RawMessage, e *protocol.Error) []byte {
-	pe := protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data}
-	body, err := json.Marshal(pe)
-	if err != nil {
-		pe.Data = nil
-		body, _ = json.Marshal(pe)
+	body, err := json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data})
+	if err != nil { // data that does not encode is left out
+		body, _ = json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message})
 	}
 	return responseMessage(id, "error", body)
 }
 
-// responseMessage builds {"jsonrpc":"2.0","id":id,member:value}; a nil id
-// is null. The id goes back as the client sent it, byte-exact.
+// responseMessage is {"jsonrpc":"2.0","id":id,member:value}, the id as the
+// client sent it, byte-exact, or null.
 func responseMessage(id json.RawMessage, member string, value []byte) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	buf := make([]byte, 0, len(id)+len(value)+40)
-	buf = append(append(buf, `{"jsonrpc":"2.0","id":`...), id...)
-	buf = append(append(append(buf, `,"`...), member...), `":`...)
+	buf := append(make([]byte, 0, len(id)+len(value)+40), `{"jsonrpc":"2.0","id":`...)
+	buf = append(append(append(append(buf, id...), `,"`...), member...), `":`...)
 	return append(append(buf, value...), '}')
 }
