@@ -52,37 +52,6 @@ func ParseFraming(s string) (Framing, error) {
 	return "", fmt.Errorf("kernel: unknown framing %q (want %q, %q or %q)", s, FramingAuto, FramingNDJSON, FramingContentLength)
 }
 
-// Parse error reasons: -32700, id null, data ParseErrorData (PROTOCOL.md
-// §2.2, §2.3). Hosts may match on them, so they never change once
-// released. After each one the stream is back in step.
-const (
-	ReasonInvalidJSON           = "invalid JSON"                              // not JSON (RFC 8259) or not UTF-8 (§8.1)
-	ReasonContentLengthOnNDJSON = "content-length frame on an ndjson stream"  // its header block and body are skipped whole
-	ReasonNDJSONOnContentLength = "ndjson message on a content-length stream" // a JSON line where a header belongs; the line is skipped
-	ReasonMissingContentLength  = "missing Content-Length header"             // input is skipped to the next "Content-Length:"
-	ReasonInvalidContentLength  = "invalid Content-Length"                    // not a non-negative integer, or two values; the body is skipped
-	ReasonMalformedHeader       = "malformed header line"                     // not "Name: value", or longer than headerLineMax
-	ReasonBytesBeforeHeader     = "unexpected bytes before header"            // junk before "Content-Length:" on its line
-	ReasonEOFInHeader           = "input ended inside a header"
-	ReasonEOFInBody             = "input ended inside a body"
-)
-
-// ParseErrorData is the data of every -32700: why, and the byte offset in
-// the input (counted from the first byte of the session) at which the
-// message at fault starts.
-type ParseErrorData struct {
-	Reason string `json:"reason"`
-	Offset int64  `json:"offset"`
-}
-
-// tooLargeData is the data of the -32600 for a message over the limit,
-// whose limit and size are in bytes (PROTOCOL.md §2.6).
-type tooLargeData struct {
-	Reason string `json:"reason"`
-	Limit  int64  `json:"limit"`
-	Size   int64  `json:"size"`
-}
-
 // headerLineMax bounds how much of one header line is kept: its tail, so
 // that a "Content-Length:" glued to the end of junk still resynchronises.
 const headerLineMax = 4096
@@ -234,7 +203,7 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 				return nil, nil, err
 			}
 			s.log.Warn("jsonrpc: content-length frame on an ndjson stream")
-			return nil, s.parseError(ReasonContentLengthOnNDJSON), nil
+			return nil, s.parseError(protocol.ReasonContentLengthOnNDJSON), nil
 		}
 		return line, nil, nil
 	}
@@ -251,6 +220,7 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 		inBlock bool
 		reason  string
 	)
+header:
 	for {
 		line, long, err := s.readHeaderLine()
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -259,29 +229,25 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 		atEOF := err != nil
 		text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		t, i := trimWS(text), indexContentLength(text)
-		at := s.offset() - int64(len(line)) + int64(i) // the input offset of text[i:]
+		if at := s.offset() - int64(len(line)) + int64(i); s.resync && i >= 0 {
+			// Skipped silently up to here: the next message starts at the header.
+			s.resync, text, long, s.msgStart, i = false, text[i:], false, at, 0
+		} else if i > 0 { // junk before a header: reported, then the header is read from where it starts
+			s.carry, s.carryAt = bytes.Clone(text[i:]), at
+			return nil, s.parseError(protocol.ReasonBytesBeforeHeader), nil
+		}
 		switch {
 		case atEOF && len(line) == 0 && inBlock:
-			return nil, s.parseError(ReasonEOFInHeader), nil
-		case atEOF && len(line) == 0, s.resync && i < 0 && atEOF:
+			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
+		case atEOF && len(line) == 0, s.resync && atEOF, len(text) == 0 && atEOF && !inBlock:
 			return nil, nil, io.EOF
-		case s.resync && i < 0:
+		case s.resync:
 			continue
-		case s.resync: // skipped silently: the next message starts at the header
-			s.resync, text, long, s.msgStart = false, text[i:], false, at
-		case i > 0: // junk before a header: reported, then the header is read from where it starts
-			s.carry, s.carryAt = bytes.Clone(text[i:]), at
-			return nil, s.parseError(ReasonBytesBeforeHeader), nil
 		case i < 0 && !inBlock && len(t) > 0 && (t[0] == '{' || t[0] == '['): // an ndjson message; the line is skipped
-			return nil, s.parseError(ReasonNDJSONOnContentLength), nil
-		}
-		if len(text) == 0 && inBlock {
-			break
-		}
-		if len(text) == 0 { // stray line endings between frames are harmless
-			if atEOF {
-				return nil, nil, io.EOF
-			}
+			return nil, s.parseError(protocol.ReasonNDJSONOnContentLength), nil
+		case len(text) == 0 && inBlock:
+			break header
+		case len(text) == 0: // stray line endings between frames are harmless
 			s.msgStart = s.offset()
 			continue
 		}
@@ -291,22 +257,22 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 		name, value, ok := cutHeader(text)
 		switch {
 		case !ok || long:
-			reason = ReasonMalformedHeader
+			reason = protocol.ReasonMalformedHeader
 		case strings.EqualFold(name, "Content-Length"):
 			n, perr := strconv.ParseInt(value, 10, 64)
 			if perr != nil || n < 0 || (length >= 0 && n != length) {
-				reason = ReasonInvalidContentLength
+				reason = protocol.ReasonInvalidContentLength
 			} else {
 				length = n
 			}
 		}
 		if atEOF {
-			return nil, s.parseError(ReasonEOFInHeader), nil
+			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
 		}
 	}
 	if length < 0 {
 		s.resync = true
-		return nil, s.parseError(cmp.Or(reason, ReasonMissingContentLength)), nil
+		return nil, s.parseError(cmp.Or(reason, protocol.ReasonMissingContentLength)), nil
 	}
 	if reason != "" || length > s.max {
 		// The length is known, so skipping the body resynchronises
@@ -323,7 +289,7 @@ func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.br, body); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, s.parseError(ReasonEOFInBody), nil
+		return nil, s.parseError(protocol.ReasonEOFInBody), nil
 	} else if err != nil {
 		return nil, nil, err
 	}
@@ -353,12 +319,12 @@ func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
 // with id (the one idScan found in it; nil: null).
 func (s *Stream) tooLarge(n int64, id []byte) []byte {
 	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max, "idFound", id != nil)
-	return errorMessage(id, protocol.NewError(protocol.CodeInvalidRequest, tooLargeData{ReasonTooLarge, s.max, n}, "Invalid Request"))
+	return errorMessage(id, protocol.NewError(protocol.CodeInvalidRequest, protocol.TooLargeData{Reason: protocol.ReasonTooLarge, Limit: s.max, Size: n}, "Invalid Request"))
 }
 
 // parseError is the -32700 for the message being read.
 func (s *Stream) parseError(reason string) []byte {
-	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, ParseErrorData{reason, s.msgStart}, "Parse error"))
+	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, protocol.ParseErrorData{Reason: reason, Offset: s.msgStart}, "Parse error"))
 }
 
 // LSP header names that start a frame, lower case.

@@ -168,10 +168,10 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	// kept as such (a document's content) would keep it.
 	if !utf8.Valid(data) || !single && json.Unmarshal(data, &elems) != nil {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-		return s.writeFrame(s.parseError(ReasonInvalidJSON))
+		return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
 	}
 	if len(elems) == 0 { // JSON-RPC 2.0 §6: one answer, not an array
-		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
+		return s.writeFrame(errorMessage(nil, invalidRequest(protocol.ReasonEmptyBatch)))
 	}
 	b := &batch{single: single}
 	reqs := make([]*request, 0, len(elems))
@@ -181,7 +181,7 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 		switch {
 		case !ok: // only a single frame can be invalid JSON: an array's members decoded
 			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-			return s.writeFrame(s.parseError(ReasonInvalidJSON))
+			return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
 		case reason != "":
 			s.log.Warn("jsonrpc: invalid request", "reason", reason)
 			b.slots = append(b.slots, errorMessage(r.id, invalidRequest(reason)))
@@ -213,19 +213,6 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	return nil
 }
 
-// Invalid Request reasons: -32600, data {reason}, the request's id when it
-// could be read, else null (PROTOCOL.md §2.3, §2.5, §2.6). Hosts may match
-// on them, so they never change once released.
-const (
-	ReasonTooLarge       = "message exceeds the size limit"             // data.limit and data.size too; the id is idScan's
-	ReasonEmptyBatch     = "empty batch"                                // "[]"
-	ReasonNotObject      = "message is not a JSON object"               // a frame or array member
-	ReasonBadVersion     = "jsonrpc member must be the string 2.0"      // JSON-RPC 2.0 §4
-	ReasonMethodNotText  = "method member must be a string"             // JSON-RPC 2.0 §4
-	ReasonBadID          = "id member must be a string, number or null" // JSON-RPC 2.0 §4; answered with id null
-	ReasonParamsNotValue = "params member must be an object or array"   // JSON-RPC 2.0 §4.2
-)
-
 // parseMember validates a message object (JSON-RPC 2.0 §4): a request or
 // notification (reason ""), a client's response to drop (r nil), or an
 // invalid one (reason set, r carrying its id when that is valid). ok is
@@ -233,7 +220,7 @@ const (
 func parseMember(raw []byte) (r *request, reason string, ok bool) {
 	raw = trimWS(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return &request{}, ReasonNotObject, len(raw) > 0 && json.Valid(raw)
+		return &request{}, protocol.ReasonNotObject, len(raw) > 0 && json.Valid(raw)
 	}
 	f, ok := envelopeMembers(raw)
 	if !ok || f.method == nil && (f.result != nil || f.error != nil) {
@@ -249,13 +236,13 @@ func parseMember(raw []byte) (r *request, reason string, ok bool) {
 	var version string
 	switch {
 	case string(f.jsonrpc) != `"2.0"` && (json.Unmarshal(f.jsonrpc, &version) != nil || version != "2.0"):
-		return r, ReasonBadVersion, true
+		return r, protocol.ReasonBadVersion, true
 	case len(f.method) == 0 || f.method[0] != '"':
-		return r, ReasonMethodNotText, true
+		return r, protocol.ReasonMethodNotText, true
 	case f.id != nil && r.id == nil:
-		return r, ReasonBadID, true
+		return r, protocol.ReasonBadID, true
 	case r.params != nil && r.params[0] != '{' && r.params[0] != '[':
-		return r, ReasonParamsNotValue, true
+		return r, protocol.ReasonParamsNotValue, true
 	}
 	r.method = string(keyName(f.method))
 	return r, "", true

@@ -180,7 +180,7 @@ func arr(elems ...string) string { return "[" + strings.Join(elems, ",") + "]" }
 // tooLarge is the -32600 for a message of size bytes over the limit,
 // answered with id (raw JSON).
 func tooLarge(id string, limit, size int) string {
-	return rpcErr(id, -32600, "Invalid Request", `{"reason":"`+ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`,"size":`+strconv.Itoa(size)+`}`)
+	return rpcErr(id, -32600, "Invalid Request", `{"reason":"`+protocol.ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`,"size":`+strconv.Itoa(size)+`}`)
 }
 
 var (
