@@ -1,15 +1,15 @@
-// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: a request
-// goes down one path, each file doing one step, and comes back only to
-// the caller that asked for that step:
+// Package kernel is txkernel's JSON-RPC 2.0 server. A request goes down
+// one path, each file doing one step, and comes back only to the caller
+// that asked for that step:
 //
-//   - framing.go reads one frame (ndjson or Content-Length, detected from
-//     the first bytes) under the size limit, answering what it cannot read
-//     (-32700 with data {reason, offset}; an oversize message with the id
-//     oversize.go's idScan finds; the reasons in reasons.go);
-//   - stream.go classifies the message or each batch member (JSON-RPC 2.0
-//     §4-§6, member.go splitting the envelope), charges it to the
-//     in-flight budget and hands the handler the real request: its method,
-//     its id and params as the client sent them;
+//   - stream.go's Serve asks framing.go for one frame (ndjson or
+//     Content-Length, detected from the first bytes, under the size limit;
+//     what it cannot read it answers itself: -32700 with data {reason,
+//     offset}, or an over-size message's -32600 with the id idScan finds);
+//   - stream.go's dispatch classifies the message or each batch member
+//     (JSON-RPC 2.0 §4-§6; member.go splits the envelope), charges it to
+//     the in-flight budget and hands Server.handle the real request: its
+//     method, and its id and params as the client sent them;
 //   - server.go checks the session state and picks the row of the method
 //     table (table.go), inline or in a goroutine;
 //   - table.go decodes params into the row's typed struct (params.go,
