@@ -70,58 +70,30 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // Framing returns the framing in use: the one pinned, or the one detected
-// (FramingAuto until the first bytes arrive). detect sets it before the
+// (FramingAuto until the first message arrives). It is settled before the
 // first frame is dispatched, so every handler sees it settled.
 func (s *Stream) Framing() Framing { return s.framing }
+
+// settle fixes FramingAuto to f; a framing once settled never changes.
+func (s *Stream) settle(f Framing) {
+	if s.framing == FramingAuto {
+		s.framing = f
+		s.log.Debug("jsonrpc: framing detected", "framing", string(f))
+	}
+}
 
 // offset is the byte offset in the input of the next unread byte.
 func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
 
 // readFrame returns the next message or, for one it cannot hand on, the
-// answer to write instead; io.EOF at end of input.
+// answer to write instead; io.EOF at end of input. Under FramingAuto the
+// first non-blank line settles the framing (readLine).
 func (s *Stream) readFrame() (frame, answer []byte, err error) {
-	if s.framing == FramingAuto {
-		if err := s.detect(); err != nil {
-			return nil, nil, err
-		}
-		s.log.Debug("jsonrpc: framing detected", "framing", string(s.framing))
-	}
 	s.msgStart = s.offset()
 	if s.framing == FramingContentLength {
 		return s.readContentLength()
 	}
 	return s.readLine()
-}
-
-// detect settles FramingAuto from the first non-blank bytes: an LSP header
-// name (RFC 7230 §3.2, any case) means content-length, anything else
-// ndjson, as no JSON text starts with a letter C. It only peeks, past
-// leading whitespace, and peeks at a whole header name only after a C, so
-// a short JSON message followed by silence never blocks it.
-func (s *Stream) detect() error {
-	s.framing = FramingNDJSON
-	for {
-		b, err := s.br.Peek(1)
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return err
-		case isSpace(b[0]):
-			_, _ = s.br.ReadByte()
-			continue
-		case b[0] != 'c' && b[0] != 'C':
-			return nil
-		}
-		head, err := s.br.Peek(len(headerContentLength))
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-		if isHeaderStart(head) {
-			s.framing = FramingContentLength
-		}
-		return nil
-	}
 }
 
 // readLine reads the next non-blank ndjson line, without its line ending.
@@ -161,6 +133,7 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 				}
 			}
 			if errors.Is(err, io.EOF) && n == 0 {
+				s.settle(FramingNDJSON)
 				return nil, nil, io.EOF
 			}
 			if err == nil || errors.Is(err, io.EOF) { // an unterminated last line is still a message
@@ -176,6 +149,7 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			}
 		}
 		if n > s.max {
+			s.settle(FramingNDJSON)
 			if scan == nil {
 				scan = &idScan{}
 				for _, g := range frags {
@@ -189,11 +163,23 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			line = frags[0]
 		}
 		line = line[:n]
-		switch text := trimWS(line); {
-		case len(text) == 0:
+		text := trimWS(line)
+		if len(text) == 0 {
 			s.msgStart = s.offset()
 			continue
-		case isHeaderStart(text):
+		}
+		if s.framing == FramingAuto {
+			// An LSP header name (RFC 7230 §3.2, any case) means
+			// content-length, anything else ndjson, as no JSON text
+			// starts with a letter C.
+			if isHeaderStart(text) {
+				s.settle(FramingContentLength)
+				s.carry, s.carryAt = bytes.Clone(text), s.msgStart
+				return s.readContentLength()
+			}
+			s.settle(FramingNDJSON)
+		}
+		if isHeaderStart(text) {
 			// A Content-Length frame: readContentLength reads it from
 			// this line on, and one -32700 answers it whole.
 			s.carry, s.carryAt = bytes.Clone(text), s.msgStart
