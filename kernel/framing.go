@@ -87,13 +87,16 @@ func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
 
 // readFrame returns the next message or, for one it cannot hand on, the
 // answer to write instead; io.EOF at end of input. Under FramingAuto the
-// first non-blank line settles the framing (readLine).
+// first line settles the framing: a header line content-length (readLine),
+// anything else ndjson.
 func (s *Stream) readFrame() (frame, answer []byte, err error) {
 	s.msgStart = s.offset()
 	if s.framing == FramingContentLength {
 		return s.readContentLength()
 	}
-	return s.readLine()
+	frame, answer, err = s.readLine()
+	s.settle(FramingNDJSON)
+	return frame, answer, err
 }
 
 // readLine reads the next non-blank ndjson line, without its line ending.
@@ -108,9 +111,9 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 		var (
 			one   [1][]byte // most lines are one fragment: no slice to allocate
 			frags = one[:0]
-			n     int64   // bytes of the line, its ending included
+			n     int64   // bytes of the line
 			scan  *idScan // set once the line is over the limit
-			end   [2]byte // the line's last two bytes
+			last  byte    // the last byte before the fragment being read
 		)
 		for {
 			f, err := s.br.ReadSlice('\n')
@@ -126,30 +129,22 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			} else if len(f) > 0 {
 				frags = append(frags, bytes.Clone(f))
 			}
-			if len(f) > 0 {
-				end = [2]byte{end[1], f[len(f)-1]}
-				if len(f) > 1 {
-					end[0] = f[len(f)-2]
+			if err == nil { // the "\n" does not count, nor a "\r" before it
+				if n--; len(f) > 1 && f[len(f)-2] == '\r' || len(f) == 1 && last == '\r' {
+					n--
 				}
-			}
-			if errors.Is(err, io.EOF) && n == 0 {
-				s.settle(FramingNDJSON)
-				return nil, nil, io.EOF
-			}
-			if err == nil || errors.Is(err, io.EOF) { // an unterminated last line is still a message
 				break
 			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) && n == 0 {
+				return nil, nil, io.EOF
+			} else if errors.Is(err, io.EOF) { // an unterminated last line is still a message
+				break
+			} else if !errors.Is(err, bufio.ErrBufferFull) {
 				return nil, nil, err
 			}
-		}
-		if end[1] == '\n' { // the message's size is without its line ending
-			if n--; end[0] == '\r' {
-				n--
-			}
+			last = f[len(f)-1]
 		}
 		if n > s.max {
-			s.settle(FramingNDJSON)
 			if scan == nil {
 				scan = &idScan{}
 				for _, g := range frags {
@@ -168,30 +163,25 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			s.msgStart = s.offset()
 			continue
 		}
+		if !isHeaderStart(text) {
+			return line, nil, nil
+		}
+		// A Content-Length frame: readContentLength reads it from this
+		// line on. First in the session, it settles the framing (an LSP
+		// header name, any case, RFC 7230 §3.2: no JSON text starts with a
+		// letter C); on an ndjson stream one -32700 answers it whole.
+		s.carry, s.carryAt = bytes.Clone(text), s.msgStart
 		if s.framing == FramingAuto {
-			// An LSP header name (RFC 7230 §3.2, any case) means
-			// content-length, anything else ndjson, as no JSON text
-			// starts with a letter C.
-			if isHeaderStart(text) {
-				s.settle(FramingContentLength)
-				s.carry, s.carryAt = bytes.Clone(text), s.msgStart
-				return s.readContentLength()
-			}
-			s.settle(FramingNDJSON)
+			s.settle(FramingContentLength)
+			return s.readContentLength()
 		}
-		if isHeaderStart(text) {
-			// A Content-Length frame: readContentLength reads it from
-			// this line on, and one -32700 answers it whole.
-			s.carry, s.carryAt = bytes.Clone(text), s.msgStart
-			_, _, err := s.readContentLength()
-			s.resync, s.carry = false, nil // ndjson does not resynchronise on headers
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, nil, err
-			}
-			s.log.Warn("jsonrpc: content-length frame on an ndjson stream")
-			return nil, s.parseError(protocol.ReasonContentLengthOnNDJSON), nil
+		_, _, err := s.readContentLength()
+		s.resync, s.carry = false, nil // ndjson does not resynchronise on headers
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
 		}
-		return line, nil, nil
+		s.log.Warn("jsonrpc: content-length frame on an ndjson stream")
+		return nil, s.parseError(protocol.ReasonContentLengthOnNDJSON), nil
 	}
 }
 
