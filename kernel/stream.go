@@ -68,7 +68,7 @@ type batch struct {
 // requests and over-size messages (-32600). Reply, Notify and Close may
 // run from any goroutine; Serve runs once.
 type Stream struct {
-	framing Framing // FramingAuto until detect has read the first bytes
+	framing Framing // FramingAuto until the first line settles it (framing.go)
 	max     int64   // Config.MaxMessageBytes
 	budget  int64   // Config.MaxInflightBytes
 	log     *slog.Logger
