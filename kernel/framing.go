@@ -153,9 +153,9 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			}
 			return nil, s.tooLarge(n, scan.ID()), nil
 		}
-		line := bytes.Join(frags, nil)
-		if len(frags) == 1 {
-			line = frags[0]
+		line := frags[0]
+		if len(frags) > 1 {
+			line = bytes.Join(frags, nil)
 		}
 		line = line[:n]
 		text := trimWS(line)

@@ -61,6 +61,7 @@ type batch struct {
 	single  bool
 	slots   [][]byte
 	pending int
+	one     [1][]byte // a single message's slot: no slice to allocate
 }
 
 // Stream is one JSON-RPC 2.0 connection over a byte stream. It answers
@@ -162,19 +163,25 @@ func (s *Stream) awaitBudget() bool {
 func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.Context, *request)) error {
 	data = trimWS(data)
 	single := len(data) == 0 || data[0] != '['
-	elems := []json.RawMessage{data}
+	var oneElem [1]json.RawMessage // a single message: no slice to allocate
+	elems, arr := append(oneElem[:0], data), []json.RawMessage(nil)
 	// JSON text is UTF-8 (RFC 8259 §8.1): encoding/json would decode a bad
 	// sequence as U+FFFD, but params reach handlers as sent, and raw JSON
 	// kept as such (a document's content) would keep it.
-	if !utf8.Valid(data) || !single && json.Unmarshal(data, &elems) != nil {
+	if !utf8.Valid(data) || !single && json.Unmarshal(data, &arr) != nil {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 		return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
+	}
+	if !single {
+		elems = arr
 	}
 	if len(elems) == 0 { // JSON-RPC 2.0 §6: one answer, not an array
 		return s.writeFrame(errorMessage(nil, invalidRequest(protocol.ReasonEmptyBatch)))
 	}
 	b := &batch{single: single}
-	reqs := make([]*request, 0, len(elems))
+	b.slots = b.one[:0]
+	var oneReq [1]*request
+	reqs := oneReq[:0]
 	var charge int64
 	for _, e := range elems {
 		r, reason, ok := parseMember(e)
