@@ -98,19 +98,10 @@ type Stream struct {
 // and reasons, never message bodies; nil discards them). Each message is
 // flushed, so w may be an unbuffered pipe.
 func NewStream(r io.Reader, w io.Writer, cfg Config) *Stream {
-	s := &Stream{framing: cmp.Or(cfg.Framing, FramingAuto), max: cfg.MaxMessageBytes, budget: cfg.MaxInflightBytes,
-		log: cfg.Logger, cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
-	s.br = bufio.NewReaderSize(s.cr, 64<<10)
-	if s.max <= 0 {
-		s.max = DefaultMaxMessageBytes
-	}
-	if s.budget <= 0 {
-		s.budget = DefaultMaxInflightBytes
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	s.cond = sync.NewCond(&s.mu)
+	s := &Stream{framing: cmp.Or(cfg.Framing, FramingAuto), max: cmp.Or(max(cfg.MaxMessageBytes, 0), DefaultMaxMessageBytes),
+		budget: cmp.Or(max(cfg.MaxInflightBytes, 0), DefaultMaxInflightBytes), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
+	s.br, s.cond = bufio.NewReaderSize(s.cr, 64<<10), sync.NewCond(&s.mu)
 	return s
 }
 
