@@ -47,8 +47,8 @@ func envelopeMembers(raw []byte) (e envelope, ok bool) {
 
 // eachMember calls fn with the quoted key (with its quotes) and the raw
 // value of each member of obj, in order, without decoding. It returns
-// false when obj is not an object or ends early; it does not check the
-// rest of obj is valid JSON (its callers know, or check it first).
+// false when obj is not an object. It does not check that obj is valid
+// JSON: its callers know, or check it first.
 func eachMember(obj []byte, fn func(key, val []byte)) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -62,11 +62,9 @@ func eachMember(obj []byte, fn func(key, val []byte)) bool {
 		}
 		i = skipSpace(obj, i+1)
 		valEnd := skipValue(obj, i)
-		if valEnd < 0 {
-			return false
-		}
-		fn(key, obj[i:valEnd:valEnd])
-		if i = skipSpace(obj, valEnd); i < len(obj) && obj[i] == ',' {
+		val := trimWS(obj[i:valEnd])
+		fn(key, val[:len(val):len(val)])
+		if i = valEnd; i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
 	}
@@ -116,35 +114,21 @@ func skipString(b []byte, i int) int {
 	}
 }
 
-// skipValue returns the index just past the value starting at b[i], or -1
-// when b ends first.
+// skipValue returns the index just past the value starting at b[i] (and
+// any blanks after it) in a valid JSON text: the next ',', '}' or ']'
+// outside a string and at its depth.
 func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		if end := skipString(b, i); end > i+1 && b[end-1] == '"' {
-			return end
+	for depth := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			i = skipString(b, i) - 1
+		case c == '{' || c == '[':
+			depth++
+		case (c == '}' || c == ']' || c == ',') && depth == 0:
+			return i
+		case c == '}' || c == ']':
+			depth--
 		}
-		return -1
-	case '{', '[':
-		for depth := 0; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && !isSpace(b[i]) { // a number or literal
-		i++
 	}
 	return i
 }
