@@ -154,16 +154,17 @@ func (s *Stream) awaitBudget() bool {
 func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.Context, *request)) error {
 	data = trimWS(data)
 	single := len(data) == 0 || data[0] != '['
-	var oneElem [1]json.RawMessage // a single message: no slice to allocate
-	elems, arr := append(oneElem[:0], data), []json.RawMessage(nil)
 	// JSON text is UTF-8 (RFC 8259 §8.1): encoding/json would decode a bad
 	// sequence as U+FFFD, but params reach handlers as sent, and raw JSON
 	// kept as such (a document's content) would keep it.
-	if !utf8.Valid(data) || !single && json.Unmarshal(data, &arr) != nil {
+	if !utf8.Valid(data) || !json.Valid(data) {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 		return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
 	}
+	var oneElem [1]json.RawMessage // a single message: no slice to allocate
+	elems, arr := append(oneElem[:0], data), []json.RawMessage(nil)
 	if !single {
+		_ = json.Unmarshal(data, &arr) // valid JSON: it cannot fail
 		elems = arr
 	}
 	if len(elems) == 0 { // JSON-RPC 2.0 §6: one answer, not an array
@@ -175,11 +176,8 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	reqs := oneReq[:0]
 	var charge int64
 	for _, e := range elems {
-		r, reason, ok := parseMember(e)
+		r, reason := parseMember(e)
 		switch {
-		case !ok: // only a single frame can be invalid JSON: an array's members decoded
-			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-			return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
 		case reason != "":
 			s.log.Warn("jsonrpc: invalid request", "reason", reason)
 			b.slots = append(b.slots, errorMessage(r.id, invalidRequest(reason)))
@@ -211,18 +209,17 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	return nil
 }
 
-// parseMember validates a message object (JSON-RPC 2.0 §4): a request or
-// notification (reason ""), a client's response to drop (r nil), or an
-// invalid one (reason set, r carrying its id when that is valid). ok is
-// false when raw is not JSON at all.
-func parseMember(raw []byte) (r *request, reason string, ok bool) {
-	raw = trimWS(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return &request{}, protocol.ReasonNotObject, len(raw) > 0 && json.Valid(raw)
+// parseMember classifies raw, a valid JSON value (JSON-RPC 2.0 §4): a
+// request or notification (reason ""), a client's response to drop (r
+// nil), or an invalid message (reason set, r carrying its id when that is
+// valid).
+func parseMember(raw []byte) (r *request, reason string) {
+	if raw = trimWS(raw); raw[0] != '{' {
+		return &request{}, protocol.ReasonNotObject
 	}
-	f, ok := envelopeMembers(raw)
-	if !ok || f.method == nil && (f.result != nil || f.error != nil) {
-		return nil, "", ok
+	f := envelopeMembers(raw)
+	if f.method == nil && (f.result != nil || f.error != nil) {
+		return nil, ""
 	}
 	r = &request{}
 	if validID(f.id) {
@@ -234,16 +231,16 @@ func parseMember(raw []byte) (r *request, reason string, ok bool) {
 	var version string
 	switch {
 	case string(f.jsonrpc) != `"2.0"` && (json.Unmarshal(f.jsonrpc, &version) != nil || version != "2.0"):
-		return r, protocol.ReasonBadVersion, true
+		return r, protocol.ReasonBadVersion
 	case len(f.method) == 0 || f.method[0] != '"':
-		return r, protocol.ReasonMethodNotText, true
+		return r, protocol.ReasonMethodNotText
 	case f.id != nil && r.id == nil:
-		return r, protocol.ReasonBadID, true
+		return r, protocol.ReasonBadID
 	case r.params != nil && r.params[0] != '{' && r.params[0] != '[':
-		return r, protocol.ReasonParamsNotValue, true
+		return r, protocol.ReasonParamsNotValue
 	}
 	r.method = string(keyName(f.method))
-	return r, "", true
+	return r, ""
 }
 
 // validID reports whether raw, a valid JSON value, is a JSON-RPC id: a
