@@ -37,14 +37,14 @@ func TestStreamInflightBudget(t *testing.T) {
 			}
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
-			st := NewStream(inR, outW, closerFunc(func() error { inR.Close(); return outW.Close() }),
-				StreamOptions{Framing: FramingNDJSON, MaxInflightBytes: c.budget})
+			st := NewStream(inR, outW, Config{Framing: FramingNDJSON, MaxInflightBytes: c.budget})
 			var (
 				mu      sync.Mutex
 				maxHeld int64
 			)
+			var wg sync.WaitGroup
 			h := func(ctx context.Context, r *request) {
-				go func() {
+				wg.Go(func() {
 					st.mu.Lock()
 					held := st.held
 					st.mu.Unlock()
@@ -53,12 +53,12 @@ func TestStreamInflightBudget(t *testing.T) {
 					mu.Unlock()
 					time.Sleep(2 * time.Millisecond)
 					st.Reply(r, r.params, nil)
-				}()
+				})
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			go func() { st.Serve(ctx, h); st.Close() }()
-			defer st.Close()
+			go func() { st.Serve(ctx, h); wg.Wait(); st.Close(); outW.Close() }()
+			defer inR.Close()
 			go func() { inW.Write([]byte(in.String())); inW.Close() }()
 			out, err := io.ReadAll(outR)
 			if err != nil {

@@ -1,14 +1,17 @@
 package kernel
 
-// This file is the framing: how bytes on stdin become messages. It reads
-// ndjson lines and LSP Content-Length frames with a size limit, detects
-// which one a host speaks from its first bytes, skips a frame in the other
-// framing whole, and reports -32700 with data.reason and data.offset.
+// This file is the first step of a request's path: bytes on stdin become
+// frames (PROTOCOL.md §2.2, §2.6). Stream.Serve calls readFrame once per
+// message; it reads an ndjson line or an LSP Content-Length frame under
+// the size limit, in the framing detected from the first bytes, and
+// returns for what it cannot hand on the answer to write instead: a
+// -32700 with data {reason, offset}, or the -32600 of an over-size
+// message with the id idScan (member.go) found in it.
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +22,8 @@ import (
 )
 
 // Framing selects how JSON-RPC messages are delimited on the byte stream.
-// By default (FramingAuto) the stream recognises it from the first bytes
-// of the session; the --framing flag pins one. It never changes during a
-// session: a message in the other framing is answered with -32700 and
-// skipped whole (the reasons are in reasons.go).
+// It never changes during a session: a message in the other framing is
+// answered with -32700 and skipped whole.
 type Framing string
 
 const (
@@ -35,8 +36,8 @@ const (
 	// compact JSON followed by "\n".
 	FramingNDJSON Framing = "ndjson"
 	// FramingContentLength frames messages as in the LSP base protocol:
-	// "Content-Length: N\r\n", an optional "Content-Type" header, "\r\n",
-	// then exactly N bytes of JSON. Output carries only Content-Length.
+	// "Content-Length: N\r\n", optional other headers, "\r\n", then
+	// exactly N bytes of JSON. Output carries only Content-Length.
 	FramingContentLength Framing = "content-length"
 )
 
@@ -51,8 +52,12 @@ func ParseFraming(s string) (Framing, error) {
 	return "", fmt.Errorf("kernel: unknown framing %q (want %q, %q or %q)", s, FramingAuto, FramingNDJSON, FramingContentLength)
 }
 
-// countingReader counts the bytes read through it, so parse errors can
-// give the byte offset of the message at fault.
+// headerLineMax bounds how much of one header line is kept: its tail, so
+// that a "Content-Length:" glued to the end of junk still resynchronises.
+const headerLineMax = 4096
+
+// countingReader counts the bytes read through it, for the offsets of
+// parse errors.
 type countingReader struct {
 	r io.Reader
 	n int64
@@ -64,369 +69,238 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// headerLineMax bounds how much of one Content-Length header line is kept.
-// Longer lines are garbage anyway; only their tail is kept so that a
-// "Content-Length:" glued to the end of junk can still resynchronise.
-const headerLineMax = 4096
-
 // Framing returns the framing in use: the one pinned, or the one detected
-// from the first bytes (FramingAuto until they arrive).
-func (s *Stream) Framing() Framing { return s.used.Load().(Framing) }
+// (FramingAuto until the first message arrives). It is settled before the
+// first frame is dispatched, so every handler sees it settled.
+func (s *Stream) Framing() Framing { return s.framing }
+
+// settle fixes FramingAuto to f; a framing once settled never changes.
+func (s *Stream) settle(f Framing) {
+	if s.framing == FramingAuto {
+		s.framing = f
+		s.log.Debug("jsonrpc: framing detected", "framing", string(f))
+	}
+}
 
 // offset is the byte offset in the input of the next unread byte.
 func (s *Stream) offset() int64 { return s.cr.n - int64(s.br.Buffered()) }
 
-// detect settles FramingAuto from the first non-blank bytes of the input:
-// an LSP header line ("Content-Length:" or "Content-Type:", any case, RFC
-// 7230 §3.2) means content-length, anything else ndjson, as no JSON text
-// starts with a letter C. It reads nothing it does not hand on: it only
-// peeks, and skips leading whitespace.
-func (s *Stream) detect() error {
-	for {
-		b, err := s.br.Peek(1)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				s.setFraming(FramingNDJSON)
-				return nil
-			}
-			return err
-		}
-		if c := b[0]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
-			_, _ = s.br.ReadByte()
-			continue
-		}
-		if b[0] != 'c' && b[0] != 'C' {
-			s.setFraming(FramingNDJSON)
-			return nil
-		}
-		head, err := s.br.Peek(len(headerContentLength))
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-		if isHeaderStart(head) {
-			s.setFraming(FramingContentLength)
-		} else {
-			s.setFraming(FramingNDJSON)
-		}
-		return nil
+// readFrame returns the next message or, for one it cannot hand on, the
+// answer to write instead; io.EOF at end of input. Under FramingAuto the
+// first line settles the framing: a header line content-length (readLine),
+// anything else ndjson.
+func (s *Stream) readFrame() (frame, answer []byte, err error) {
+	s.msgStart = s.offset()
+	if s.framing == FramingContentLength {
+		return s.readContentLength()
 	}
+	frame, answer, err = s.readLine()
+	s.settle(FramingNDJSON)
+	return frame, answer, err
 }
 
-func (s *Stream) setFraming(f Framing) {
-	s.framing = f
-	s.used.Store(f)
-	s.log.Debug("jsonrpc: framing detected", "framing", string(f))
-}
-
-// readLine returns the next non-blank NDJSON line without its line ending.
-// Bytes beyond the limit are skipped, not buffered, so memory stays bounded
-// by MaxMessageBytes plus the read buffer whatever the line length.
-//
-// A long line is kept as a list of fragments (each at most the read
-// buffer's size, copied once and never moved) and joined only when it is
-// complete and within the limit. Growing one slice with append instead
-// copies the line at every growth and leaves each old array as garbage:
-// a 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
-// against about 40 MiB this way (e2e/framing TestOversizeLineBoundedMemory).
-func (s *Stream) readLine() ([]byte, *wireError, error) {
+// readLine reads the next non-blank ndjson line, without its line ending.
+// Bytes beyond the limit stream through idScan and are not kept, so memory
+// stays bounded by the limit whatever the line's length. A line is kept as
+// fragments of at most the read buffer's size, copied once and joined when
+// complete: growing one slice instead copies it at every growth, and a
+// 64 MiB line against the 32 MiB limit then peaked at about 100 MiB RSS,
+// against about 40 MiB (e2e/framing TestOversizeLineBoundedMemory).
+func (s *Stream) readLine() (frame, answer []byte, err error) {
 	for {
 		var (
-			one      [1][]byte // most lines are one fragment: no slice to allocate
-			frags    = one[:0]
-			n        int64
-			oversize bool
-			scan     *idScan // the oversize line's id, found as it streams past
-			tail     [2]byte // the line's last two bytes: is the line ending "\r\n"?
+			one   [1][]byte // most lines are one fragment: no slice to allocate
+			frags = one[:0]
+			n     int64   // bytes of the line
+			scan  *idScan // set once the line is over the limit
+			last  byte    // the last byte before the fragment being read
 		)
-	frag:
 		for {
 			f, err := s.br.ReadSlice('\n')
-			n += int64(len(f))
-			switch {
-			case oversize:
-				scan.Write(f)
-			// +2 leaves room for the "\r\n" that does not count.
-			case n-2 > s.max:
-				oversize, scan = true, &idScan{}
+			if n += int64(len(f)); scan == nil && n-2 > s.max { // -2: room for "\r\n", which does not count
+				scan = &idScan{}
 				for _, g := range frags {
 					scan.Write(g)
 				}
-				scan.Write(f)
 				frags = nil
-			case len(f) > 0:
+			}
+			if scan != nil {
+				scan.Write(f)
+			} else if len(f) > 0 {
 				frags = append(frags, bytes.Clone(f))
 			}
-			if len(f) >= 2 {
-				tail = [2]byte{f[len(f)-2], f[len(f)-1]}
-			} else if len(f) == 1 {
-				tail = [2]byte{tail[1], f[0]}
-			}
-			switch {
-			case err == nil:
-				break frag
-			case errors.Is(err, bufio.ErrBufferFull):
-			case errors.Is(err, io.EOF):
-				if n == 0 {
-					return nil, nil, io.EOF
-				}
-				// An unterminated last line is still a message; the next
-				// call sees io.EOF again.
-				break frag
-			default:
-				return nil, nil, err
-			}
-		}
-		if oversize {
-			// The size reported is the message's, without its line ending.
-			if tail[1] == '\n' {
-				n--
-				if tail[0] == '\r' {
+			if err == nil { // the "\n" does not count, nor a "\r" before it
+				if n--; len(f) > 1 && f[len(f)-2] == '\r' || len(f) == 1 && last == '\r' {
 					n--
 				}
+				break
 			}
-			return nil, s.oversize(n, scan.ID()), nil
+			if errors.Is(err, io.EOF) && n == 0 {
+				return nil, nil, io.EOF
+			} else if errors.Is(err, io.EOF) { // an unterminated last line is still a message
+				break
+			} else if !errors.Is(err, bufio.ErrBufferFull) {
+				return nil, nil, err
+			}
+			last = f[len(f)-1]
 		}
-		buf := joinFragments(frags)
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		if int64(len(buf)) > s.max {
-			var scan idScan
-			scan.Write(buf)
-			return nil, s.oversize(int64(len(buf)), scan.ID()), nil
+		if n > s.max {
+			if scan == nil {
+				scan = &idScan{}
+				for _, g := range frags {
+					scan.Write(g)
+				}
+			}
+			return nil, s.tooLarge(n, scan.ID()), nil
 		}
-		if len(trimWS(buf)) == 0 {
+		line := frags[0]
+		if len(frags) > 1 {
+			line = bytes.Join(frags, nil)
+		}
+		line = line[:n]
+		text := trimWS(line)
+		if len(text) == 0 {
 			s.msgStart = s.offset()
 			continue
 		}
-		if isHeaderStart(trimWS(buf)) {
-			we, err := s.skipContentLengthFrame(trimWS(buf))
-			return nil, we, err
+		if !isHeaderStart(text) {
+			return line, nil, nil
 		}
-		return buf, nil, nil
-	}
-}
-
-// skipContentLengthFrame skips, on an ndjson stream, the rest of an LSP
-// frame whose first header line is first: the header block up to its
-// blank line and then exactly Content-Length body bytes (which need not end
-// in a newline; a body over the limit is discarded unbuffered). One -32700
-// answers the whole frame and the next message is read in step. A frame
-// whose length is unknown is skipped up to the end of its header block.
-func (s *Stream) skipContentLengthFrame(first []byte) (*wireError, error) {
-	length := int64(-1)
-	line := first
-	for {
-		text := bytes.TrimSpace(line)
-		if len(text) == 0 {
-			break
+		// A Content-Length frame: readContentLength reads it from this
+		// line on. First in the session, it settles the framing (an LSP
+		// header name, any case, RFC 7230 §3.2: no JSON text starts with a
+		// letter C); on an ndjson stream one -32700 answers it whole.
+		s.carry, s.carryAt = bytes.Clone(text), s.msgStart
+		if s.framing == FramingAuto {
+			s.settle(FramingContentLength)
+			return s.readContentLength()
 		}
-		if name, value, ok := cutHeader(text); ok && strings.EqualFold(name, "Content-Length") {
-			if n, err := strconv.ParseInt(value, 10, 64); err == nil && n >= 0 {
-				length = n
-			}
-		}
-		next, err := s.br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// Not a header line; treat it as the end of the block.
-			break
-		}
+		_, _, err := s.readContentLength()
+		s.resync, s.carry = false, nil // ndjson does not resynchronise on headers
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
+			return nil, nil, err
 		}
-		if err != nil && len(next) == 0 {
-			break
-		}
-		line = next
-	}
-	if length >= 0 {
-		if _, err := io.CopyN(io.Discard, s.br, length); err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-	}
-	s.log.Warn("jsonrpc: content-length frame on an ndjson stream", "bodyBytes", length)
-	return s.parseError(ReasonContentLengthOnNDJSON), nil
-}
-
-// joinFragments returns frags as one slice, without a copy when there is
-// a single fragment.
-func joinFragments(frags [][]byte) []byte {
-	if len(frags) == 1 {
-		return frags[0]
-	}
-	return bytes.Join(frags, nil)
-}
-
-// oversize is the -32600 for a message of n bytes over the limit, answered
-// with id (the one idScan found in it; nil: null).
-func (s *Stream) oversize(n int64, id json.RawMessage) *wireError {
-	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max, "idFound", id != nil)
-	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", id: id,
-		data: tooLargeData{Reason: ReasonTooLarge, Limit: s.max, Size: n}}
-}
-
-// tooLargeData is the data of the -32600 for a message over the limit:
-// the limit and the message's size, in bytes (PROTOCOL.md §2).
-type tooLargeData struct {
-	Reason string `json:"reason"`
-	Limit  int64  `json:"limit"`
-	Size   int64  `json:"size"`
-}
-
-// ParseErrorData is the data of every -32700: why, and the byte offset in
-// the input (counted from the first byte of the session) at which the
-// message at fault starts.
-type ParseErrorData struct {
-	Reason string `json:"reason"`
-	Offset int64  `json:"offset"`
-}
-
-// parseError is the -32700 for the message being read.
-func (s *Stream) parseError(reason string) *wireError {
-	return &wireError{code: protocol.CodeParseError, message: "Parse error", data: ParseErrorData{Reason: reason, Offset: s.msgStart}}
-}
-
-// readHeaderLine returns one header line including its line ending, keeping
-// at most headerLineMax trailing bytes (long reports that some were dropped).
-// A line carried over from the previous call is returned first, and the
-// message being read then starts where it does.
-func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
-	if s.carry != nil {
-		line, s.carry = s.carry, nil
-		s.msgStart = s.carryAt
-		return line, false, nil
-	}
-	for {
-		f, err := s.br.ReadSlice('\n')
-		line = append(line, f...)
-		if len(line) > headerLineMax {
-			copy(line, line[len(line)-headerLineMax:])
-			line = line[:headerLineMax]
-			long = true
-		}
-		switch {
-		case err == nil:
-			return line, long, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-		default:
-			return line, long, err
-		}
+		s.log.Warn("jsonrpc: content-length frame on an ndjson stream")
+		return nil, s.parseError(protocol.ReasonContentLengthOnNDJSON), nil
 	}
 }
 
-// readContentLength reads one LSP base-protocol frame. After a garbled
-// header whose length is unknown it skips input up to the next
-// "Content-Length:" (which may follow junk on the same line, as when a body
-// overran its declared length), so one bad frame costs one -32700, not one
-// per line of its body.
-func (s *Stream) readContentLength() ([]byte, *wireError, error) {
+// readContentLength reads one LSP base-protocol frame. After a header
+// block whose length is unknown it skips input up to the next
+// "Content-Length:" (which may follow junk on the same line, as when a
+// body overran its declared length), so one bad frame costs one -32700,
+// not one per line of its body.
+func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 	var (
 		length  int64 = -1
 		inBlock bool
 		reason  string
 	)
+header:
 	for {
 		line, long, err := s.readHeaderLine()
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, err
 		}
 		atEOF := err != nil
-		if atEOF && len(line) == 0 {
-			if inBlock {
-				return nil, s.parseError(ReasonEOFInHeader), nil
-			}
-			return nil, nil, io.EOF
-		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		i := indexContentLength(text)
-		// at is the input offset of text[i:]; line ends at s.offset().
-		at := s.offset() - int64(len(line)) + int64(i)
-		switch {
-		case s.resync:
-			if i < 0 {
-				if atEOF {
-					return nil, nil, io.EOF
-				}
-				continue
-			}
-			// Skipped silently: the next message starts at the header.
-			s.resync = false
-			text, long = text[i:], false
-			s.msgStart = at
-		case i < 0 && !inBlock && len(trimWS(text)) > 0 && (trimWS(text)[0] == '{' || trimWS(text)[0] == '['):
-			// A bare JSON line where a header belongs: an ndjson message.
-			// The line is consumed; the next frame is read in step.
-			return nil, s.parseError(ReasonNDJSONOnContentLength), nil
-		case i > 0:
-			// Junk before a header: report it, then read the header from
-			// the same line as if it had started there.
-			s.carry = append([]byte(nil), text[i:]...)
-			s.carryAt = at
-			return nil, s.parseError(ReasonBytesBeforeHeader), nil
+		t, i := trimWS(text), indexContentLength(text)
+		if at := s.offset() - int64(len(line)) + int64(i); s.resync && i >= 0 {
+			// Skipped silently up to here: the next message starts at the header.
+			s.resync, text, long, s.msgStart, i = false, text[i:], false, at, 0
+		} else if i > 0 { // junk before a header: reported, then the header is read from where it starts
+			s.carry, s.carryAt = bytes.Clone(text[i:]), at
+			return nil, s.parseError(protocol.ReasonBytesBeforeHeader), nil
 		}
-		if len(text) == 0 {
-			if !inBlock {
-				// Stray line endings between frames are harmless.
-				if atEOF {
-					return nil, nil, io.EOF
-				}
-				s.msgStart = s.offset()
-				continue
-			}
-			break
+		switch {
+		case atEOF && len(line) == 0 && inBlock:
+			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
+		case atEOF && len(line) == 0, s.resync && atEOF, len(text) == 0 && atEOF && !inBlock:
+			return nil, nil, io.EOF
+		case s.resync:
+			continue
+		case i < 0 && !inBlock && len(t) > 0 && (t[0] == '{' || t[0] == '['): // an ndjson message; the line is skipped
+			return nil, s.parseError(protocol.ReasonNDJSONOnContentLength), nil
+		case len(text) == 0 && inBlock:
+			break header
+		case len(text) == 0: // stray line endings between frames are harmless
+			s.msgStart = s.offset()
+			continue
 		}
 		inBlock = true
+		// Content-Type and unknown headers are ignored: LSP defines only
+		// the charset utf-8, and refusing others would gain nothing.
 		name, value, ok := cutHeader(text)
 		switch {
 		case !ok || long:
-			reason = ReasonMalformedHeader
+			reason = protocol.ReasonMalformedHeader
 		case strings.EqualFold(name, "Content-Length"):
 			n, perr := strconv.ParseInt(value, 10, 64)
 			if perr != nil || n < 0 || (length >= 0 && n != length) {
-				reason = ReasonInvalidContentLength
+				reason = protocol.ReasonInvalidContentLength
 			} else {
 				length = n
 			}
 		}
-		// Content-Type and unknown headers are ignored: LSP defines only
-		// the charset utf-8, and refusing others would gain nothing.
 		if atEOF {
-			return nil, s.parseError(ReasonEOFInHeader), nil
+			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
 		}
 	}
 	if length < 0 {
-		if reason == "" {
-			reason = ReasonMissingContentLength
-		}
 		s.resync = true
-		return nil, s.parseError(reason), nil
+		return nil, s.parseError(cmp.Or(reason, protocol.ReasonMissingContentLength)), nil
 	}
 	if reason != "" || length > s.max {
-		// The length is known, so skipping the body resynchronises exactly.
-		// An oversize body streams through idScan on its way to nowhere,
-		// so that its answer carries its id.
-		var (
-			scan idScan
-			sink io.Writer = io.Discard
-		)
-		if reason == "" {
-			sink = &scan
-		}
-		if _, err := io.CopyN(sink, s.br, length); err != nil && !errors.Is(err, io.EOF) {
+		// The length is known, so skipping the body resynchronises
+		// exactly; an over-size body streams through idScan, so that its
+		// answer carries its id.
+		var scan idScan
+		if _, err := io.CopyN(&scan, s.br, length); err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, err
 		}
 		if reason != "" {
 			return nil, s.parseError(reason), nil
 		}
-		return nil, s.oversize(length, scan.ID()), nil
+		return nil, s.tooLarge(length, scan.ID()), nil
 	}
 	body := make([]byte, length)
-	if _, err := io.ReadFull(s.br, body); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, s.parseError(ReasonEOFInBody), nil
-		}
+	if _, err := io.ReadFull(s.br, body); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, s.parseError(protocol.ReasonEOFInBody), nil
+	} else if err != nil {
 		return nil, nil, err
 	}
 	return body, nil, nil
+}
+
+// readHeaderLine returns one header line with its line ending, or the
+// line carried over from the last call (the message then starts where it
+// does); of a longer line it keeps the last headerLineMax bytes (long).
+func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
+	if s.carry != nil {
+		line, s.carry, s.msgStart = s.carry, nil, s.carryAt
+		return line, false, nil
+	}
+	for {
+		f, err := s.br.ReadSlice('\n')
+		if line = append(line, f...); len(line) > headerLineMax {
+			line, long = append(line[:0], line[len(line)-headerLineMax:]...), true
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, long, err
+		}
+	}
+}
+
+// tooLarge is the -32600 for a message of n bytes over the limit, answered
+// with id (the one idScan found in it; nil: null).
+func (s *Stream) tooLarge(n int64, id []byte) []byte {
+	s.log.Warn("jsonrpc: message exceeds limit", "bytes", n, "limit", s.max, "idFound", id != nil)
+	return errorMessage(id, protocol.NewError(protocol.CodeInvalidRequest, protocol.TooLargeData{Reason: protocol.ReasonTooLarge, Limit: s.max, Size: n}, "Invalid Request"))
+}
+
+// parseError is the -32700 for the message being read.
+func (s *Stream) parseError(reason string) []byte {
+	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, protocol.ParseErrorData{Reason: reason, Offset: s.msgStart}, "Parse error"))
 }
 
 // LSP header names that start a frame, lower case.
@@ -435,24 +309,21 @@ const (
 	headerContentType   = "content-type:"
 )
 
-// isHeaderStart reports whether b starts with an LSP header name that
-// begins a frame: "Content-Length:" or "Content-Type:", in any case. b may
-// be cut short (a peek at end of input); then it must be the whole name.
+// isHeaderStart reports whether b starts with "Content-Length:" or
+// "Content-Type:", in any case.
 func isHeaderStart(b []byte) bool {
-	for _, h := range []string{headerContentLength, headerContentType} {
-		if len(b) >= len(h) && strings.EqualFold(string(b[:len(h)]), h) {
-			return true
-		}
-	}
-	return false
+	return hasPrefixFold(b, headerContentLength) || hasPrefixFold(b, headerContentType)
 }
 
-// indexContentLength finds "content-length:" in b, case-insensitively
-// (header names are, RFC 7230 §3.2), or returns -1. No letter of the
-// name has a non-ASCII case fold, so the fold matches ASCII only.
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
+}
+
+// indexContentLength finds "content-length:" in b, in any case (header
+// names are, RFC 7230 §3.2), or returns -1.
 func indexContentLength(b []byte) int {
-	for i := 0; i+len(headerContentLength) <= len(b); i++ {
-		if bytes.EqualFold(b[i:i+len(headerContentLength)], []byte(headerContentLength)) {
+	for i := range b {
+		if hasPrefixFold(b[i:], headerContentLength) {
 			return i
 		}
 	}
@@ -462,16 +333,14 @@ func indexContentLength(b []byte) int {
 // cutHeader splits "Name: value"; the name must be a non-empty token.
 func cutHeader(b []byte) (name, value string, ok bool) {
 	i := bytes.IndexByte(b, ':')
-	if i <= 0 {
+	if i <= 0 || bytes.ContainsFunc(b[:i], func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
 		return "", "", false
-	}
-	for _, c := range b[:i] {
-		if c <= ' ' || c >= 0x7f {
-			return "", "", false
-		}
 	}
 	return string(b[:i]), strings.TrimSpace(string(b[i+1:])), true
 }
 
-// trimWS trims JSON whitespace (RFC 8259 §2), not Unicode spaces.
+// isSpace reports whether c is JSON whitespace (RFC 8259 §2).
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// trimWS trims JSON whitespace, not Unicode spaces.
 func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }

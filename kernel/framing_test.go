@@ -3,6 +3,8 @@ package kernel
 import (
 	"strconv"
 	"testing"
+
+	"github.com/txkernel/txkernel/protocol"
 )
 
 func parseErrAt(reason string, offset int) string {
@@ -21,35 +23,35 @@ func TestStreamMixedFraming(t *testing.T) {
 	frame := "Content-Length: " + strconv.Itoa(len(q2)) + "\r\n\r\n" + q2
 	runCases(t, FramingNDJSON, []streamCase{
 		{name: "content-length frame on ndjson", input: line1 + frame + lines(q2),
-			want: []string{r1, parseErrAt(ReasonContentLengthOnNDJSON, len(line1)), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonContentLengthOnNDJSON, len(line1)), r2}},
 		{name: "content-length frame with Content-Type", input: line1 + "content-length: " + strconv.Itoa(len(q2)) + "\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + q2 + lines(q2),
-			want: []string{r1, parseErrAt(ReasonContentLengthOnNDJSON, len(line1)), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonContentLengthOnNDJSON, len(line1)), r2}},
 		{name: "invalid JSON offset", input: line1 + "nope\n" + lines(q2),
-			want: []string{r1, parseErrAt(ReasonInvalidJSON, len(line1)), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonInvalidJSON, len(line1)), r2}},
 		{name: "offset counts blank lines before the message", input: line1 + "\r\n\n" + "nope\n" + lines(q2),
-			want: []string{r1, parseErrAt(ReasonInvalidJSON, len(line1)+3), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonInvalidJSON, len(line1)+3), r2}},
 		{name: "content-length frame with Content-Type first", input: line1 + "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(q2)) + "\r\n\r\n" + q2 + "\n" + lines(q2),
-			want: []string{r1, parseErrAt(ReasonContentLengthOnNDJSON, len(line1)), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonContentLengthOnNDJSON, len(line1)), r2}},
 		{name: "content-length frame over the limit skipped whole", max: 1024, input: line1 + cl(bigRequest("9", 4096)) + lines(q2),
-			want: []string{r1, parseErrAt(ReasonContentLengthOnNDJSON, len(line1)), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonContentLengthOnNDJSON, len(line1)), r2}},
 		{name: "content-length frame first", input: frame + "\n" + lines(q1),
-			want: []string{parseErrAt(ReasonContentLengthOnNDJSON, 0), r1}},
+			want: []string{parseErrAt(protocol.ReasonContentLengthOnNDJSON, 0), r1}},
 	})
 	runCases(t, FramingContentLength, []streamCase{
 		{name: "ndjson line on content-length", input: cl(q1) + lines(q2) + cl(q2),
-			want: []string{r1, parseErrAt(ReasonNDJSONOnContentLength, len(cl(q1))), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonNDJSONOnContentLength, len(cl(q1))), r2}},
 		{name: "ndjson batch line on content-length", input: cl(q1) + lines(arr(q2)) + cl(q2),
-			want: []string{r1, parseErrAt(ReasonNDJSONOnContentLength, len(cl(q1))), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonNDJSONOnContentLength, len(cl(q1))), r2}},
 		{name: "ndjson line first on content-length", input: lines(q1) + cl(q2),
-			want: []string{parseErrAt(ReasonNDJSONOnContentLength, 0), r2}},
+			want: []string{parseErrAt(protocol.ReasonNDJSONOnContentLength, 0), r2}},
 		{name: "offset after a resync is the header's", input: cl(q1) + "Content-Length: abc\r\n\r\n{}" + "Content-Length: 4\r\n\r\nnope" + cl(q2),
-			want: []string{r1, parseErrAt(ReasonInvalidContentLength, len(cl(q1))), parseErrAt(ReasonInvalidJSON, len(cl(q1))+len("Content-Length: abc\r\n\r\n{}")), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonInvalidContentLength, len(cl(q1))), parseErrAt(protocol.ReasonInvalidJSON, len(cl(q1))+len("Content-Length: abc\r\n\r\n{}")), r2}},
 		{name: "offset after stray line endings", input: cl(q1) + "\r\n\r\n" + "Content-Length: 4\r\n\r\nnope" + cl(q2),
-			want: []string{r1, parseErrAt(ReasonInvalidJSON, len(cl(q1))+4), r2}},
+			want: []string{r1, parseErrAt(protocol.ReasonInvalidJSON, len(cl(q1))+4), r2}},
 		{name: "offset of a header after junk on its line", input: "garbage" + "Content-Length: 4\r\n\r\nnope" + cl(q2),
-			want: []string{parseErrAt(ReasonBytesBeforeHeader, 0), parseErrAt(ReasonInvalidJSON, len("garbage")), r2}},
+			want: []string{parseErrAt(protocol.ReasonBytesBeforeHeader, 0), parseErrAt(protocol.ReasonInvalidJSON, len("garbage")), r2}},
 		{name: "two ndjson lines, one error each", input: lines(q1, q1) + cl(q2),
-			want: []string{parseErrAt(ReasonNDJSONOnContentLength, 0), parseErrAt(ReasonNDJSONOnContentLength, len(lines(q1))), r2}},
+			want: []string{parseErrAt(protocol.ReasonNDJSONOnContentLength, 0), parseErrAt(protocol.ReasonNDJSONOnContentLength, len(lines(q1))), r2}},
 	})
 	// Pinned framings skip detection: the first message, in the other
 	// framing, is an error, and the framing in use stays the pinned one.
@@ -58,11 +60,11 @@ func TestStreamMixedFraming(t *testing.T) {
 		input string
 		want  string
 	}{
-		{FramingNDJSON, frame + "\n" + lines(q1), parseErrAt(ReasonContentLengthOnNDJSON, 0)},
-		{FramingContentLength, lines(q1) + cl(q1), parseErrAt(ReasonNDJSONOnContentLength, 0)},
+		{FramingNDJSON, frame + "\n" + lines(q1), parseErrAt(protocol.ReasonContentLengthOnNDJSON, 0)},
+		{FramingContentLength, lines(q1) + cl(q1), parseErrAt(protocol.ReasonNDJSONOnContentLength, 0)},
 	} {
 		t.Run("pinned "+string(c.pin), func(t *testing.T) {
-			out, s := runStream(t, StreamOptions{Framing: c.pin}, []byte(c.input))
+			out, s := runStream(t, Config{Framing: c.pin}, []byte(c.input))
 			if s.Framing() != c.pin {
 				t.Fatalf("framing %s, want %s", s.Framing(), c.pin)
 			}
@@ -95,7 +97,7 @@ func TestStreamDetectsFraming(t *testing.T) {
 		{"garbage is ndjson", "hello\n" + lines(q1), FramingNDJSON},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, s := runStream(t, StreamOptions{Framing: FramingAuto}, []byte(c.input))
+			out, s := runStream(t, Config{Framing: FramingAuto}, []byte(c.input))
 			if got := s.Framing(); got != c.want {
 				t.Fatalf("framing %s, want %s", got, c.want)
 			}

@@ -1,34 +1,54 @@
 package kernel
 
+// This file reads JSON members without decoding them: a message's
+// envelope (parseMember), turn/start's proposal (rawMember, turnstart.go)
+// and, in constant memory, the id of a message too large to read
+// (idScan). The bytes it returns are the input's own, so a turn/start
+// carrying a diff of megabytes is neither decoded twice nor copied.
+
 import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
 
-// rawMember returns the raw value of the member name of obj, a JSON object
-// already known to be valid (decodeParams decoded it), or false when obj
-// has no such member. Like encoding/json, the last of duplicate members
-// wins, and a name is compared after unescaping. It scans obj once, without
-// decoding: turn/start's proposal is the params minus a few bytes, often a
-// diff of megabytes, and a second json.Unmarshal just to cut it out cost as
-// much as decoding it. FuzzRawMember checks it against json.Unmarshal into
-// map[string]json.RawMessage.
-func rawMember(obj []byte, name string) (found json.RawMessage, ok bool) {
-	if !eachMember(obj, func(key, val []byte) {
-		if keyIs(key, name) {
-			found, ok = val, true
+// envelope is what parseMember reads of a message object: the raw values
+// of the members JSON-RPC 2.0 gives a meaning (§4, §5), nil when absent.
+type envelope struct {
+	jsonrpc, id, method, params, result, error json.RawMessage
+}
+
+// envelopeMembers splits raw, a valid JSON object, into the members of an
+// envelope as json.Unmarshal into map[string]json.RawMessage would find
+// them: the last of duplicate members wins, and names are compared
+// unescaped and exactly (a struct would take "ID" for "id"). After
+// json.Valid, one scan costs a third of that decoder's pass and none of
+// its allocations, on the path of every message. FuzzEnvelopeMembers
+// checks it against json.Unmarshal.
+func envelopeMembers(raw []byte) (e envelope) {
+	eachMember(raw, func(key, val []byte) {
+		switch string(keyName(key)) {
+		case "jsonrpc":
+			e.jsonrpc = val
+		case "id":
+			e.id = val
+		case "method":
+			e.method = val
+		case "params":
+			e.params = val
+		case "result":
+			e.result = val
+		case "error":
+			e.error = val
 		}
-	}) {
-		return nil, false
-	}
-	return found, ok
+	})
+	return e
 }
 
 // eachMember calls fn with the quoted key (with its quotes) and the raw
 // value of each member of obj, in order, without decoding. It returns
-// false when obj is not an object or ends early; it does not check the
-// rest of obj is valid JSON (its callers know, or check it first).
+// false when obj is not an object. It does not check that obj is valid
+// JSON: its callers know, or check it first.
 func eachMember(obj []byte, fn func(key, val []byte)) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -42,98 +62,34 @@ func eachMember(obj []byte, fn func(key, val []byte)) bool {
 		}
 		i = skipSpace(obj, i+1)
 		valEnd := skipValue(obj, i)
-		if valEnd < 0 {
-			return false
-		}
-		fn(key, obj[i:valEnd:valEnd])
-		if i = skipSpace(obj, valEnd); i < len(obj) && obj[i] == ',' {
+		val := trimWS(obj[i:valEnd])
+		fn(key, val[:len(val):len(val)])
+		if i = valEnd; i < len(obj) && obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
 	}
 	return true
 }
 
-// envelope is what parseMember reads of a message object: the raw values of
-// the members JSON-RPC 2.0 gives a meaning (§4, §5), nil when absent. Every
-// other member is skipped: a request carries no others that matter, and a
-// map of all of them cost an allocation per member on every message.
-type envelope struct {
-	jsonrpc, id, method, params, result, error json.RawMessage
-}
-
-// envelopeMembers splits raw, a JSON object, into the members of an
-// envelope as json.Unmarshal into map[string]json.RawMessage would find
-// them: false when raw is not valid JSON or not an object, the last of
-// duplicate members wins, names are compared unescaped. The values are
-// raw's own bytes, not copies (the stream's frames are never reused). One
-// json.Valid and one scan cost a third of the decoder's pass for a request
-// of a hundred bytes, on the path of every message (BenchmarkRoundTrip).
-// FuzzEnvelopeMembers checks it against json.Unmarshal.
-func envelopeMembers(raw []byte) (e envelope, ok bool) {
-	if !json.Valid(raw) || !eachMember(raw, func(key, val []byte) {
-		if slot := e.slot(key); slot != nil {
-			*slot = val
-		}
-	}) {
-		return envelope{}, false
-	}
-	return e, true
-}
-
-// slot is the field of e for the quoted key (with its quotes), or nil for
-// a member parseMember does not read. A plain key is compared in place; one
-// with an escape or bytes that are not UTF-8 is decoded first, as
-// encoding/json compares it.
-func (e *envelope) slot(key []byte) *json.RawMessage {
-	name := key[1 : len(key)-1]
-	if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
-		k, ok := keyName(key)
-		if !ok {
-			return nil
-		}
-		name = []byte(k)
-	}
-	switch string(name) {
-	case "jsonrpc":
-		return &e.jsonrpc
-	case "id":
-		return &e.id
-	case "method":
-		return &e.method
-	case "params":
-		return &e.params
-	case "result":
-		return &e.result
-	case "error":
-		return &e.error
-	}
-	return nil
-}
-
-// keyName is the name a quoted key (with its quotes) stands for.
-func keyName(key []byte) (string, bool) {
+// keyName is the name a quoted key (with its quotes) stands for: its own
+// bytes when plain, else decoded as encoding/json compares it (escapes,
+// and bytes that are not UTF-8 read as U+FFFD); nil when it does not
+// decode.
+func keyName(key []byte) []byte {
 	if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
-		return string(key[1 : len(key)-1]), true
+		return key[1 : len(key)-1]
 	}
 	var k string
-	return k, json.Unmarshal(key, &k) == nil
-}
-
-// keyIs reports whether the quoted key (with its quotes) names name. A key
-// with an escape, or with bytes that are not UTF-8 (which encoding/json
-// reads as U+FFFD), is compared decoded.
-func keyIs(key []byte, name string) bool {
-	if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
-		return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+	if json.Unmarshal(key, &k) != nil {
+		return nil
 	}
-	k, ok := keyName(key)
-	return ok && k == name
+	return []byte(k)
 }
 
 // skipSpace returns the index of the first byte at or after i that is not
 // JSON whitespace.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -142,60 +98,122 @@ func skipSpace(b []byte, i int) int {
 // skipString returns the index just past the string starting at b[i]
 // ('"'), or len(b) when it does not end.
 func skipString(b []byte, i int) int {
-	i++
-	for {
+	for i++; ; i++ {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {
 			return len(b)
 		}
 		i += j
-		// The quote ends the string unless an odd run of backslashes
-		// escapes it.
-		n := 0
+		n := 0 // the quote ends the string unless an odd run of backslashes escapes it
 		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
 			n++
 		}
-		i++
 		if n%2 == 0 {
-			return i
+			return i + 1
 		}
 	}
 }
 
-// skipValue returns the index just past the value starting at b[i], or -1
-// when b ends first.
+// skipValue returns the index just past the value starting at b[i] (and
+// any blanks after it) in a valid JSON text: the next ',', '}' or ']'
+// outside a string and at its depth.
 func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		if end := skipString(b, i); end <= len(b) && b[end-1] == '"' && end > i+1 {
-			return end
+	for depth := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			i = skipString(b, i) - 1
+		case c == '{' || c == '[':
+			depth++
+		case (c == '}' || c == ']' || c == ',') && depth == 0:
+			return i
+		case c == '}' || c == ']':
+			depth--
 		}
-		return -1
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	// A number, true, false or null: up to the next delimiter.
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
 	}
 	return i
 }
+
+// maxScannedID bounds the raw bytes of an id that idScan keeps (quotes and
+// escapes included); a longer one is answered with id null, as when none
+// is found. No real client's ids come near it.
+const maxScannedID = 1024
+
+// idScan finds the id of a message too large to read, fed to it in pieces
+// through Write while its bytes are skipped: a host that sent a 70 MB
+// turn/start through vscode-jsonrpc matches answers by id, and one with id
+// null left it waiting for ever (PROTOCOL.md §2.6). It tracks depth and
+// string state, keeps the first bytes of the top-level member being read
+// (whitespace runs squeezed to one byte) and reads each member as it ends
+// with eachMember's rules: the last "id" wins, and counts only as a
+// string, number or null of at most maxScannedID bytes. The zero value is
+// ready to use.
+type idScan struct {
+	depth      int // container depth; the top-level object is 1
+	inStr, esc bool
+	done       bool   // the top-level object closed, or the input is no object
+	member     []byte // the top-level member being read, its first maxScannedID+32 bytes
+	long       bool   // member was cut
+	id         json.RawMessage
+}
+
+// Write feeds p to the scan. It never fails: it is an io.Writer so that a
+// skipped body can be copied through it.
+func (s *idScan) Write(p []byte) (int, error) {
+	for _, c := range p {
+		switch {
+		case s.done:
+			return len(p), nil
+		case s.depth == 0:
+			if c == '{' {
+				s.depth = 1
+			} else if !isSpace(c) {
+				s.done = true // an array, a scalar or garbage has no id to find
+			}
+			continue
+		case s.inStr:
+			s.esc, s.inStr = !s.esc && c == '\\', s.esc || c != '"'
+		case c == '"':
+			s.inStr = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			if s.depth--; s.depth == 0 {
+				s.endMember()
+				s.done = true
+				continue
+			}
+		case c == ',' && s.depth == 1:
+			s.endMember()
+			continue
+		}
+		switch {
+		case !s.inStr && isSpace(c) && len(s.member) > 0 && isSpace(s.member[len(s.member)-1]):
+		case len(s.member) < maxScannedID+32: // room for the key (`"\u0069\u0064"` is 14 bytes) and the colon
+			s.member = append(s.member, c)
+		default:
+			s.long = true
+		}
+	}
+	return len(p), nil
+}
+
+// endMember reads the top-level member just ended: an "id" member's value
+// becomes the id found, or, too long or no id, leaves none.
+func (s *idScan) endMember() {
+	m, long := append(append([]byte{'{'}, s.member...), '}'), s.long
+	s.member, s.long = s.member[:0], false
+	i := skipSpace(m, 1)
+	if k := skipString(m, i); m[i] != '"' || string(keyName(m[i:k])) != "id" {
+		return
+	}
+	s.id = nil
+	eachMember(m, func(_, val []byte) {
+		if !long && len(val) <= maxScannedID && validID(val) && json.Valid(val) {
+			s.id = bytes.Clone(val)
+		}
+	})
+}
+
+// ID returns the raw id to answer the scanned message with, or nil
+// (answer with null).
+func (s *idScan) ID() json.RawMessage { return s.id }

@@ -48,7 +48,10 @@ func TestIDScan(t *testing.T) {
 					t.Errorf("%s: ID() = %q, want %q", what, got, c.want)
 				}
 			}
-			if m, reason, ok := parseMember([]byte(c.msg)); ok && m != nil && reason == "" && m.id != nil && string(m.id) != c.want {
+			if !json.Valid([]byte(c.msg)) {
+				return
+			}
+			if m, reason := parseMember([]byte(c.msg)); m != nil && reason == "" && m.id != nil && string(m.id) != c.want {
 				t.Errorf("parseMember finds id %q, idScan %q", m.id, c.want)
 			}
 		})
@@ -81,8 +84,11 @@ func FuzzIDScan(f *testing.F) {
 		if id := whole.ID(); id != nil && !validID(id) {
 			t.Fatalf("ID() = %q, not a JSON-RPC id", id)
 		}
-		m, reason, ok := parseMember(msg)
-		if !ok || m == nil || reason != "" || m.id == nil || len(m.id) > maxScannedID {
+		if !json.Valid(msg) {
+			return
+		}
+		m, reason := parseMember(msg)
+		if m == nil || reason != "" || m.id == nil || len(m.id) > maxScannedID {
 			return
 		}
 		if got := whole.ID(); !bytes.Equal(got, m.id) {

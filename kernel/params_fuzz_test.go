@@ -59,7 +59,7 @@ func newTestServer(tb testing.TB) *Server {
 		services: newServices(Config{Engine: eng, Documents: document.NewService(eng, doct), Corpus: cs, Memory: ms, Workspace: w, Policy: approvals.Never, Framing: FramingNDJSON, MaxMessageBytes: DefaultMaxMessageBytes, Logger: log}),
 		inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{}),
 	}
-	s.stream = NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
+	s.stream = NewStream(strings.NewReader(""), io.Discard, Config{})
 	return s
 }
 

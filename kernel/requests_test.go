@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"testing"
 	"time"
@@ -13,7 +12,7 @@ import (
 func readRequests(t *testing.T, input string) []*request {
 	t.Helper()
 	inR, inW := io.Pipe()
-	st := NewStream(inR, io.Discard, closerFunc(inR.Close), StreamOptions{Framing: FramingNDJSON})
+	st := NewStream(inR, io.Discard, Config{Framing: FramingNDJSON})
 	var got []*request
 	done := make(chan struct{})
 	go func() {
@@ -62,37 +61,4 @@ func TestRequestsReachHandler(t *testing.T) {
 			t.Errorf("message %d: method %q id %s params %s, want %+v", i, r.method, r.id, r.params, want[i])
 		}
 	}
-}
-
-// canonicalIDSlow is canonicalID without its fast path: decode and
-// re-encode every string.
-func canonicalIDSlow(raw json.RawMessage) (string, bool) {
-	raw = trimWS(raw)
-	if !validID(raw) || !json.Valid(raw) {
-		return "", false
-	}
-	if raw[0] == '"' {
-		var str string
-		if err := json.Unmarshal(raw, &str); err != nil {
-			return "", false
-		}
-		b, _ := json.Marshal(str)
-		return string(b), true
-	}
-	return string(raw), true
-}
-
-// FuzzCanonicalID checks canonicalID's fast path for plain strings against
-// the round trip through encoding/json it skips.
-func FuzzCanonicalID(f *testing.F) {
-	for _, s := range []string{`"1"`, `"a<b"`, `"\u0061"`, `"é"`, `1.0`, `null`, `"a\"b"`, "\"\x7f\"", ` "x" `} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok := canonicalID(raw)
-		want, wok := canonicalIDSlow(raw)
-		if ok != wok || got != want {
-			t.Fatalf("canonicalID(%q) = %q %v, encoding/json %q %v", raw, got, ok, want, wok)
-		}
-	})
 }

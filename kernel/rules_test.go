@@ -111,7 +111,7 @@ func TestNoSecretInAnswersOrNotifications(t *testing.T) {
 			t.Run(tg.name+"/"+s.Kind, func(t *testing.T) {
 				srv := newTestServer(t)
 				var out lockedBuffer
-				srv.stream = NewStream(strings.NewReader(""), &out, nil, StreamOptions{})
+				srv.stream = NewStream(strings.NewReader(""), &out, Config{})
 				srv.cfg.Engine.SetNotify(func(ev protocol.Event) { srv.stream.Notify(ev.Type, ev) })
 				iv := &Invoker{s: &srv.services}
 				var answers bytes.Buffer

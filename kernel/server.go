@@ -1,15 +1,15 @@
-// Package kernel is txkernel's JSON-RPC 2.0 server. It is thin: a request
-// goes down one path, each file doing one step, and comes back only to
-// the caller that asked for that step:
+// Package kernel is txkernel's JSON-RPC 2.0 server. A request goes down
+// one path, each file doing one step, and comes back only to the caller
+// that asked for that step:
 //
-//   - framing.go reads one frame (ndjson or Content-Length, detected from
-//     the first bytes) under the size limit, answering what it cannot read
-//     (-32700 with data {reason, offset}; an oversize message with the id
-//     oversize.go's idScan finds; the reasons in reasons.go);
-//   - stream.go classifies the message or each batch member (JSON-RPC 2.0
-//     §4-§6, member.go splitting the envelope), charges it to the
-//     in-flight budget and hands the handler the real request: its method,
-//     its id and params as the client sent them;
+//   - stream.go's Serve asks framing.go for one frame (ndjson or
+//     Content-Length, detected from the first bytes, under the size limit;
+//     what it cannot read it answers itself: -32700 with data {reason,
+//     offset}, or an over-size message's -32600 with the id idScan finds);
+//   - stream.go's dispatch classifies the message or each batch member
+//     (JSON-RPC 2.0 §4-§6; member.go splits the envelope), charges it to
+//     the in-flight budget and hands Server.handle the real request: its
+//     method, and its id and params as the client sent them;
 //   - server.go checks the session state and picks the row of the method
 //     table (table.go), inline or in a goroutine;
 //   - table.go decodes params into the row's typed struct (params.go,
@@ -49,14 +49,21 @@ import (
 
 // Config wires a Server to its services.
 type Config struct {
-	Engine          *tx.Engine
-	Documents       *document.Service // nil: the document methods answer -32601
-	Corpus          *corpus.Service   // nil: the corpus methods answer -32601
-	Memory          *memory.Service   // nil: the memory methods answer -32601
-	Workspace       *sandbox.Workspace
-	Policy          approvals.Policy
-	Framing         Framing
-	MaxMessageBytes int64  // 0 means DefaultMaxMessageBytes
+	Engine    *tx.Engine
+	Documents *document.Service // nil: the document methods answer -32601
+	Corpus    *corpus.Service   // nil: the corpus methods answer -32601
+	Memory    *memory.Service   // nil: the memory methods answer -32601
+	Workspace *sandbox.Workspace
+	Policy    approvals.Policy
+	// Framing is the wire framing (PROTOCOL.md §2.2); "" means
+	// FramingAuto, detected from the first bytes.
+	Framing Framing
+	// MaxMessageBytes bounds one incoming message (an NDJSON line without
+	// its line ending, or a Content-Length body), in bytes; <= 0 means
+	// DefaultMaxMessageBytes. A larger one is skipped unbuffered and
+	// answered -32600 with its own id when idScan finds one (PROTOCOL.md
+	// §2.6).
+	MaxMessageBytes int64
 	Version         string // server version reported by initialize
 	Logger          *slog.Logger
 	// ReviewURL, when set (the review desk is on, PROTOCOL.md §15),
@@ -68,9 +75,12 @@ type Config struct {
 	// engine.
 	Observe func(protocol.Event)
 
-	// MaxInflightBytes bounds the params of requests read and not yet
-	// answered (StreamOptions.MaxInflightBytes); 0 means
-	// DefaultMaxInflightBytes.
+	// MaxInflightBytes is the budget, in bytes, of requests read and not
+	// yet answered, each charged InflightFactor times its params' size;
+	// <= 0 means DefaultMaxInflightBytes. Once it is used up no further
+	// message is read until answers free some (back-pressure, never a
+	// refusal; PROTOCOL.md §2.7), so a $/cancelRequest behind the waiting
+	// messages waits too.
 	MaxInflightBytes int64
 }
 
@@ -153,7 +163,7 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		cfg.Framing = FramingAuto
 	}
 	s := &Server{services: newServices(cfg), inflight: map[*request]context.CancelFunc{}, exit: make(chan struct{})}
-	s.stream = NewStream(r, w, nil, StreamOptions{Framing: cfg.Framing, MaxMessageBytes: cfg.MaxMessageBytes, MaxInflightBytes: cfg.MaxInflightBytes, Logger: s.log})
+	s.stream = NewStream(r, w, s.cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cfg.Engine.SetNotify(func(ev protocol.Event) {
@@ -294,16 +304,46 @@ func (s *Server) invoke(ctx context.Context, m methodInfo, method string, params
 	return s.services.invoke(ctx, m, method, params)
 }
 
-// cancel cancels the in-flight request the host calls id. Unknown or
-// finished ids are ignored, as LSP requires.
+// cancel cancels the in-flight request the host calls id (PROTOCOL.md
+// §2.9): strings match by content, numbers by their exact JSON bytes, and
+// of several requests with that id the most recent. Unknown or finished
+// ids are ignored, as LSP requires.
 func (s *Server) cancel(id json.RawMessage) {
-	req := s.stream.lookup(id)
+	key, ok := canonicalID(id)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
-	fn := s.inflight[req]
+	var last *request
+	for r := range s.inflight {
+		if k, _ := canonicalID(r.id); k == key && (last == nil || r.seq > last.seq) {
+			last = r
+		}
+	}
+	fn := s.inflight[last]
 	s.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
+}
+
+// canonicalID gives equal keys to ids that are the same JSON value as far
+// as a client can mean them (PROTOCOL.md §2.9): strings compare by content
+// (escapes decoded), numbers by their exact bytes (1 and 1.0 differ), and
+// a string never equals a number because the key keeps the quotes. ok is
+// false for what is no id.
+func canonicalID(raw json.RawMessage) (key string, ok bool) {
+	raw = trimWS(raw)
+	var str string
+	switch {
+	case !validID(raw) || !json.Valid(raw):
+		return "", false
+	case raw[0] != '"':
+		return string(raw), true
+	}
+	_ = json.Unmarshal(raw, &str)
+	b, _ := json.Marshal(str)
+	return string(b), true
 }
 
 // reply answers req with res, encoded once into a pooled buffer and
@@ -325,7 +365,7 @@ func (s *Server) reply(req *request, start time.Time, res any, err error) {
 	if err != nil {
 		pe := s.toWire(err)
 		code = pe.Code
-		sendErr = s.stream.Reply(req, nil, &wireError{code: pe.Code, message: pe.Message, data: pe.Data})
+		sendErr = s.stream.Reply(req, nil, pe)
 	}
 	if sendErr != nil {
 		s.log.Debug("reply not sent", "method", req.method, "err", sendErr)

@@ -1,15 +1,17 @@
 package kernel
 
 // This file is the transport: JSON-RPC 2.0 over one byte stream
-// (PROTOCOL.md §2), the project's own. Serve reads each frame
-// (framing.go), classifies the message or each batch member (JSON-RPC 2.0
-// §4, §5, §6), hands requests and notifications to the handler in arrival
-// order, and Reply writes each answer with the client's id as sent, a
-// batch's answers as one array. Why not sourcegraph/jsonrpc2's Conn: see
-// docs/DESIGN.md §6.
+// (PROTOCOL.md §2), the project's own (why not sourcegraph/jsonrpc2's
+// Conn: docs/DESIGN.md §6). It reads top-down as a request travels: Serve
+// reads each frame (framing.go), dispatch classifies the message or each
+// batch member and hands requests and notifications to the handler
+// (Server.handle) in arrival order, and Reply writes each answer with the
+// client's id as sent, an array's answers as one array.
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,195 +26,102 @@ import (
 	"github.com/txkernel/txkernel/protocol"
 )
 
-// DefaultMaxMessageBytes is the MaxMessageBytes used when StreamOptions
-// leaves it zero or negative: 32 MiB.
-const DefaultMaxMessageBytes int64 = 32 << 20
+const (
+	// DefaultMaxMessageBytes is Config.MaxMessageBytes when it is <= 0: 32 MiB.
+	DefaultMaxMessageBytes int64 = 32 << 20
+	// DefaultMaxInflightBytes is Config.MaxInflightBytes when it is <= 0: 256 MiB.
+	DefaultMaxInflightBytes int64 = 256 << 20
+	// InflightFactor is what a request is charged against MaxInflightBytes
+	// per byte of its params, an estimate of a handler's working set: a
+	// turn/start carrying a 20 MB diff was measured at up to 127 MB live.
+	// Charging the params alone let 12 such requests run at once (2.0 GB
+	// RSS); at 4× the default budget holds 20 pipelined ones to 808 MiB
+	// (e2e/hostile).
+	InflightFactor = 4
+)
 
-// DefaultMaxInflightBytes is the MaxInflightBytes used when StreamOptions
-// leaves it zero or negative: 256 MiB.
-const DefaultMaxInflightBytes int64 = 256 << 20
-
-// InflightFactor is what a request is charged against MaxInflightBytes,
-// per byte of its params: an estimate of a handler's working set. A
-// turn/start carrying a 20 MB diff was measured at up to 127 MB live (the
-// params kept, the decoded diff, the plan's new content and redacted
-// diff, and the answer and turnDiff event, each carrying the diff back),
-// but not all of it at once for its whole run. Charging the params alone
-// let 12 such requests run at once (2.0 GB RSS); at 4× the default budget
-// holds 20 pipelined ones to 808 MiB (e2e/hostile).
-const InflightFactor = 4
-
-// StreamOptions configures NewStream. The zero value is usable: framing
-// detected from the first bytes, a 32 MiB limit, a 256 MiB in-flight
-// budget and no logging.
-type StreamOptions struct {
-	// Framing is the wire framing; "" means FramingAuto.
-	Framing Framing
-	// MaxMessageBytes bounds one incoming message (one NDJSON line without
-	// its line ending, or one Content-Length body), in bytes. A larger
-	// message is discarded unbuffered and answered with -32600, the
-	// request's id when idScan finds it in the skipped bytes (else null),
-	// and data {"reason": ReasonTooLarge, "limit": MaxMessageBytes,
-	// "size": its size}. <= 0 means DefaultMaxMessageBytes.
-	MaxMessageBytes int64
-	// MaxInflightBytes is the budget, in bytes, of the memory that requests
-	// read and not yet answered may take, each charged InflightFactor
-	// times its params' size. Once it is used up, Serve reads no further
-	// frame until answers free some of it: back-pressure on the host's
-	// pipe, never a refusal. One frame is always read when nothing is in
-	// flight, so a budget below a request's charge only serialises large
-	// requests. While the reader waits, a $/cancelRequest behind the
-	// waiting frames waits too. <= 0 means DefaultMaxInflightBytes.
-	MaxInflightBytes int64
-	// Logger receives protocol diagnostics (rejected messages at Warn,
-	// dropped client responses at Debug). nil discards them. Message bodies
-	// are never logged, only sizes and reasons.
-	Logger *slog.Logger
-}
-
-// request is one request or notification as read: its id (nil for a
-// notification; a request's id as sent, byte-exact: a string, number or
-// null) and its params as sent (nil when absent or null). They point into
-// the frame, a buffer of its own that the stream never reuses, so nothing
-// is copied, even for a turn/start carrying a large diff.
+// request is one request or notification as read. Its id (nil for a
+// notification) and params (nil when absent or null) are the client's
+// bytes, slices of a frame the stream never reuses: nothing is copied,
+// even for a turn/start carrying a large diff.
 type request struct {
 	id     json.RawMessage
 	method string
 	params json.RawMessage
 
-	key      string // canonicalID(id), for $/cancelRequest
-	batch    *batch // nil when not in a batch
-	slot     int
-	answered bool // guarded by Stream.mu
+	seq   uint64 // arrival order: $/cancelRequest picks the most recent of equal ids
+	batch *batch // the frame's answers, r's at slot
+	slot  int
 }
 
-// batch collects the answers of one incoming array (JSON-RPC 2.0 §6),
-// which go out as one array once every request in it is answered.
+// batch collects the answers of one frame, guarded by Stream.mu: a single
+// message's, or an array's (JSON-RPC 2.0 §6), which go out as one array,
+// in order, once every request in it is answered.
 type batch struct {
-	slots   []json.RawMessage
+	single  bool
+	slots   [][]byte
 	pending int
+	one     [1][]byte // a single message's slot: no slice to allocate
 }
 
-// wireError is an error answer: one the stream makes itself, or a
-// handler's error as the wire carries it.
-type wireError struct {
-	code    int64
-	message string
-	data    any
-	// id is the id to answer with when the stream answers a frame it
-	// did not read whole (an oversize request, idScan); nil means null.
-	id json.RawMessage
-}
-
-// Stream is one JSON-RPC 2.0 connection over a byte stream: framing with
-// a size limit, envelope checks (JSON-RPC 2.0 §4, §5), batches (§6),
-// client ids of any JSON shape kept byte-exact, and the in-flight budget.
-// Parse errors (-32700), invalid requests (-32600), oversize messages and
-// empty batches are answered by the stream itself. Reply, Notify and
-// Close may run from any goroutine; Serve runs once.
+// Stream is one JSON-RPC 2.0 connection over a byte stream. It answers
+// itself what never reaches a handler: parse errors (-32700), invalid
+// requests and over-size messages (-32600). Reply, Notify and Close may
+// run from any goroutine; Serve runs once.
 type Stream struct {
-	framing Framing      // FramingAuto until detect has read the first bytes
-	used    atomic.Value // the Framing in use (Framing reads it from any goroutine)
-	max     int64
-	budget  int64 // MaxInflightBytes
+	framing Framing // FramingAuto until the first line settles it (framing.go)
+	max     int64   // Config.MaxMessageBytes
+	budget  int64   // Config.MaxInflightBytes
 	log     *slog.Logger
-	closer  io.Closer
 
-	// Reader state, owned by Serve.
+	// Reader state, owned by Serve (framing.go).
 	cr       *countingReader
-	msgStart int64 // byte offset in the input of the message being read
 	br       *bufio.Reader
-	resync   bool   // content-length: skip junk until a Content-Length header
-	carry    []byte // content-length: rest of a line, to be read as the next header line
+	msgStart int64  // input offset of the message being read
+	resync   bool   // content-length: skip input up to a Content-Length header
+	carry    []byte // content-length: the rest of a line, read as the next header line
 	carryAt  int64  // input offset of carry
+	seq      uint64 // requests read
 
-	wmu sync.Mutex // serialises frames so they never interleave
+	wmu sync.Mutex // frames never interleave
 	bw  *bufio.Writer
 
-	mu      sync.Mutex
-	cond    *sync.Cond            // signalled when a request is answered or the stream closes
-	pending int                   // requests read and not yet answered
-	byKey   map[string][]*request // canonical id -> requests in flight, oldest first
-	held    int64                 // InflightFactor × bytes of params of the requests in flight
-	waits   int64                 // times Serve waited for the budget (tests, logs)
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
-	eof       chan struct{}
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when a request is answered or the stream closes
+	held   int64      // InflightFactor × bytes of params of the requests in flight
+	waits  int64      // times Serve waited for the budget (tests)
+	closed atomic.Bool
 }
 
-// NewStream returns a Stream reading frames from r and writing frames to w.
-// Close calls closer.Close (if closer is non-nil); closer should make reads
-// from r fail and, when the peer must see end of output, close w. Writes are
-// buffered and flushed after every message, so w may be an unbuffered pipe.
-func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) *Stream {
-	cr := &countingReader{r: r}
-	s := &Stream{framing: opts.Framing, max: opts.MaxMessageBytes, budget: opts.MaxInflightBytes, log: opts.Logger, closer: closer,
-		cr: cr, br: bufio.NewReaderSize(cr, 64<<10), bw: bufio.NewWriterSize(w, 64<<10),
-		byKey: make(map[string][]*request), eof: make(chan struct{})}
-	if s.framing == "" {
-		s.framing = FramingAuto
-	}
-	s.used.Store(s.framing)
-	if s.max <= 0 {
-		s.max = DefaultMaxMessageBytes
-	}
-	if s.budget <= 0 {
-		s.budget = DefaultMaxInflightBytes
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	s.cond = sync.NewCond(&s.mu)
+// NewStream returns a Stream reading frames from r and writing them to w,
+// under cfg's Framing, MaxMessageBytes, MaxInflightBytes and Logger (sizes
+// and reasons, never message bodies; nil discards them). Each message is
+// flushed, so w may be an unbuffered pipe.
+func NewStream(r io.Reader, w io.Writer, cfg Config) *Stream {
+	s := &Stream{framing: cmp.Or(cfg.Framing, FramingAuto), max: cmp.Or(max(cfg.MaxMessageBytes, 0), DefaultMaxMessageBytes),
+		budget: cmp.Or(max(cfg.MaxInflightBytes, 0), DefaultMaxInflightBytes), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		cr: &countingReader{r: r}, bw: bufio.NewWriterSize(w, 64<<10)}
+	s.br, s.cond = bufio.NewReaderSize(s.cr, 64<<10), sync.NewCond(&s.mu)
 	return s
 }
 
-// Serve reads messages until the input ends or the stream is closed and
+// Serve reads messages until the input ends or the stream is closed, and
 // calls handle for each request and notification, one at a time, in
-// arrival order with batches unrolled: what must keep message order
-// (session methods, $/cancelRequest) runs inside handle; a request that
-// may take long is answered from a goroutine. Every request must be
-// answered once with Reply. At end of input Serve closes InputClosed,
-// waits until every request is answered (so piped input gets all its
-// answers) and returns nil; it returns an error when reading or writing
-// the underlying stream fails.
+// arrival order, arrays unrolled: what must keep message order (session
+// methods, $/cancelRequest) runs inside handle, and a request that may
+// take long is answered from a goroutine the caller waits for. Every
+// request is answered once with Reply. Serve returns nil at end of input
+// or after Close, and the error of a failed read or write.
 func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *request)) error {
-	for !s.closed.Load() {
-		if s.framing == FramingAuto {
-			if err := s.detect(); err != nil {
-				return err
-			}
-		}
-		if s.awaitBudget(); s.closed.Load() {
-			return nil
-		}
-		s.msgStart = s.offset()
-		var (
-			data []byte
-			we   *wireError
-			err  error
-		)
-		if s.framing == FramingContentLength {
-			data, we, err = s.readContentLength()
-		} else {
-			data, we, err = s.readLine()
-		}
+	for s.awaitBudget() {
+		frame, answer, err := s.readFrame()
 		switch {
 		case errors.Is(err, io.EOF):
-			close(s.eof)
-			s.mu.Lock()
-			for s.pending > 0 && !s.closed.Load() {
-				s.cond.Wait()
-			}
-			s.mu.Unlock()
 			return nil
-		case err != nil:
-			return err
-		case we != nil:
-			err = s.writeFrame(errorMessage(we.id, we))
-		case data != nil:
-			err = s.dispatch(ctx, data, handle)
+		case err == nil && answer != nil:
+			err = s.writeFrame(answer)
+		case err == nil:
+			err = s.dispatch(ctx, frame, handle)
 		}
 		if err != nil {
 			return err
@@ -221,65 +130,54 @@ func (s *Stream) Serve(ctx context.Context, handle func(context.Context, *reques
 	return nil
 }
 
-// InputClosed returns a channel that is closed when Serve reaches the end
-// of the input. Handlers that wait for another client message (say an
-// approval) should select on it: no such message can arrive any more, and
-// Serve does not return until they answer.
-func (s *Stream) InputClosed() <-chan struct{} { return s.eof }
-
-// awaitBudget blocks, before the next frame is read, while the params of
-// the requests in flight fill the budget (StreamOptions.MaxInflightBytes)
-// and the stream is open. Not reading is the back-pressure: the host's
-// writes block once the pipe is full, and every request is still answered
-// in turn. Without it, 60 pipelined 30 MB turn/start requests were all
-// held at once and the kernel peaked at 7.8 GB RSS.
-func (s *Stream) awaitBudget() {
+// awaitBudget waits, before the next frame is read, while the requests in
+// flight fill the budget, and reports whether the stream is still open.
+// Not reading is the back-pressure (PROTOCOL.md §2.7): the host's writes
+// block once the pipe is full, and each request is still answered in
+// turn. Without it, 60 pipelined 30 MB turn/start requests were all held
+// at once and the kernel peaked at 7.8 GB RSS.
+func (s *Stream) awaitBudget() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.held < s.budget {
-		return
+	if s.held >= s.budget {
+		s.waits++
+		s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget)
 	}
-	s.waits++
-	s.log.Debug("jsonrpc: in-flight budget used up; reading paused", "heldBytes", s.held, "budget", s.budget, "requests", s.pending)
 	for s.held >= s.budget && !s.closed.Load() {
 		s.cond.Wait()
 	}
+	return !s.closed.Load()
 }
 
-// dispatch classifies one frame, answers what is not a request or
-// notification, and hands the rest to handle.
+// dispatch classifies one frame (JSON-RPC 2.0 §4-§6), answers what is not
+// a request or notification, and hands the rest to handle.
 func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.Context, *request)) error {
 	data = trimWS(data)
-	// JSON text is UTF-8 (RFC 8259 §8.1). encoding/json would quietly put
-	// U+FFFD for a bad sequence in a decoded string, but params reach
-	// handlers as the bytes sent, so raw JSON kept as such (a document's
-	// content) would keep them: refuse them here.
-	if !utf8.Valid(data) {
-		s.log.Warn("jsonrpc: parse error: not UTF-8", "bytes", len(data))
-		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
-	}
-	var elems []json.RawMessage
 	single := len(data) == 0 || data[0] != '['
-	if single {
-		elems = []json.RawMessage{data}
-	} else if err := json.Unmarshal(data, &elems); err != nil {
+	// JSON text is UTF-8 (RFC 8259 §8.1): encoding/json would decode a bad
+	// sequence as U+FFFD, but params reach handlers as sent, and raw JSON
+	// kept as such (a document's content) would keep it.
+	if !utf8.Valid(data) || !json.Valid(data) {
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-		return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
-	} else if len(elems) == 0 {
-		// JSON-RPC 2.0 §6: an empty array gets a single response, not an array.
-		s.log.Warn("jsonrpc: invalid request", "reason", ReasonEmptyBatch)
-		return s.writeFrame(errorMessage(nil, invalidRequest(ReasonEmptyBatch)))
+		return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
 	}
-	b := &batch{}
-	var reqs []*request
-	s.mu.Lock()
+	var oneElem [1]json.RawMessage // a single message: no slice to allocate
+	elems, arr := append(oneElem[:0], data), []json.RawMessage(nil)
+	if !single {
+		_ = json.Unmarshal(data, &arr) // valid JSON: it cannot fail
+		elems = arr
+	}
+	if len(elems) == 0 { // JSON-RPC 2.0 §6: one answer, not an array
+		return s.writeFrame(errorMessage(nil, invalidRequest(protocol.ReasonEmptyBatch)))
+	}
+	b := &batch{single: single}
+	b.slots = b.one[:0]
+	var oneReq [1]*request
+	reqs := oneReq[:0]
+	var charge int64
 	for _, e := range elems {
-		r, reason, ok := parseMember(e)
+		r, reason := parseMember(e)
 		switch {
-		case !ok: // only a single frame can be invalid JSON: a batch's elements decoded
-			s.mu.Unlock()
-			s.log.Warn("jsonrpc: parse error", "bytes", len(data))
-			return s.writeFrame(errorMessage(nil, s.parseError(ReasonInvalidJSON)))
 		case reason != "":
 			s.log.Warn("jsonrpc: invalid request", "reason", reason)
 			b.slots = append(b.slots, errorMessage(r.id, invalidRequest(reason)))
@@ -287,26 +185,21 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 			s.log.Debug("jsonrpc: dropping response from client")
 		default:
 			if r.id != nil {
-				if !single {
-					r.batch, r.slot = b, len(b.slots)
-					b.slots = append(b.slots, nil)
-					b.pending++
-				}
-				s.pending++
-				s.held += InflightFactor * int64(len(r.params))
-				s.byKey[r.key] = append(s.byKey[r.key], r)
+				r.batch, r.slot = b, len(b.slots)
+				b.slots = append(b.slots, nil)
+				b.pending++
+				charge += InflightFactor * int64(len(r.params))
 			}
+			s.seq++
+			r.seq = s.seq
 			reqs = append(reqs, r)
 		}
 	}
+	s.mu.Lock()
+	s.held += charge
 	s.mu.Unlock()
-	if b.pending == 0 && len(b.slots) > 0 {
-		// Nothing left to wait for: the invalid members' answers.
-		out := b.slots[0]
-		if !single {
-			out = joinArray(b.slots)
-		}
-		if err := s.writeFrame(out); err != nil {
+	if b.pending == 0 && len(b.slots) > 0 { // only invalid members: nothing to wait for
+		if err := s.writeFrame(b.join()); err != nil {
 			return err
 		}
 	}
@@ -316,132 +209,51 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 	return nil
 }
 
-// parseMember validates a message object (JSON-RPC 2.0 §4): a request or
-// notification (reason ""), a client's response to drop (nil request,
-// reason ""), or an invalid one (reason set, the request carrying the id
-// to answer with when there is a valid one). ok is false when raw is not
-// valid JSON at all (a parse error, not an invalid request).
-func parseMember(raw []byte) (r *request, reason string, ok bool) {
-	raw = trimWS(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return &request{}, ReasonNotObject, len(raw) > 0 && json.Valid(raw)
+// parseMember classifies raw, a valid JSON value (JSON-RPC 2.0 §4): a
+// request or notification (reason ""), a client's response to drop (r
+// nil), or an invalid message (reason set, r carrying its id when that is
+// valid).
+func parseMember(raw []byte) (r *request, reason string) {
+	if raw = trimWS(raw); raw[0] != '{' {
+		return &request{}, protocol.ReasonNotObject
 	}
-	f, ok := envelopeMembers(raw)
-	if !ok {
-		return nil, "", false
-	}
+	f := envelopeMembers(raw)
 	if f.method == nil && (f.result != nil || f.error != nil) {
-		return nil, "", true
+		return nil, ""
 	}
 	r = &request{}
-	idOK := f.id == nil || validID(f.id)
-	if f.id != nil && idOK {
+	if validID(f.id) {
 		r.id = f.id
 	}
-	switch {
-	case !isVersion2(f.jsonrpc):
-		return r, ReasonBadVersion, true
-	case f.method == nil || f.method[0] != '"':
-		return r, ReasonMethodNotText, true
-	case !idOK:
-		return r, ReasonBadID, true
-	}
-	if string(f.params) != "null" {
-		// JSON-RPC 2.0 §4.2 wants a structured value, but LSP clients send
-		// null for shutdown: null is taken as absent rather than refused.
+	if string(f.params) != "null" { // LSP clients send null params (shutdown): taken as absent
 		r.params = f.params
 	}
-	if r.params != nil && r.params[0] != '{' && r.params[0] != '[' {
-		return r, ReasonParamsNotValue, true
-	}
-	r.method = string(f.method[1 : len(f.method)-1])
-	if !plainString(f.method) && json.Unmarshal(f.method, &r.method) != nil {
-		return r, ReasonMethodNotText, true
-	}
-	r.key, _ = canonicalID(r.id)
-	return r, "", true
-}
-
-// isVersion2 reports whether v, a member's raw JSON value (nil when
-// absent), is the string "2.0", escapes decoded.
-func isVersion2(v json.RawMessage) bool {
 	var version string
-	return string(v) == `"2.0"` || len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &version) == nil && version == "2.0"
+	switch {
+	case string(f.jsonrpc) != `"2.0"` && (json.Unmarshal(f.jsonrpc, &version) != nil || version != "2.0"):
+		return r, protocol.ReasonBadVersion
+	case len(f.method) == 0 || f.method[0] != '"':
+		return r, protocol.ReasonMethodNotText
+	case f.id != nil && r.id == nil:
+		return r, protocol.ReasonBadID
+	case r.params != nil && r.params[0] != '{' && r.params[0] != '[':
+		return r, protocol.ReasonParamsNotValue
+	}
+	r.method = string(keyName(f.method))
+	return r, ""
 }
 
-func validID(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	switch c := raw[0]; {
-	case c == '"', c == '-', '0' <= c && c <= '9':
-		return true
-	case c == 'n':
-		return string(raw) == "null"
-	}
-	return false
+// validID reports whether raw, a valid JSON value, is a JSON-RPC id: a
+// string, a number or null (JSON-RPC 2.0 §4).
+func validID(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9' || string(raw) == "null")
 }
 
-// canonicalID gives equal keys to ids that are the same JSON value as far
-// as a client can mean them: strings compare by content (escapes decoded),
-// numbers by their exact bytes (1 and 1.0 differ), and a string never
-// equals a number because the key keeps the quotes.
-func canonicalID(raw json.RawMessage) (string, bool) {
-	raw = trimWS(raw)
-	if !validID(raw) || !json.Valid(raw) {
-		return "", false
-	}
-	if raw[0] != '"' || plainString(raw) {
-		return string(raw), true // a plain string is its own canonical form
-	}
-	var str string
-	if err := json.Unmarshal(raw, &str); err != nil {
-		return "", false
-	}
-	b, _ := json.Marshal(str)
-	return string(b), true
-}
-
-// plainString reports whether raw, a quoted JSON string, holds only
-// printable ASCII that json.Marshal writes as itself: no control byte,
-// quote or backslash, none of <, > and & (which it escapes).
-func plainString(raw []byte) bool {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return false
-	}
-	for _, c := range raw[1 : len(raw)-1] {
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// lookup finds the in-flight request a client means by its own id, as in
-// LSP "$/cancelRequest" params {"id": original}: strings match by content,
-// numbers by their exact JSON bytes (1 and 1.0 differ), and the string "1"
-// never matches the number 1. When the client reused an id for several
-// in-flight requests, the most recent one is returned; nil when none.
-func (s *Stream) lookup(original json.RawMessage) *request {
-	key, ok := canonicalID(original)
-	if !ok {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rs := s.byKey[key]; len(rs) > 0 {
-		return rs[len(rs)-1]
-	}
-	return nil
-}
-
-// Reply answers r with result (encoded JSON; nil means null) or, when e is
-// non-nil, with e. A request that did not come in a batch is written at
-// once; the last answer of a batch writes the whole batch. r is forgotten
-// only after the write, so Serve cannot return at end of input (and the
-// output be closed) while an answer is still on its way out. result is
-// not kept. It fails for a notification or a request already answered.
-func (s *Stream) Reply(r *request, result []byte, e *wireError) error {
+// Reply answers r with result (JSON; nil means null) or, when e is
+// non-nil, with e. An answer is written at once, or, in an array, with
+// the last of its answers. result is not kept. It fails for a
+// notification or a request already answered.
+func (s *Stream) Reply(r *request, result []byte, e *protocol.Error) error {
 	if len(result) == 0 {
 		result = []byte("null")
 	}
@@ -450,60 +262,45 @@ func (s *Stream) Reply(r *request, result []byte, e *wireError) error {
 		msg = errorMessage(r.id, e)
 	}
 	s.mu.Lock()
-	if r.id == nil || r.answered {
+	b := r.batch
+	if b == nil || b.slots[r.slot] != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("kernel: answer to a notification or an answered request (%s)", r.method)
 	}
-	r.answered = true
-	out := msg
-	if b := r.batch; b != nil {
-		b.slots[r.slot], b.pending, out = msg, b.pending-1, nil
-		if b.pending == 0 {
-			out = joinArray(b.slots)
-		}
-	}
-	s.mu.Unlock()
-	var err error
-	if out != nil {
-		err = s.writeFrame(out)
-	}
-	s.mu.Lock()
-	s.pending--
+	b.slots[r.slot], b.pending = msg, b.pending-1
+	last := b.pending == 0
 	s.held -= InflightFactor * int64(len(r.params))
-	rs := s.byKey[r.key]
-	for i, x := range rs {
-		if x == r {
-			rs = append(rs[:i:i], rs[i+1:]...)
-			break
-		}
-	}
-	if len(rs) == 0 {
-		delete(s.byKey, r.key)
-	} else {
-		s.byKey[r.key] = rs
-	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	return err
+	if !last {
+		return nil
+	}
+	return s.writeFrame(b.join())
 }
 
-// Notify writes a server notification {"jsonrpc":"2.0","method":method,
-// "params":params} at once, even while a batch is pending. Its params are
-// redacted (redactAnswer): a ledger event or a progress report never
-// carries a secret to the host.
+// join is the frame's answers: one message, or an array.
+func (b *batch) join() []byte {
+	if b.single {
+		return b.slots[0]
+	}
+	return append(append([]byte{'['}, bytes.Join(b.slots, []byte{','})...), ']')
+}
+
+// Notify writes the server notification method with params at once, even
+// while an array is pending. params are redacted (redactAnswer): a ledger
+// event or a progress report never carries a secret to the host.
 func (s *Stream) Notify(method string, params any) error {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
 	m, _ := json.Marshal(method)
-	msg := append([]byte(`{"jsonrpc":"2.0","method":`), m...)
-	msg = append(append(msg, `,"params":`...), redactAnswer(p)...)
-	return s.writeFrame(append(msg, '}'))
+	msg := append(append([]byte(`{"jsonrpc":"2.0","method":`), m...), `,"params":`...)
+	return s.writeFrame(append(append(msg, redactAnswer(p)...), '}'))
 }
 
-// writeFrame writes one message with the stream's framing and flushes, so
-// that a client reading a pipe sees each message as soon as it is complete.
+// writeFrame writes one message in the stream's framing and flushes it, so
+// that a host reading a pipe sees it as soon as it is complete.
 func (s *Stream) writeFrame(msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -525,64 +322,37 @@ func (s *Stream) writeFrame(msg []byte) error {
 // errClosed is the error of a write after Close.
 var errClosed = errors.New("kernel: stream closed")
 
-// Close ends the stream: Serve stops reading and stops waiting for
-// answers at end of input, later writes fail, and the closer given to
-// NewStream is called, once. It returns the closer's error, on every call.
-func (s *Stream) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.mu.Lock()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-		if s.closer != nil {
-			s.closeErr = s.closer.Close()
-		}
-	})
-	return s.closeErr
+// Close ends the stream: Serve reads no further frame (a read under way
+// ends with the input) and stops waiting for the budget; later writes
+// fail.
+func (s *Stream) Close() {
+	s.closed.Store(true)
+	s.mu.Lock()
+	s.cond.Broadcast()
+	s.mu.Unlock()
 }
 
-func invalidRequest(reason string) *wireError {
-	return &wireError{code: protocol.CodeInvalidRequest, message: "Invalid Request", data: map[string]string{"reason": reason}}
+func invalidRequest(reason string) *protocol.Error {
+	return protocol.NewError(protocol.CodeInvalidRequest, map[string]string{"reason": reason}, "Invalid Request")
 }
 
-// errorMessage builds a Response object (JSON-RPC 2.0 §5) carrying e; a nil
-// id is written as null. Code 0, which JSON-RPC 2.0 §5.1 gives no meaning,
-// is written as -32603.
-func errorMessage(id json.RawMessage, e *wireError) []byte {
-	code := e.code
-	if code == 0 {
-		code = protocol.CodeInternalError
+// errorMessage is the Response object (JSON-RPC 2.0 §5) carrying e, with
+// code 0, which §5.1 gives no meaning, written as -32603.
+func errorMessage(id json.RawMessage, e *protocol.Error) []byte {
+	body, err := json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data})
+	if err != nil { // data that does not encode is left out
+		body, _ = json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message})
 	}
-	body := strconv.AppendInt([]byte(`{"code":`), code, 10)
-	msg, _ := json.Marshal(e.message)
-	body = append(append(body, `,"message":`...), msg...)
-	if e.data != nil {
-		if data, err := json.Marshal(e.data); err == nil {
-			body = append(append(body, `,"data":`...), data...)
-		}
-	}
-	return responseMessage(id, "error", append(body, '}'))
+	return responseMessage(id, "error", body)
 }
 
-// responseMessage builds {"jsonrpc":"2.0","id":id,member:value}; a nil id
-// is null. The id goes back as the client sent it, byte-exact.
+// responseMessage is {"jsonrpc":"2.0","id":id,member:value}, the id as the
+// client sent it, byte-exact, or null.
 func responseMessage(id json.RawMessage, member string, value []byte) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	buf := make([]byte, 0, len(id)+len(value)+40)
-	buf = append(append(buf, `{"jsonrpc":"2.0","id":`...), id...)
-	buf = append(append(append(buf, `,"`...), member...), `":`...)
+	buf := append(make([]byte, 0, len(id)+len(value)+40), `{"jsonrpc":"2.0","id":`...)
+	buf = append(append(append(append(buf, id...), `,"`...), member...), `":`...)
 	return append(append(buf, value...), '}')
-}
-
-func joinArray(parts []json.RawMessage) []byte {
-	buf := []byte{'['}
-	for i, p := range parts {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, p...)
-	}
-	return append(buf, ']')
 }

@@ -11,20 +11,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/txkernel/txkernel/protocol"
 )
 
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
-
 // echo is the test handler: it answers each request with its params,
-// at once or (async) from a goroutine. Besides it exposes the stream's
-// id lookup ("whoami"), a code-0 error ("zero"), a delay that reorders
-// async answers ("slow"), a server notification ("notify") and a wait
-// for the end of input ("waitEOF").
-func echo(st *Stream, async bool) func(context.Context, *request) {
+// at once or (async) from a goroutine. Besides it answers with the id as
+// the handler got it ("whoami"), a code-0 error ("zero"), a delay that
+// reorders async answers ("slow") and a server notification ("notify").
+// Async answers are counted in wg (nil when not async), which the caller
+// waits for before it closes the stream, as Server.Serve does.
+func echo(st *Stream, async bool, wg *sync.WaitGroup) func(context.Context, *request) {
 	return func(ctx context.Context, r *request) {
 		if r.id == nil {
 			return
@@ -34,32 +34,25 @@ func echo(st *Stream, async bool) func(context.Context, *request) {
 			st.Reply(r, res, e)
 		}
 		if async {
-			go answer()
+			wg.Go(answer)
 		} else {
 			answer()
 		}
 	}
 }
 
-func echoAnswer(ctx context.Context, st *Stream, r *request) ([]byte, *wireError) {
+func echoAnswer(_ context.Context, st *Stream, r *request) ([]byte, *protocol.Error) {
 	switch r.method {
 	case "zero":
-		return nil, &wireError{code: 0, message: "zero"}
+		return nil, &protocol.Error{Code: 0, Message: "zero"}
 	case "whoami":
-		b, _ := json.Marshal(map[string]any{"original": r.id, "found": st.lookup(r.id) == r})
+		b, _ := json.Marshal(map[string]any{"original": r.id})
 		return b, nil
 	case "slow":
 		time.Sleep(10 * time.Millisecond)
 	case "notify":
 		if err := st.Notify("event", r.params); err != nil {
-			return nil, &wireError{code: -32603, message: err.Error()}
-		}
-	case "waitEOF":
-		select {
-		case <-st.InputClosed():
-			return []byte(`"eof"`), nil
-		case <-ctx.Done():
-			return nil, &wireError{code: -32800, message: "cancelled"}
+			return nil, &protocol.Error{Code: -32603, Message: err.Error()}
 		}
 	}
 	return r.params, nil
@@ -68,7 +61,7 @@ func echoAnswer(ctx context.Context, st *Stream, r *request) ([]byte, *wireError
 // run serves input on a Stream over io.Pipe pairs, closes the input and
 // returns everything written until the stream closed its output (which
 // it does once every request is answered).
-func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
+func run(t testing.TB, opts Config, async bool, input []byte) []byte {
 	t.Helper()
 	out, _ := runAsync(t, opts, async, input)
 	return out
@@ -76,26 +69,26 @@ func run(t testing.TB, opts StreamOptions, async bool, input []byte) []byte {
 
 // runStream is run with a synchronous handler that also returns the
 // stream, to inspect it afterwards.
-func runStream(t testing.TB, opts StreamOptions, input []byte) ([]byte, *Stream) {
+func runStream(t testing.TB, opts Config, input []byte) ([]byte, *Stream) {
 	t.Helper()
 	return runAsync(t, opts, false, input)
 }
 
-func runAsync(t testing.TB, opts StreamOptions, async bool, input []byte) ([]byte, *Stream) {
+func runAsync(t testing.TB, opts Config, async bool, input []byte) ([]byte, *Stream) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	st := NewStream(inR, outW, closerFunc(func() error {
-		inR.Close()
-		return outW.Close()
-	}), opts)
+	st := NewStream(inR, outW, opts)
+	defer inR.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() {
-		st.Serve(ctx, echo(st, async))
+		var wg sync.WaitGroup
+		st.Serve(ctx, echo(st, async, &wg))
+		wg.Wait()
 		st.Close()
+		outW.Close()
 	}()
-	defer st.Close()
 	go func() {
 		inW.Write(input)
 		inW.Close()
@@ -187,7 +180,7 @@ func arr(elems ...string) string { return "[" + strings.Join(elems, ",") + "]" }
 // tooLarge is the -32600 for a message of size bytes over the limit,
 // answered with id (raw JSON).
 func tooLarge(id string, limit, size int) string {
-	return rpcErr(id, -32600, "Invalid Request", `{"reason":"`+ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`,"size":`+strconv.Itoa(size)+`}`)
+	return rpcErr(id, -32600, "Invalid Request", `{"reason":"`+protocol.ReasonTooLarge+`","limit":`+strconv.Itoa(limit)+`,"size":`+strconv.Itoa(size)+`}`)
 }
 
 var (
@@ -222,7 +215,7 @@ func TestStreamNDJSON(t *testing.T) {
 		{name: "huge id byte-exact", input: lines(req("1e30", "echo", `[1]`)), want: []string{res("1e30", `[1]`)}},
 		{name: "id spelled like an internal id", input: lines(req(`"\u0000txk:1"`, "echo", `[1]`)), want: []string{res(`"\u0000txk:1"`, `[1]`)}},
 		{name: "no params", input: lines(req("7", "echo", "")), want: []string{res("7", "null")}},
-		{name: "id lookup", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"found":true,"original":1.50}`)}},
+		{name: "id as sent", input: lines(req("1.50", "whoami", "")), want: []string{res("1.50", `{"original":1.50}`)}},
 		{name: "code 0 becomes -32603", input: lines(req("2", "zero", "")), want: []string{rpcErr("2", -32603, "zero", "")}},
 		{name: "notification", input: lines(notif("echo", `[1]`)), want: nil},
 		{name: "non-JSON then valid", input: lines("not json", req("3", "echo", `[3]`)), want: []string{parseErr, res("3", `[3]`)}},
@@ -394,7 +387,7 @@ func runCases(t *testing.T, f Framing, cases []streamCase) {
 	for _, tc := range cases {
 		for _, async := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/async=%v", tc.name, async), func(t *testing.T) {
-				out := run(t, StreamOptions{Framing: f, MaxMessageBytes: tc.max}, async, []byte(tc.input))
+				out := run(t, Config{Framing: f, MaxMessageBytes: tc.max}, async, []byte(tc.input))
 				got, err := splitFrames(f, out)
 				if err != nil {
 					t.Fatalf("output %q: %v", out, err)
@@ -414,7 +407,7 @@ func runCases(t *testing.T, f Framing, cases []streamCase) {
 
 func TestStreamServerNotificationDuringBatch(t *testing.T) {
 	in := lines(arr(req("1", "slow", `[1]`), req("2", "notify", `{"n":2}`)))
-	out := run(t, StreamOptions{}, true, []byte(in))
+	out := run(t, Config{}, true, []byte(in))
 	got, err := splitFrames(FramingNDJSON, out)
 	if err != nil {
 		t.Fatal(err)
@@ -428,34 +421,37 @@ func TestStreamServerNotificationDuringBatch(t *testing.T) {
 	}
 }
 
-func TestStreamInputClosed(t *testing.T) {
-	// The handler can only finish once it learns that input has ended;
-	// the response must still be written before the stream closes.
-	out := run(t, StreamOptions{}, true, []byte(lines(req("9", "waitEOF", ""))))
-	if want := res("9", `"eof"`) + "\n"; string(out) != want {
+func TestStreamAnswersAfterEndOfInput(t *testing.T) {
+	// The answer comes after the input has ended; it must still be
+	// written before the stream closes.
+	out := run(t, Config{}, true, []byte(lines(req("9", "slow", `["late"]`))))
+	if want := res("9", `["late"]`) + "\n"; string(out) != want {
 		t.Errorf("got %q, want %q", out, want)
 	}
 }
 
-func TestStreamCloseReleasesDrain(t *testing.T) {
-	st := NewStream(strings.NewReader(lines(req("1", "hang", ""))), io.Discard, nil, StreamOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
+// TestStreamCloseReleasesBudget: a reader paused by a used-up budget
+// (requests never answered) stops when the stream is closed.
+func TestStreamCloseReleasesBudget(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	st := NewStream(inR, io.Discard, Config{MaxInflightBytes: 1})
+	got, done := make(chan struct{}, 2), make(chan struct{})
 	go func() {
 		defer close(done)
-		st.Serve(ctx, func(ctx context.Context, r *request) {
-			go func() { <-ctx.Done(); st.Reply(r, nil, &wireError{code: -32800, message: "cancelled"}) }()
-		})
+		st.Serve(context.Background(), func(context.Context, *request) { got <- struct{}{} })
 	}()
+	go inW.Write([]byte(lines(req("1", "hang", `[1]`), req("2", "hang", `[2]`))))
 	select {
-	case <-st.InputClosed():
+	case <-got:
 	case <-time.After(5 * time.Second):
-		t.Fatal("input never reported closed")
+		t.Fatal("the request never reached the handler")
 	}
 	select {
+	case <-got:
+		t.Fatal("a request was read while the budget was used up")
 	case <-done:
-		t.Fatal("Serve returned while a request was in flight")
+		t.Fatal("Serve returned with input still open")
 	case <-time.After(20 * time.Millisecond):
 	}
 	st.Close()
@@ -466,34 +462,35 @@ func TestStreamCloseReleasesDrain(t *testing.T) {
 	}
 }
 
-func TestStreamIDLookup(t *testing.T) {
-	st := NewStream(strings.NewReader(""), io.Discard, nil, StreamOptions{})
-	track := func(id string) *request {
-		r, reason, ok := parseMember([]byte(req(id, "m", "")))
-		if !ok || reason != "" {
-			t.Fatalf("%s: %q", id, reason)
-		}
-		st.byKey[r.key] = append(st.byKey[r.key], r)
-		st.pending++
-		return r
-	}
-	one, str, dupOld, dupNew := track(`1`), track(`"A"`), track(`7`), track(`7`)
+// TestServerCancelMatchesID checks which in-flight request a
+// $/cancelRequest names (PROTOCOL.md §2.9): strings by content, numbers by
+// their exact bytes, never a string for a number, the most recent of equal
+// ids still in flight, and nothing for an unknown id.
+func TestServerCancelMatchesID(t *testing.T) {
 	for _, tc := range []struct {
 		original string
-		want     *request
+		finished string // a request answered before the cancel, by name
+		want     string // the request cancelled, by name; "" none
 	}{
-		{`1`, one}, {` 1 `, one}, {`1.0`, nil}, {`"1"`, nil}, {`"A"`, str}, {`"\u0041"`, str},
-		{`A`, nil}, {`7`, dupNew}, {`null`, nil}, {`{}`, nil},
+		{`1`, "", "one"}, {` 1 `, "", "one"}, {`1.0`, "", ""}, {`"1"`, "", ""}, {`"A"`, "", "str"}, {`"\u0041"`, "", "str"},
+		{`A`, "", ""}, {`7`, "", "dupNew"}, {`7`, "dupNew", "dupOld"}, {`null`, "", ""}, {`{}`, "", ""},
 	} {
-		if got := st.lookup(json.RawMessage(tc.original)); got != tc.want {
-			t.Errorf("lookup(%s) = %+v; want %+v", tc.original, got, tc.want)
+		s := &Server{inflight: map[*request]context.CancelFunc{}}
+		var cancelled []string
+		for i, c := range []struct{ name, id string }{{"one", `1`}, {"str", `"A"`}, {"dupOld", `7`}, {"dupNew", `7`}} {
+			r, reason := parseMember([]byte(req(c.id, "m", "")))
+			if reason != "" {
+				t.Fatalf("%s: %q", c.id, reason)
+			}
+			r.seq = uint64(i + 1)
+			if c.name != tc.finished {
+				s.inflight[r] = func() { cancelled = append(cancelled, c.name) }
+			}
 		}
-	}
-	if err := st.Reply(dupNew, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := st.lookup(json.RawMessage(`7`)); got != dupOld {
-		t.Errorf("after answering the newer duplicate: %+v", got)
+		s.cancel(json.RawMessage(tc.original))
+		if got := strings.Join(cancelled, ","); got != tc.want {
+			t.Errorf("cancel(%s) with %q answered cancelled %q; want %q", tc.original, tc.finished, got, tc.want)
+		}
 	}
 }
 
@@ -585,7 +582,7 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(cl(req("1", "echo", `{"a":1}`))))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, fr := range []Framing{FramingNDJSON, FramingContentLength, FramingAuto} {
-			out, st := runAsync(t, StreamOptions{Framing: fr, MaxMessageBytes: 512}, true, data)
+			out, st := runAsync(t, Config{Framing: fr, MaxMessageBytes: 512}, true, data)
 			if fr == FramingAuto {
 				// Answers go out in the framing detected; detection
 				// always settles, even on empty input.
@@ -609,12 +606,10 @@ func FuzzStream(f *testing.F) {
 func BenchmarkStreamRoundTrip(b *testing.B) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	st := NewStream(inR, outW, closerFunc(func() error {
-		inR.Close()
-		return outW.Close()
-	}), StreamOptions{})
-	go st.Serve(context.Background(), echo(st, false))
-	defer st.Close()
+	st := NewStream(inR, outW, Config{})
+	go st.Serve(context.Background(), echo(st, false, nil))
+	defer outW.Close()
+	defer inW.Close()
 	br := bufio.NewReader(outR)
 	in := []byte(lines(req("1", "echo", `{"a":1}`)))
 	want := res("1", `{"a":1}`) + "\n"

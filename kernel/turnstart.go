@@ -45,3 +45,20 @@ func (s *services) turnStart(ctx context.Context, p *protocol.TurnStartParams, r
 	}
 	return res.TurnStartResult, nil
 }
+
+// rawMember returns the raw value of the member name of obj, a JSON object
+// already known to be valid (decodeTyped decoded it), or false when obj
+// has no such member; the last of duplicate members wins. turn/start's
+// proposal is the params minus a few bytes, often a diff of megabytes, and
+// a second json.Unmarshal just to cut it out cost as much as decoding it.
+// FuzzRawMember checks it against json.Unmarshal.
+func rawMember(obj []byte, name string) (found json.RawMessage, ok bool) {
+	if !eachMember(obj, func(key, val []byte) {
+		if string(keyName(key)) == name {
+			found, ok = val, true
+		}
+	}) {
+		return nil, false
+	}
+	return found, ok
+}

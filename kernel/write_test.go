@@ -18,9 +18,8 @@ func TestReplyFrames(t *testing.T) {
 		for _, value := range []string{`{"state":"proposed"}`, big} {
 			for _, id := range []string{`1`, `"a\u0000b"`, `null`, `-1.5e3`} {
 				var out countingWriter
-				st := NewStream(strings.NewReader(""), &out, nil, StreamOptions{Framing: fr})
-				r := &request{id: json.RawMessage(id), method: "m"}
-				st.pending++
+				st := NewStream(strings.NewReader(""), &out, Config{Framing: fr})
+				r := &request{id: json.RawMessage(id), method: "m", batch: &batch{single: true, slots: make([][]byte, 1), pending: 1}}
 				if err := st.Reply(r, []byte(value), nil); err != nil {
 					t.Fatal(err)
 				}
@@ -28,7 +27,7 @@ func TestReplyFrames(t *testing.T) {
 					t.Fatal("a second answer to the same request was written")
 				}
 				var want bytes.Buffer
-				ref := NewStream(strings.NewReader(""), &want, nil, StreamOptions{Framing: fr})
+				ref := NewStream(strings.NewReader(""), &want, Config{Framing: fr})
 				if err := ref.writeFrame(responseMessage(json.RawMessage(id), "result", []byte(value))); err != nil {
 					t.Fatal(err)
 				}
