@@ -415,11 +415,9 @@ func (e *Engine) writeMeta(t *transaction) error {
 const maxInFlight = 16
 
 // appendWithMeta appends events that change the state and rewrites
-// transaction.json to match, with the ledger fsync and the fsync of the
-// directory that the metadata replace ends with in one round: both are
-// encoded first, and neither fsync starts before the other's write
-// (syncRound). They are independent: if the append fails after the
-// metadata landed, the next start sees the mismatch and rebuilds
+// transaction.json to match, with the ledger fsync and the metadata
+// replace running side by side. They are independent: if the append fails
+// after the metadata landed, the next start sees the mismatch and rebuilds
 // transaction.json from the ledger, which stays the source of truth.
 func (e *Engine) appendWithMeta(t *transaction, evs ...record.Event) error {
 	ts := now()
@@ -433,22 +431,9 @@ func (e *Engine) appendWithMeta(t *transaction, evs ...record.Event) error {
 	if err != nil {
 		return err
 	}
-	p, err := t.led.prepare(evs...)
-	if err != nil {
-		return err
-	}
-	round := newSyncRound(2)
 	var g errgroup.Group
-	g.Go(func() error {
-		m := round.member()
-		defer m.leave()
-		return e.appendPrepared(t, p, m.ready)
-	})
-	g.Go(func() error {
-		m := round.member()
-		defer m.leave()
-		return replaceFile(e.opts.Failpoints, path, data, false, m.ready)
-	})
+	g.Go(func() error { return e.appendEvents(t, evs...) })
+	g.Go(func() error { return replaceMeta(e.opts.Failpoints, path, data) })
 	return g.Wait()
 }
 
@@ -490,21 +475,12 @@ func (e *Engine) get(id string) (*transaction, error) {
 // sees a state in tx/list before the event that entered it). The caller
 // holds t's lock.
 func (e *Engine) appendEvents(t *transaction, evs ...record.Event) error {
-	p, err := t.led.prepare(evs...)
+	out, err := t.led.append(evs...)
 	if err != nil {
 		return err
 	}
-	return e.appendPrepared(t, p, nil)
-}
-
-// appendPrepared is appendEvents for events t.led.prepare encoded, with
-// ready called between the ledger's write and its fsync (ledger.write).
-func (e *Engine) appendPrepared(t *transaction, p pendingEvents, ready func()) error {
-	if err := t.led.appendPrepared(p, ready); err != nil {
-		return err
-	}
 	t.meta.State, t.meta.UpdatedAt = deriveState(t.led.events)
-	e.emit(p.events)
+	e.emit(out)
 	t.publish()
 	return nil
 }

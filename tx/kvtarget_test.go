@@ -219,7 +219,7 @@ func (kp *kvPlanned) Commit(ctx context.Context, c *Change, rec *record.Commit) 
 		if err := k.fp.Hit(ctx, fpKVBeforeReplace); err != nil {
 			return err
 		}
-		if err := replaceFile(nil, k.path(), out, true, nil); err != nil {
+		if err := replaceFile(nil, k.path(), out, true); err != nil {
 			return err
 		}
 		if err := k.fp.Hit(ctx, fpKVAfterReplace); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -85,18 +84,23 @@ func newLedger(path, txID string, fp *failpoint.Set) *ledger {
 // lastSeq is the seq of the newest event, 0 when empty.
 func (l *ledger) lastSeq() int64 { return int64(len(l.events)) }
 
-// appendPrepared appends p (see prepare: its events numbered and
-// encoded) to the file with one write and one fsync, calling ready, when
-// not nil, between the two (see write), and only then adds the events to
-// the in-memory view. The fsync is the point at which the events are
-// durable; the caller notifies the host after it.
-func (l *ledger) appendPrepared(p pendingEvents, ready func()) error {
+// append assigns seq and ts (unless evs[0].TS is set) to evs, writes them with one write and one fsync,
+// and only then adds them to the in-memory view. The fsync is the point at
+// which the events are durable; the caller notifies the host after it.
+func (l *ledger) append(evs ...record.Event) ([]record.Event, error) {
+	p, err := l.prepare(evs...)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", l.path, err)
+		return nil, fmt.Errorf("open %s: %w", l.path, err)
 	}
 	defer f.Close()
-	return l.write(f, p, ready)
+	if err := l.write(f, p); err != nil {
+		return nil, err
+	}
+	return p.events, nil
 }
 
 // pendingEvents are events numbered and encoded by prepare, not yet
@@ -106,11 +110,10 @@ type pendingEvents struct {
 	events []record.Event
 }
 
-// prepare assigns seq, transactionId and ts (unless evs[0].TS is set) to
-// evs and encodes them, without touching the file or the in-memory view,
-// so that a caller can encode before a round of concurrent fsyncs and
-// keep CPU out of it (writeProposalDir, appendWithMeta). Only one prepare
-// may be outstanding: the next one numbers from the same seq.
+// prepare numbers and encodes evs as append does, without touching the
+// file or the in-memory view, so that a caller can encode before a round
+// of concurrent fsyncs and keep CPU out of it (writeProposalDir). Only one
+// prepare may be outstanding: the next one numbers from the same seq.
 func (l *ledger) prepare(evs ...record.Event) (pendingEvents, error) {
 	if l.broken != nil {
 		return pendingEvents{}, fmt.Errorf("ledger %s is unusable after an earlier failure: %w", l.path, l.broken)
@@ -139,10 +142,8 @@ func (l *ledger) prepare(evs ...record.Event) (pendingEvents, error) {
 
 // write appends p's lines to f, the ledger's file opened for appending,
 // with one write and one fsync, and then adds p's events to the
-// in-memory view. A failed write or fsync breaks the ledger. ready, when
-// not nil, is called between the write and the fsync (a syncRound's
-// member, so that the fsync starts with the rest of its round).
-func (l *ledger) write(f *os.File, p pendingEvents, ready func()) error {
+// in-memory view. A failed write or fsync breaks the ledger.
+func (l *ledger) write(f *os.File, p pendingEvents) error {
 	buf := p.buf
 	if err := l.fp.Hit(context.Background(), fpLedgerNoSpace); err != nil {
 		// A full disk, for tests: the write fails with ENOSPC and nothing
@@ -165,9 +166,6 @@ func (l *ledger) write(f *os.File, p pendingEvents, ready func()) error {
 	if _, err := f.Write(buf); err != nil {
 		l.broken = err
 		return fmt.Errorf("append to %s: %w", l.path, err)
-	}
-	if ready != nil {
-		ready()
 	}
 	if err := f.Sync(); err != nil {
 		// After a failed fsync the page cache may have dropped the data; the
@@ -232,15 +230,14 @@ func syncDir(dir string) error {
 // directory's fsync stays: it also makes durable what the caller removed
 // from that directory before (the blobs, after a commit).
 func replaceMeta(fp *failpoint.Set, path string, data []byte) error {
-	return replaceFile(fp, path, data, false, nil)
+	return replaceFile(fp, path, data, false)
 }
 
 // replaceFile replaces path with data: temp file in the same directory,
 // fsync of it when durable is set, rename, fsync of the directory
 // (google/renameio's order). A reader sees the old file or the new one,
-// never a mix. ready, when not nil, is called after the rename, before
-// the directory's fsync (see ledger.write).
-func replaceFile(fp *failpoint.Set, path string, data []byte, durable bool, ready func()) error {
+// never a mix.
+func replaceFile(fp *failpoint.Set, path string, data []byte, durable bool) error {
 	dir := filepath.Dir(path)
 	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
 	write := os.WriteFile
@@ -256,44 +253,5 @@ func replaceFile(fp *failpoint.Set, path string, data []byte, durable bool, read
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if ready != nil {
-		ready()
-	}
 	return syncDir(dir)
-}
-
-// syncRound makes the fsyncs of one round start together. Each of its n
-// jobs does its writes, creations and renames, then calls its member's
-// ready, which returns once every job has got there, and only then
-// fsyncs. Issued together, the fsyncs share one journal commit; issued as
-// each job's CPU work ends, a job whose work is longer (a larger file, an
-// encoding) starts its fsync after the others' ended, in a round of its
-// own, and on 2 cores most do (RELIABILITY.md §10, rounds). All n jobs
-// must run at once: a job never started would hold the others for ever.
-type syncRound struct{ wg sync.WaitGroup }
-
-// newSyncRound is a round of n jobs.
-func newSyncRound(n int) *syncRound {
-	r := &syncRound{}
-	r.wg.Add(n)
-	return r
-}
-
-// roundMember is one job of a syncRound.
-type roundMember struct {
-	r    *syncRound
-	once sync.Once
-}
-
-// member returns a job's member; call it once per job.
-func (r *syncRound) member() *roundMember { return &roundMember{r: r} }
-
-// leave marks the job's writes done without waiting; it is idempotent,
-// for a job that fails before its fsync (defer it).
-func (m *roundMember) leave() { m.once.Do(m.r.wg.Done) }
-
-// ready marks the job's writes done and waits for every other job's.
-func (m *roundMember) ready() {
-	m.leave()
-	m.r.wg.Wait()
 }

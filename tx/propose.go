@@ -186,7 +186,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		return nil, err
 	}
 	files := []dirFile{
-		{name: LedgerFile, flag: os.O_APPEND, write: func(f *os.File, ready func()) error { return t.led.write(f, pending, ready) }},
+		{name: LedgerFile, flag: os.O_APPEND, write: func(f *os.File) error { return t.led.write(f, pending) }},
 		// No fsync: transaction.json is rebuilt from the ledger whenever it
 		// is unreadable (see replaceMeta); its name is made durable with
 		// the directory's.
@@ -199,8 +199,13 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	// The active/ marker is independent of the directory's files: it is
 	// created and its directory fsynced in the same round. It is durable
 	// before the rename, so a transaction that exists is never missing
-	// from the index start-up reads (P3, RELIABILITY.md §10).
-	err = writeProposalDir(tmp, files, filepath.Join(e.activeDir, txID))
+	// from the index.
+	err = writeProposalDir(tmp, files, func() error {
+		if err := touch(filepath.Join(e.activeDir, txID)); err != nil {
+			return err
+		}
+		return syncDir(e.activeDir)
+	})
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpProposeBeforeRename)
 	}
@@ -299,25 +304,22 @@ func loadDiffs(t *transaction, evs []record.Event) ([]record.Event, error) {
 
 // dirFile is one file of a new transaction's directory: it is created
 // with flag added to O_WRONLY|O_CREATE|O_EXCL, then either write runs on
-// it or data is written to it, and fsynced when sync is set. write calls
-// ready between its writes and its fsync (a syncRound's member).
+// it or data is written to it, and fsynced when sync is set.
 type dirFile struct {
 	name  string
 	flag  int
 	data  []byte
 	sync  bool
-	write func(f *os.File, ready func()) error
+	write func(*os.File) error
 }
 
-// writeProposalDir creates dir, every file in it and the empty file
-// marker (in another directory), and then writes the files concurrently
-// and fsyncs, in one round (syncRound), the files that ask for it, dir and
-// marker's directory. Every name exists before dir's fsync is issued, so
-// that one fsync, run alongside the files' own, makes all of them durable
-// before dir is renamed; and no fsync starts before every write is done,
-// so that a larger file's write does not push its fsync into a round of
-// its own. Each file is opened once, by its creation.
-func writeProposalDir(dir string, files []dirFile, marker string) (err error) {
+// writeProposalDir creates dir and every file in it, and then runs in one
+// concurrent round (see maxInFlight) each file's write (and fsync), the
+// fsync of dir, and the jobs in more. Every name exists before dir's fsync
+// is issued, so that one fsync, run alongside the files' own, makes all
+// of them durable before dir is renamed: one round of fsyncs, not two.
+// Each file is opened once, by its creation.
+func writeProposalDir(dir string, files []dirFile, more ...func() error) (err error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
@@ -336,37 +338,26 @@ func writeProposalDir(dir string, files []dirFile, marker string) (err error) {
 		}
 		open = append(open, f)
 	}
-	if err := touch(marker); err != nil {
-		return err
-	}
-	// Every job runs at once (no limit): the round waits for all of them.
-	round := newSyncRound(len(files) + 2)
 	var g errgroup.Group
+	g.SetLimit(maxInFlight)
 	for i, df := range files {
 		f := open[i]
 		g.Go(func() error {
-			m := round.member()
-			defer m.leave()
 			if df.write != nil {
-				return df.write(f, m.ready)
+				return df.write(f)
 			}
 			if _, err := f.Write(df.data); err != nil {
 				return err
 			}
-			m.ready()
 			if df.sync {
 				return f.Sync()
 			}
 			return nil
 		})
 	}
-	for _, d := range []string{dir, filepath.Dir(marker)} {
-		g.Go(func() error {
-			m := round.member()
-			defer m.leave()
-			m.ready()
-			return syncDir(d)
-		})
+	g.Go(func() error { return syncDir(dir) })
+	for _, job := range more {
+		g.Go(job)
 	}
 	return g.Wait()
 }

@@ -75,11 +75,10 @@ func (pl *planned) CheckBase(ctx context.Context) error {
 // sibling (sandbox.StagedName) and fsyncs it, fsyncs the staged files'
 // directories and the parents of the directories staging created, and
 // returns the commit record's ops in
-// plan order. The files are staged concurrently; a directory's fsync may
-// start once every staged name beneath it exists (see stagedDirs), and no
-// fsync starts before every staged name exists (fsyncGate), so the files'
-// and the directories' fsyncs are issued together: the commit record
-// waits for one round of fsyncs.
+// plan order. The files are staged concurrently, and each directory's
+// fsync starts as soon as every staged name beneath it exists, while the
+// files' own fsyncs still run (see stagedDirs): the commit record waits
+// for one round of fsyncs, not two.
 func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, error) {
 	w, changes := pl.w, pl.p.Changes
 	ops := make([]record.CommitOp, len(changes))
@@ -124,22 +123,15 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 	var g, dg errgroup.Group
 	g.SetLimit(maxInFlight)
 	dg.SetLimit(maxInFlight)
-	gate := newFsyncGate(changes, maxInFlight)
 	for i := range changes {
 		g.Go(func() error {
 			ch := changes[i]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if ch.Kind == protocol.ChangeDelete {
 				ops[i] = record.CommitOp{Path: ch.Path, Op: record.OpDelete}
 				return nil
-			}
-			arrived := false
-			defer func() {
-				if !arrived { // failed before its name existed
-					gate.arrive(false)
-				}
-			}()
-			if err := ctx.Err(); err != nil {
-				return err
 			}
 			data, err := content(ch)
 			if err != nil {
@@ -153,8 +145,6 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 			// power-loss model, TestPowerLoss). Staging may also have
 			// created directories, whose names live in their parents.
 			created := func() {
-				arrived = true
-				gate.arrive(true)
 				for _, d := range dirs.created(ch.Path) {
 					// Every staged name beneath d exists, so every
 					// directory staging made beneath it too: an ancestor
@@ -163,12 +153,8 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 					if !dirs.holdsStaged(d) && !st.CreatedChild(d) {
 						continue
 					}
-					dg.Go(func() error {
-						gate.wait()
-						return w.syncDir(d)
-					})
+					dg.Go(func() error { return w.syncDir(d) })
 				}
-				gate.wait()
 			}
 			if err := st.StageFile(ch.Path, staged, data, fs.FileMode(ch.NewMode), created); err != nil {
 				return err
@@ -185,65 +171,6 @@ func (pl *planned) Prepare(ctx context.Context, c *tx.Change) (*record.Commit, e
 		return nil, w.classify(err)
 	}
 	return &record.Commit{Ops: ops}, nil
-}
-
-// fsyncGate holds the fsyncs of a staging until every staged name exists,
-// so that the files' fsyncs and their directories' are issued together:
-// one round, whose journal commit they share. Without it, each staging's
-// path checks and write ran between one fsync and the next, and on 2
-// cores a small apply's files reached the disk one after another
-// (RELIABILITY.md §10, rounds: 1.95 staging rounds per transaction where
-// one suffices). It opens when every written file has arrived (its name
-// exists, or its staging failed first) or when limit stagings, as many as
-// run at once, have arrived and wait: no staging that has not arrived
-// would ever start then. Once open it stays open.
-type fsyncGate struct {
-	mu      sync.Mutex
-	cond    sync.Cond
-	left    int // written files that have not arrived
-	waiting int // stagings that arrived and wait for the gate
-	limit   int
-	open    bool
-}
-
-// newFsyncGate is the gate of the written files of changes, staged at
-// most limit at a time.
-func newFsyncGate(changes []record.PlannedChange, limit int) *fsyncGate {
-	g := &fsyncGate{limit: limit}
-	g.cond.L = &g.mu
-	for _, ch := range changes {
-		if ch.Kind != protocol.ChangeDelete {
-			g.left++
-		}
-	}
-	g.limit = min(limit, g.left)
-	g.open = g.left == 0
-	return g
-}
-
-// arrive records that a written file's staged name exists (waits: its
-// staging goes on to wait for the gate) or that its staging ended
-// without one.
-func (g *fsyncGate) arrive(waits bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.left--
-	if waits {
-		g.waiting++
-	}
-	if g.left <= 0 || g.waiting >= g.limit {
-		g.open = true
-		g.cond.Broadcast()
-	}
-}
-
-// wait returns once the gate is open.
-func (g *fsyncGate) wait() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for !g.open {
-		g.cond.Wait()
-	}
 }
 
 // derivations parses the diff a proposal kept (record.Proposal.DiffSHA256)

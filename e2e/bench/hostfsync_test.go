@@ -165,12 +165,17 @@ func createdDirs(dir string, c hostCommit) []string {
 func minFsyncs(c hostCommit, created []string) [nPhases]int {
 	staged := parentDirs(c.written, created) // created holds only ancestors of written files
 	return [nPhases]int{
-		phasePropose: 4, // ledger, the new contents (one file), the transaction's dir, transactions/
+		// ledger, the new contents (one file), proposal.patch (P1: the
+		// turnDiff item lives there), the transaction's dir, transactions/,
+		// active/ (P3: the index start-up reads)
+		phasePropose: 6,
 		phaseApply1:  1, // ledger: approval/request
 		phaseRespond: 1, // ledger: approval/decision
 		// staged files, their dirs (and those of created dirs), the commit
 		// record, the dirs of the renames and removals, the closing events
-		phaseApply2: len(c.written) + len(staged) + 1 + len(parentDirs(c.written, c.deleted)) + 1,
+		// and the transaction's dir (P4: the contents' deletion is durable
+		// before the active/ marker's removal can be)
+		phaseApply2: len(c.written) + len(staged) + 1 + len(parentDirs(c.written, c.deleted)) + 2,
 	}
 }
 
