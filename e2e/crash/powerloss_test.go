@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,7 +135,7 @@ func powerLossCommit(t *testing.T, c harness.FzfCommit) {
 		t.Fatalf("the trace misses operations the session must perform: %v", counts)
 	}
 
-	stats, n, problems := checkPowerLoss(t, tr, c, wsInitial, methods, *powerlossMax, nil)
+	stats, n, problems := checkPowerLoss(t, tr, c, wsInitial, methods, *powerlossMax, nil, false)
 	for _, p := range problems[:min(len(problems), 10)] {
 		t.Error(p)
 	}
@@ -157,16 +159,78 @@ func powerLossCommit(t *testing.T, c harness.FzfCommit) {
 	}
 	if cut := withoutStagedDirFsyncs(tr); cut == nil {
 		t.Error("negative control: no staged-directory fsync found before the commit record")
-	} else if _, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4, noRestage); len(problems) == 0 {
+	} else if _, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4, noRestage, false); len(problems) == 0 {
 		t.Error("negative control: without the staged-directory fsyncs no state failed; the model cannot see the bug it exists for")
 	} else {
 		t.Logf("negative control: without the staged-directory fsyncs and without restaging, %d states fail, e.g.\n%s", len(problems), problems[0])
-		_, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4, nil)
+		_, _, problems := checkPowerLoss(t, cut, c, wsInitial, methods, 4, nil, false)
 		for _, p := range problems[:min(len(problems), 3)] {
 			t.Error("without the staged-directory fsyncs but with restaging: " + p)
 		}
 		t.Logf("without the staged-directory fsyncs but with restaging, %d states fail", len(problems))
 	}
+
+	// The other fsyncs RELIABILITY.md §10 lists with the promise each
+	// keeps, beyond the commit protocol's: without any one of them, some
+	// state must fail, or the table lists an fsync no promise needs.
+	for _, ctl := range fsyncControls(tr) {
+		if ctl.cut == nil {
+			t.Errorf("negative control %s: no such fsync in the trace", ctl.name)
+			continue
+		}
+		_, _, problems := checkPowerLoss(t, ctl.cut, c, wsInitial, methods, 4, nil, true)
+		if len(problems) == 0 {
+			t.Errorf("negative control: without %s no state failed; RELIABILITY.md §10 says %s needs it", ctl.name, ctl.promise)
+			continue
+		}
+		t.Logf("negative control: without %s (%s), a state fails:\n%s", ctl.name, ctl.promise, problems[0])
+	}
+}
+
+// fsyncControl is tr without one of the fsyncs RELIABILITY.md §10 lists
+// (cut; nil when the trace has none), and the promise the table says it
+// keeps.
+type fsyncControl struct {
+	name, promise string
+	cut           *powerloss.Trace
+}
+
+// fsyncControls are the negative controls of the fsyncs that §10's table
+// lists beyond the commit protocol's: proposal.patch's, active/'s at
+// turn/start, and the transaction directory's in the closing round (after
+// the commit record).
+func fsyncControls(tr *powerloss.Trace) []fsyncControl {
+	commit := slices.IndexFunc(tr.Ops, func(op powerloss.Op) bool {
+		return op.Kind == powerloss.OpWrite && bytes.Contains(op.Data, []byte(`"type":"apply/commit"`))
+	})
+	txDir := regexp.MustCompile(`^state/data/transactions/tx-[0-9a-f]+$`)
+	ctls := []struct {
+		name, promise string
+		drop          func(i int, op powerloss.Op) bool
+	}{
+		{"the fsync of proposal.patch", "P1: the turnDiff item lives only there",
+			func(_ int, op powerloss.Op) bool { return strings.HasSuffix(op.Path, "/proposal.patch") }},
+		{"the fsync of active/ at turn/start", "P3: start-up finds an acknowledged proposal through its marker",
+			func(_ int, op powerloss.Op) bool { return op.Path == "state/data/active" }},
+		{"the transaction directory's fsync in the closing round", "P4: the contents' deletion is durable before the marker's removal",
+			func(i int, op powerloss.Op) bool { return commit >= 0 && i > commit && txDir.MatchString(op.Path) }},
+	}
+	out := make([]fsyncControl, len(ctls))
+	for k, ctl := range ctls {
+		out[k] = fsyncControl{name: ctl.name, promise: ctl.promise}
+		cut := *tr
+		cut.Ops = nil
+		for i, op := range tr.Ops {
+			if op.Kind == powerloss.OpFsync && ctl.drop(i, op) {
+				continue
+			}
+			cut.Ops = append(cut.Ops, op)
+		}
+		if len(cut.Ops) < len(tr.Ops) {
+			out[k].cut = &cut
+		}
+	}
+	return out
 }
 
 // withoutStagedDirFsyncs returns a copy of tr without the fsyncs of
@@ -201,7 +265,7 @@ func withoutStagedDirFsyncs(tr *powerloss.Trace) *powerloss.Trace {
 // failing state. Recovery results are cached by the state's digest: the
 // same disk may be reached at many crash points, with different things
 // acknowledged.
-func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsInitial map[string]string, methods map[string]string, maxPerPoint int, fps *failpoint.Set) (powerloss.Stats, int, []string) {
+func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsInitial map[string]string, methods map[string]string, maxPerPoint int, fps *failpoint.Set, firstOnly bool) (powerloss.Stats, int, []string) {
 	t.Helper()
 	ctx := context.Background()
 	work := t.TempDir()
@@ -249,14 +313,24 @@ func checkPowerLoss(t *testing.T, tr *powerloss.Trace, c harness.FzfCommit, wsIn
 		if len(problems) > 0 {
 			failing = append(failing, fmt.Sprintf("crash point %d of %d (%s; %d ops pending, last op: %s):\n  %s",
 				s.Point, len(tr.Ops), s.Choice, s.Pending, describeOp(tr, s.Point), strings.Join(problems, "\n  ")))
+			if firstOnly {
+				return errFirstFailure
+			}
 		}
 		return nil
 	})
+	if errors.Is(err, errFirstFailure) {
+		err = nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return stats, n, failing
 }
+
+// errFirstFailure stops checkPowerLoss at its first failing state when it
+// is asked for one only (a negative control).
+var errFirstFailure = errors.New("first failing state found")
 
 func describeOp(tr *powerloss.Trace, point int) string {
 	if point == 0 {
