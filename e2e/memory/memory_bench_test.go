@@ -21,11 +21,11 @@ func BenchmarkMemoryIngestRFCs(b *testing.B) {
 	harness.CopyTree(b, rfcs, filepath.Join(ws, "backlog"))
 	gitRepo(b, ws)
 	for _, impl := range memoryStores {
-		b.Run("impl="+impl.name, func(b *testing.B) {
+		b.Run("impl="+impl.Name, func(b *testing.B) {
 			files := 0
 			for b.Loop() {
 				b.StopTimer()
-				p := startMemoryKernel(b, ws, filepath.Join(b.TempDir(), "data"), nil, impl.flags(b)...)
+				p := startMemoryKernel(b, ws, filepath.Join(b.TempDir(), "data"), nil, impl.Flags(b)...)
 				b.StartTimer()
 				res := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 				b.StopTimer()

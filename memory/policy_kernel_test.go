@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"os"
@@ -51,7 +51,7 @@ func startPolicyKernel(t *testing.T, policy string, extra ...string) (*harness.P
 	if err := os.WriteFile(pol, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, extra...)...)
+	p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, extra...)...)
 	init := p.MustResult("initialize", map[string]any{"clientInfo": map[string]any{"name": "test"}})
 	mem, _ := init["capabilities"].(map[string]any)["memory"].(map[string]any)
 	return p, mem

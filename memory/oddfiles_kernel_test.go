@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"os"
@@ -41,7 +41,7 @@ func TestMemoryIngestOddFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, flags(t)...)
+		p := serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), flags(t)...)
 		defer p.Stop()
 		ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 		skipped := map[string]string{}

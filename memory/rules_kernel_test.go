@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"os"
@@ -53,7 +53,7 @@ func startRulesKernel(t *testing.T, flags func(testing.TB) []string) (*harness.P
 	if err := os.WriteFile(pol, []byte(rulesPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, flags(t)...)...)
+	p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, flags(t)...)...)
 	p.Initialize()
 	return p, ws
 }
