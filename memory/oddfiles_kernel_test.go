@@ -15,6 +15,7 @@ import (
 // each ingested or skipped with the file named and a reason; the
 // ordinary files are ingested and readable either way.
 func TestMemoryIngestOddFiles(t *testing.T) {
+	harness.SkipIfShort(t, "a 1 MiB body of distinct words and a 2,400-character path ingested on both stores")
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		ws := t.TempDir()
 		smallBacklog(t, ws)
