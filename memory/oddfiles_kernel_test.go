@@ -16,6 +16,7 @@ import (
 // ordinary files are ingested and readable either way.
 func TestMemoryIngestOddFiles(t *testing.T) {
 	harness.SkipIfShort(t, "a 1 MiB body of distinct words and a 2,400-character path ingested on both stores")
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		ws := t.TempDir()
 		smallBacklog(t, ws)

@@ -98,6 +98,7 @@ func curateElement(t *testing.T, p *harness.Proc, element, body string) (string,
 // A changed file whose element was never curated is still published, as
 // INGESTED_EVIDENCE.
 func TestMemoryIngestKeepsCuratedTruth(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, ws := startRulesKernel(t, flags)
 		first := p.MustResult("memory/ingest", memReq(scopeR1, ingestBot, "path", "."))
@@ -174,6 +175,7 @@ func TestMemoryIngestKeepsCuratedTruth(t *testing.T) {
 // scores included, is byte-identical before and after another tenant
 // ingests (and publishes) many documents full of the same words.
 func TestMemoryScoresIgnoreOtherTenants(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, ws := startRulesKernel(t, flags)
 		p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
@@ -215,6 +217,7 @@ func normalised(resp map[string]any, ids ...string) string {
 // for another's proposal as for a missing one on memory/rebase. agent-7,
 // which may read, still gets the precise errors.
 func TestMemoryNoExistenceOracle(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, _ := startRulesKernel(t, flags)
 		p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
@@ -268,6 +271,7 @@ func TestMemoryNoExistenceOracle(t *testing.T) {
 // does read_context serve it. A curator reads all of it; after the
 // promote, so does agent-7.
 func TestMemoryAgentNeverReadsUnpublished(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, _ := startRulesKernel(t, flags)
 		p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
