@@ -13,6 +13,9 @@ import (
 	"github.com/txkernel/txkernel/internal/pgtest"
 )
 
+// Why here, not in store/postgres: every test holds or kills a kernel at
+// a failpoint (TXKERNEL_FAILPOINTS), which harness.Serve refuses.
+
 // Claims across kernels (issue 33): races made deterministic by a
 // failpoint that holds kernel A between its commit record and its SQL
 // commit (memory.before-sql-commit), with its claim taken, while the test

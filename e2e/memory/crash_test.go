@@ -7,6 +7,11 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
+// Why here, not in memory: each test kills the kernel at a failpoint
+// (TXKERNEL_FAILPOINTS=...=exit, as kill -9) and restarts it on the same
+// data; harness.Serve refuses failpoints, whose exit would end the test
+// process.
+
 // TestMemoryAcceptCrash kills the kernel (SIGKILL, as kill -9) at each step
 // of an accept and checks, after a restart, that the accept happened
 // exactly once or not at all: a second accept returns the first result or

@@ -7,6 +7,9 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
+// Why here: README.md's figures for this benchmark are through the
+// binary (a process per kernel), and make test does not run benchmarks.
+
 // BenchmarkMemoryIngestRFCs measures memory/ingest of the real RFC backlog
 // (648 markdown files under text/, 639 RFCs) from a git work tree,
 // through the real binary: reading, chunking, one SQL transaction per 64

@@ -13,6 +13,11 @@ import (
 	"github.com/txkernel/txkernel/internal/pgtest"
 )
 
+// Why here, not in store/postgres with the other outage tests: a
+// failpoint (TXKERNEL_FAILPOINTS) holds the kernel between two batches or
+// inside a commit while the test stops the server; harness.Serve refuses
+// failpoints.
+
 // TestTeamMemoryIngestOutage: the server stops between two batches of an
 // ingest (a failpoint parks the kernel after its first batch commits,
 // and the test stops the server once it sees that batch's versions). The

@@ -10,6 +10,9 @@ import (
 	"github.com/txkernel/txkernel/internal/pgtest"
 )
 
+// Why here: these are start-up refusals, seen as the binary's exit status
+// and its output (harness.Command).
+
 // TestMemoryBadPolicy: a malformed --memory-policy stops the binary's
 // start-up (a non-zero exit status) with a message naming the file's line
 // and the flag, never the first memory call.

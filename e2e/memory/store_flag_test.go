@@ -8,6 +8,9 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
+// Why here: a bad --memory-store is a start-up refusal, seen as the
+// binary's exit status and its output (harness.Command).
+
 // TestMemoryStoreFlag: --memory-store names where memory lives.
 // Anything but sqlite or a postgres:// URL, a malformed URL, or a URL
 // that carries a password, fails the start-up with a message naming the
