@@ -10,12 +10,13 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// TestMemorySmoke is seed 002's smoke (docs/DESIGN.md §7) through the real
-// binary on the real RFC backlog, copied into a temporary git repository as
-// backlog/: ingest, read (published) with citations, propose on a pinned
-// version, accept, promote, and read the new version by default; then the
-// negative checks: permission trimming, a stale proposal that needs a rebase,
-// no existence leak, and verify_citations flagging an invented citation.
+// TestMemorySmoke is seed 002's smoke (docs/DESIGN.md §7) through the
+// kernel's methods (in-process, harness.Serve) on the real RFC backlog,
+// copied into a temporary git repository as backlog/: ingest, read
+// (published) with citations, propose on a pinned version, accept,
+// promote, and read the new version by default; then the negative checks:
+// permission trimming, a stale proposal that needs a rebase, no existence
+// leak, and verify_citations flagging an invented citation.
 func TestMemorySmoke(t *testing.T) {
 	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
 	t.Parallel()

@@ -10,10 +10,10 @@ import (
 )
 
 // The memory policy's who-may-curate rules (seed 002: execution agents
-// propose, curators publish), through the real binary over pipes with a
-// real kernel.db: role membership declared by the policy, separation of
-// duties, grants restricted by purpose, and the asserted mode of a policy
-// without "roles".
+// propose, curators publish), through the kernel's methods (in-process,
+// harness.Serve) on both memory stores: role membership declared by the
+// policy, separation of duties, grants restricted by purpose, and the
+// asserted mode of a policy without "roles".
 
 // rolesPolicy declares the curators; agent-7 reads and proposes in r1;
 // agent-9 reads in r1 only for triage and proposes only to fix docs.

@@ -9,11 +9,11 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// Seed 002's hard rules at every door (issue 31), through the real binary
-// over pipes, on both memory stores: ingest never replaces curated truth,
-// a caller's scores owe nothing to other tenants, a principal that may not
-// read learns nothing of what exists, and an agent never reads a version
-// that was accepted but not published.
+// Seed 002's hard rules at every door (issue 31), through the kernel's
+// methods (in-process, harness.Serve), on both memory stores: ingest never
+// replaces curated truth, a caller's scores owe nothing to other tenants,
+// a principal that may not read learns nothing of what exists, and an
+// agent never reads a version that was accepted but not published.
 
 // rulesPolicy: cur-1 and cur-2 curate tenant t1; agent-7 reads and
 // proposes in r1; proposer-only proposes in r1 without read; ingest-bot

@@ -14,12 +14,12 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// TestTeamMemoryTwoKernels is issue 22's story on the real binary: two
-// kernels, each with its own workspace and data dir, on one PostgreSQL
-// memory. Kernel A's curator ingests; kernel B's agent reads what A
-// published and proposes a change pinned to it; A accepts and promotes;
-// B reads the new published version, and sees the decision in the ledger
-// of the proposal it made.
+// TestTeamMemoryTwoKernels is issue 22's story through the kernel's
+// methods (in-process, harness.Serve): two kernels, each with its own
+// workspace and data dir, on one PostgreSQL memory. Kernel A's curator
+// ingests; kernel B's agent reads what A published and proposes a change
+// pinned to it; A accepts and promotes; B reads the new published
+// version, and sees the decision in the ledger of the proposal it made.
 func TestTeamMemoryTwoKernels(t *testing.T) {
 	t.Parallel()
 	a, b, _ := twoKernels(t)
