@@ -7,6 +7,9 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
+// Why here: README.md's figures for this benchmark are through the
+// binary (a process per kernel), and make test does not run benchmarks.
+
 // BenchmarkMemoryIngestRFCs measures memory/ingest of the real RFC backlog
 // (648 markdown files under text/, 639 RFCs) from a git work tree,
 // through the real binary: reading, chunking, one SQL transaction per 64
@@ -21,11 +24,11 @@ func BenchmarkMemoryIngestRFCs(b *testing.B) {
 	harness.CopyTree(b, rfcs, filepath.Join(ws, "backlog"))
 	gitRepo(b, ws)
 	for _, impl := range memoryStores {
-		b.Run("impl="+impl.name, func(b *testing.B) {
+		b.Run("impl="+impl.Name, func(b *testing.B) {
 			files := 0
 			for b.Loop() {
 				b.StopTimer()
-				p := startMemoryKernel(b, ws, filepath.Join(b.TempDir(), "data"), nil, impl.flags(b)...)
+				p := startMemoryKernel(b, ws, filepath.Join(b.TempDir(), "data"), nil, impl.Flags(b)...)
 				b.StartTimer()
 				res := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 				b.StopTimer()

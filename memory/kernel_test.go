@@ -1,147 +1,22 @@
-package memory
+package memory_test
 
 import (
-	"context"
-	"encoding/json"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
-	"github.com/txkernel/txkernel/internal/pgtest"
-	"github.com/txkernel/txkernel/store/postgres"
 )
 
-// memPolicy is the grants the memory tests run under: agent-7 reads and
-// proposes in t1/o1/r1 only; curators (cora alone holds the role) do
-// everything in tenant t1; a reader of r2 reads r2 only.
-const memPolicy = `{"roles": {"curator": ["cora"]},
- "grants": [
-  {"principal_id": "agent-7", "actions": ["read", "propose"],
-   "scope": {"tenant_id": "t1", "organization_id": "o1", "repository_id": "r1"}},
-  {"role": "curator", "actions": ["read", "propose", "curate", "publish", "ingest"],
-   "scope": {"tenant_id": "t1", "organization_id": "*", "repository_id": "*"}},
-  {"principal_id": "reader-2", "actions": ["read"],
-   "scope": {"tenant_id": "t1", "organization_id": "o1", "repository_id": "r2"}}
-]}
-`
-
-var (
-	scopeR1  = map[string]any{"tenant_id": "t1", "organization_id": "o1", "repository_id": "r1"}
-	scopeR2  = map[string]any{"tenant_id": "t1", "organization_id": "o1", "repository_id": "r2"}
-	agent7   = map[string]any{"principal_id": "agent-7", "roles": []string{}, "purpose": "coding"}
-	curator  = map[string]any{"principal_id": "cora", "roles": []string{"curator"}, "purpose": "curation"}
-	reader2  = map[string]any{"principal_id": "reader-2", "roles": []string{}, "purpose": "qa"}
-	agentPrv = map[string]any{"actor_type": "agent", "actor_id": "agent-7", "tool_id": "txkernel-test"}
-)
-
-// memReq builds memory params: scope, principal and the rest.
-func memReq(scope, principal map[string]any, kv ...any) map[string]any {
-	m := map[string]any{"scope": scope, "principal": principal}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i].(string)] = kv[i+1]
-	}
-	return m
-}
-
-// gitRepo makes dir a git work tree with one commit of everything in it,
-// and returns HEAD.
-func gitRepo(t testing.TB, dir string) string {
-	t.Helper()
-	git := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-q", "-m", "backlog")
-	return git("rev-parse", "HEAD")
-}
-
-// startMemoryKernel starts a kernel on ws with the memory policy and any
-// extra flags (--memory-store).
-func startMemoryKernel(t testing.TB, ws, dataDir string, env []string, extra ...string) *harness.Proc {
-	t.Helper()
-	pol := filepath.Join(filepath.Dir(dataDir), "policy.json")
-	if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error"}, extra...)
-	p := harness.Start(t, env, args...)
-	p.Initialize()
-	return p
-}
-
-// teamDB is a fresh PostgreSQL memory database for t, migrated (from a
-// template migrated once per test binary), as --memory-store flags.
-func teamDB(t testing.TB) []string {
-	t.Helper()
-	srv := pgtest.Shared(t)
-	tpl := srv.Template(t, "memory", func(url string) error {
-		s, err := postgres.Open(context.Background(), url)
-		if err != nil {
-			return err
-		}
-		s.Close()
-		return nil
-	})
-	return []string{"--memory-store", srv.Database(t, tpl)}
-}
-
-// memoryStores are the two memory stores every memory test and benchmark
-// runs on: kernel.db (no flag) and a fresh PostgreSQL database (teamDB).
-var memoryStores = []struct {
-	name  string
-	flags func(testing.TB) []string
-}{
-	{"sqlite", func(testing.TB) []string { return nil }},
-	{"postgres", teamDB},
-}
-
-// eachStore runs body as a parallel subtest per memory store, with the
-// flags that select it.
-func eachStore(t *testing.T, body func(t *testing.T, flags func(testing.TB) []string)) {
-	for _, st := range memoryStores {
-		t.Run("store="+st.name, func(t *testing.T) {
-			t.Parallel()
-			body(t, st.flags)
-		})
-	}
-}
-
-func items(t testing.TB, res map[string]any) []map[string]any {
-	t.Helper()
-	raw, _ := res["items"].([]any)
-	out := make([]map[string]any, len(raw))
-	for i, x := range raw {
-		out[i] = x.(map[string]any)
-	}
-	return out
-}
-
-// wantCode fails unless resp is an error with code.
-func wantCode(t testing.TB, what string, resp map[string]any, code int) map[string]any {
-	t.Helper()
-	got, data := harness.RPCError(resp)
-	if got != code {
-		t.Fatalf("%s: got %v, want error %d", what, resp, code)
-	}
-	return data
-}
-
-// TestMemorySmoke is seed 002's smoke (docs/DESIGN.md §7) through the real
-// binary on the real RFC backlog, copied into a temporary git repository as
-// backlog/: ingest, read (published) with citations, propose on a pinned
-// version, accept, promote, and read the new version by default; then the
-// negative checks: permission trimming, a stale proposal that needs a rebase,
-// no existence leak, and verify_citations flagging an invented citation.
+// TestMemorySmoke is seed 002's smoke (docs/DESIGN.md §7) through the
+// kernel's methods (in-process, harness.Serve) on the real RFC backlog,
+// copied into a temporary git repository as backlog/: ingest, read
+// (published) with citations, propose on a pinned version, accept,
+// promote, and read the new version by default; then the negative checks:
+// permission trimming, a stale proposal that needs a rebase, no existence
+// leak, and verify_citations flagging an invented citation.
 func TestMemorySmoke(t *testing.T) {
 	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
 	t.Parallel()
@@ -171,7 +46,7 @@ func memorySmoke(t *testing.T, extra ...string) {
 		return nil
 	})
 	dataDir := filepath.Join(t.TempDir(), "data")
-	p := startMemoryKernel(t, ws, dataDir, nil, extra...)
+	p := serveMemoryKernel(t, ws, dataDir, extra...)
 	defer p.Stop()
 	if len(extra) > 0 {
 		// Memory in PostgreSQL: nothing of it in kernel.db, which this
@@ -371,40 +246,6 @@ func memorySmoke(t *testing.T, extra ...string) {
 	}
 }
 
-func summarize(m map[string]any) string {
-	delete(m, "skipped")
-	b, _ := json.Marshal(m)
-	if len(b) > 600 {
-		b = b[:600]
-	}
-	return string(b)
-}
-
-// smallBacklog writes a three-file backlog, a binary file and a non-UTF-8
-// one under ws/backlog, commits it, and returns HEAD.
-func smallBacklog(t testing.TB, ws string) string {
-	t.Helper()
-	files := map[string]string{
-		"backlog/001-auth.md":       "# Auth\n\n## Tokens\n\nTokens expire after one hour.\n\n## Refresh\n\nRefresh tokens rotate.\n",
-		"backlog/002-cache.md":      "# Cache\n\nThe cache is write-through.\n",
-		"backlog/sub/003-deploy.md": "# Deploy\n\nDeploys are blue-green.\n",
-		"backlog/blob.md":           "PNG\x00\x01\x02",
-		"backlog/latin1.md":         "caf\xe9\n",
-		"backlog/notes.txt":         "not markdown",
-		"outside/secret-plans.md":   "# Secret\n",
-	}
-	for name, body := range files {
-		p := filepath.Join(ws, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return gitRepo(t, ws)
-}
-
 // TestMemoryBadInput: every bad input gets a clear error with a stable
 // code and data, and changes nothing.
 func TestMemoryBadInput(t *testing.T) {
@@ -415,7 +256,7 @@ func TestMemoryBadInput(t *testing.T) {
 		smallBacklog(t, ws)
 
 		// Without --memory-policy every memory method is refused, naming the flag.
-		bare := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--log-level", "error"}, extra...)...)
+		bare := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--log-level", "error"}, extra...)...)
 		bare.Initialize()
 		for _, m := range []string{"memory/read_context", "memory/ingest", "memory/propose", "memory/proposals", "memory/proposal", "memory/accept",
 			"memory/reject", "memory/rebase", "memory/promote", "memory/baselines", "memory/verify_citations"} {
@@ -428,24 +269,10 @@ func TestMemoryBadInput(t *testing.T) {
 		}
 		bare.Stop()
 
-		// A malformed policy stops start-up with a message naming the line.
-		for _, tc := range []struct{ name, policy, want string }{
-			{"syntax", "{\"grants\": [\n  {\"role\": \"curator\",\n   \"actions\": [\"read\"],,\n}]}", ":3:"},
-			{"both principal and role", "{\"grants\": [\n {\"role\": \"a\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}},\n {\"role\": \"c\", \"principal_id\": \"x\", \"actions\": [\"read\"],\n  \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", ":3: grant 2"},
-			{"unknown action", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"delete\"], \"scope\": {\"tenant_id\": \"*\", \"organization_id\": \"*\", \"repository_id\": \"*\"}}]}", "unknown action \"delete\""},
-			{"missing scope level", "{\"grants\": [{\"role\": \"c\", \"actions\": [\"read\"], \"scope\": {\"tenant_id\": \"*\", \"repository_id\": \"*\"}}]}", "scope.organization_id is missing"},
-		} {
-			pol := filepath.Join(t.TempDir(), "policy.json")
-			if err := os.WriteFile(pol, []byte(tc.policy), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := harness.Command(t, "serve", "--workspace", ws, "--data-dir", filepath.Join(t.TempDir(), "d"), "--memory-policy", pol).CombinedOutput()
-			if err == nil || !strings.Contains(string(out), "policy.json"+tc.want) && !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "--memory-policy") {
-				t.Fatalf("%s: start-up gave %v\n%s\nwant it to stop naming %q", tc.name, err, out, tc.want)
-			}
-		}
+		// A malformed policy stopping start-up is e2e/memory
+		// TestMemoryBadPolicy (the binary's exit status).
 
-		p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, extra...)
+		p := serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), extra...)
 		defer p.Stop()
 		ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 		if harness.Num(ing["created"]) != 3 {
@@ -507,7 +334,7 @@ func TestMemoryBadInput(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(plain, "backlog", "a.md"), []byte("# A\n\nalpha\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		q := startMemoryKernel(t, plain, filepath.Join(t.TempDir(), "data"), nil, store(t)...)
+		q := serveMemoryKernel(t, plain, filepath.Join(t.TempDir(), "data"), store(t)...)
 		defer q.Stop()
 		pi := q.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 		if _, has := pi["commit_sha"]; !has || pi["commit_sha"] != nil || !strings.Contains(harness.Str(pi["note"]), "not in a git work tree") || harness.Num(pi["created"]) != 1 {
@@ -515,72 +342,6 @@ func TestMemoryBadInput(t *testing.T) {
 		}
 	})
 }
-
-// TestMemoryAcceptCrash kills the kernel (SIGKILL, as kill -9) at each step
-// of an accept and checks, after a restart, that the accept happened
-// exactly once or not at all: a second accept returns the first result or
-// finishes it, and the element has one new version.
-func TestMemoryAcceptCrash(t *testing.T) {
-	t.Parallel()
-	memoryAcceptCrash(t, memoryStores[0].flags)
-}
-
-// TestMemoryAcceptCrashPostgres is TestMemoryAcceptCrash with memory in a
-// PostgreSQL database: after the kill and the restart, one new version or
-// none, never two.
-func TestMemoryAcceptCrashPostgres(t *testing.T) {
-	t.Parallel()
-	memoryAcceptCrash(t, teamDB)
-}
-
-// memoryAcceptCrash is TestMemoryAcceptCrash's body, each case's kernels
-// started with the flags store gives.
-func memoryAcceptCrash(t *testing.T, store func(testing.TB) []string) {
-	for _, fp := range []string{"apply.before-commit-record", "apply.after-commit-record", "memory.before-sql-commit", "apply.after-blobs-deleted"} {
-		t.Run(fp, func(t *testing.T) {
-			t.Parallel()
-			ws := t.TempDir()
-			smallBacklog(t, ws)
-			dataDir := filepath.Join(t.TempDir(), "data")
-			extra := store(t)
-			p := startMemoryKernel(t, ws, dataDir, nil, extra...)
-			p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
-			v0 := harness.Str(items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md")))[0]["version_id"])
-			prop := harness.Str(p.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", "backlog/002-cache.md", "target_version_id", v0,
-				"body", "# Cache\n\nThe cache is write-back.\n", "summary", "write-back", "provenance", agentPrv))["proposal_id"])
-			p.Stop()
-
-			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"}, extra...)
-			c.NextID++
-			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/accept","params":` + harness.JSONText(memReq(scopeR1, curator, "proposal_id", prop)) + `}`)
-			<-c.Done // the failpoint kills the kernel
-
-			r := startMemoryKernel(t, ws, dataDir, nil, extra...)
-			defer r.Stop()
-			acc := r.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", prop))
-			committed := fp != "apply.before-commit-record"
-			if acc["already_accepted"] != committed {
-				t.Fatalf("after a crash at %s the accept was %v, want already_accepted=%v", fp, acc, committed)
-			}
-			info := r.MustResult("memory/proposal", memReq(scopeR1, curator, "proposal_id", prop))
-			if info["status"] != "accepted" || info["accepted_version_id"] != acc["version_id"] || info["current_version_id"] != acc["version_id"] {
-				t.Fatalf("proposal after recovery: %v", summarize(info))
-			}
-			// Exactly one new version: the accepted one is the head, and the
-			// version before it is the ingested one.
-			pro := r.MustResult("memory/promote", memReq(scopeR1, curator))
-			if harness.Num(pro["published"]) != 1 {
-				t.Fatalf("promote after recovery published %v", pro)
-			}
-			got := items(t, r.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "write-back")))
-			if len(got) != 1 || got[0]["version_id"] != acc["version_id"] {
-				t.Fatalf("read after recovery: %v", got)
-			}
-		})
-	}
-}
-
-func itoaTest(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // TestMemoryHybrid: with an embedder configured (a local server speaking
 // /v1/embeddings), ingest embeds every chunk, read_context fuses keyword
@@ -599,7 +360,7 @@ func TestMemoryHybrid(t *testing.T) {
 		if err := os.WriteFile(pol, []byte(memPolicy), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error",
+		p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", dataDir, "--memory-policy", pol, "--log-level", "error",
 			"--embed-url", es.URL + "/v1", "--embed-model", "hash-64", "--embed-dims", "64"}, extra...)...)
 		p.Initialize()
 		defer p.Stop()
@@ -631,48 +392,4 @@ func TestMemoryHybrid(t *testing.T) {
 			t.Fatalf("with the embedder down: %v", harness.JSONText(down))
 		}
 	})
-}
-
-// TestMemoryIngestPublishCrash kills the kernel during the promote that
-// publishes an ingest: after a restart the baseline is either whole and
-// published (the commit record was durable) or absent, and a second
-// ingest publishes what the first could not, so published retrieval
-// finds every ingested file exactly once.
-func TestMemoryIngestPublishCrash(t *testing.T) {
-	t.Parallel()
-	eachStore(t, memoryIngestPublishCrash)
-}
-
-// memoryIngestPublishCrash is TestMemoryIngestPublishCrash's body, each
-// case's kernels started with the flags store gives.
-func memoryIngestPublishCrash(t *testing.T, store func(testing.TB) []string) {
-	for _, fp := range []string{"apply.before-commit-record", "memory.before-sql-commit", "apply.after-commit-record"} {
-		t.Run(fp, func(t *testing.T) {
-			t.Parallel()
-			extra := store(t)
-			ws := t.TempDir()
-			smallBacklog(t, ws)
-			dataDir := filepath.Join(t.TempDir(), "data")
-			c := startMemoryKernel(t, ws, dataDir, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"}, extra...)
-			c.NextID++
-			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/ingest","params":` + harness.JSONText(memReq(scopeR1, curator, "path", ".")) + `}`)
-			<-c.Done
-
-			r := startMemoryKernel(t, ws, dataDir, nil, extra...)
-			defer r.Stop()
-			bl := r.MustResult("memory/baselines", memReq(scopeR1, curator))
-			committed := fp != "apply.before-commit-record"
-			if (bl["published"] != nil) != committed || len(bl["baselines"].([]any)) != map[bool]int{true: 1, false: 0}[committed] {
-				t.Fatalf("after a crash at %s: %v", fp, harness.JSONText(bl))
-			}
-			again := r.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
-			if harness.Num(again["unchanged"]) != 3 || (again["baseline_id"] != nil) == committed {
-				t.Fatalf("second ingest after a crash at %s: %v", fp, summarize(again))
-			}
-			got := items(t, r.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "tokens cache deploys", "k", 10)))
-			if len(got) != 3 {
-				t.Fatalf("published retrieval finds %d of 3 ingested files", len(got))
-			}
-		})
-	}
 }

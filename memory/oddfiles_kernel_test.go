@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"os"
@@ -15,6 +15,8 @@ import (
 // each ingested or skipped with the file named and a reason; the
 // ordinary files are ingested and readable either way.
 func TestMemoryIngestOddFiles(t *testing.T) {
+	harness.SkipIfShort(t, "a 1 MiB body of distinct words and a 2,400-character path ingested on both stores")
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		ws := t.TempDir()
 		smallBacklog(t, ws)
@@ -41,7 +43,7 @@ func TestMemoryIngestOddFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, flags(t)...)
+		p := serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), flags(t)...)
 		defer p.Stop()
 		ing := p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
 		skipped := map[string]string{}

@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"os"
@@ -9,11 +9,11 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// Seed 002's hard rules at every door (issue 31), through the real binary
-// over pipes, on both memory stores: ingest never replaces curated truth,
-// a caller's scores owe nothing to other tenants, a principal that may not
-// read learns nothing of what exists, and an agent never reads a version
-// that was accepted but not published.
+// Seed 002's hard rules at every door (issue 31), through the kernel's
+// methods (in-process, harness.Serve), on both memory stores: ingest never
+// replaces curated truth, a caller's scores owe nothing to other tenants,
+// a principal that may not read learns nothing of what exists, and an
+// agent never reads a version that was accepted but not published.
 
 // rulesPolicy: cur-1 and cur-2 curate tenant t1; agent-7 reads and
 // proposes in r1; proposer-only proposes in r1 without read; ingest-bot
@@ -53,7 +53,7 @@ func startRulesKernel(t *testing.T, flags func(testing.TB) []string) (*harness.P
 	if err := os.WriteFile(pol, []byte(rulesPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, flags(t)...)...)
+	p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, flags(t)...)...)
 	p.Initialize()
 	return p, ws
 }
@@ -98,6 +98,7 @@ func curateElement(t *testing.T, p *harness.Proc, element, body string) (string,
 // A changed file whose element was never curated is still published, as
 // INGESTED_EVIDENCE.
 func TestMemoryIngestKeepsCuratedTruth(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, ws := startRulesKernel(t, flags)
 		first := p.MustResult("memory/ingest", memReq(scopeR1, ingestBot, "path", "."))
@@ -174,6 +175,7 @@ func TestMemoryIngestKeepsCuratedTruth(t *testing.T) {
 // scores included, is byte-identical before and after another tenant
 // ingests (and publishes) many documents full of the same words.
 func TestMemoryScoresIgnoreOtherTenants(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, ws := startRulesKernel(t, flags)
 		p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
@@ -215,6 +217,7 @@ func normalised(resp map[string]any, ids ...string) string {
 // for another's proposal as for a missing one on memory/rebase. agent-7,
 // which may read, still gets the precise errors.
 func TestMemoryNoExistenceOracle(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, _ := startRulesKernel(t, flags)
 		p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))
@@ -268,6 +271,7 @@ func TestMemoryNoExistenceOracle(t *testing.T) {
 // does read_context serve it. A curator reads all of it; after the
 // promote, so does agent-7.
 func TestMemoryAgentNeverReadsUnpublished(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, flags func(testing.TB) []string) {
 		p, _ := startRulesKernel(t, flags)
 		p.MustResult("memory/ingest", memReq(scopeR1, cur1, "path", "."))

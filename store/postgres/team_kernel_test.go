@@ -1,24 +1,25 @@
-package memory
+package postgres_test
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/txkernel/txkernel/e2e/harness"
 )
 
-// TestTeamMemoryTwoKernels is issue 22's story on the real binary: two
-// kernels, each with its own workspace and data dir, on one PostgreSQL
-// memory. Kernel A's curator ingests; kernel B's agent reads what A
-// published and proposes a change pinned to it; A accepts and promotes;
-// B reads the new published version, and sees the decision in the ledger
-// of the proposal it made.
+// TestTeamMemoryTwoKernels is issue 22's story through the kernel's
+// methods (in-process, harness.Serve): two kernels, each with its own
+// workspace and data dir, on one PostgreSQL memory. Kernel A's curator
+// ingests; kernel B's agent reads what A published and proposes a change
+// pinned to it; A accepts and promotes; B reads the new published
+// version, and sees the decision in the ledger of the proposal it made.
 func TestTeamMemoryTwoKernels(t *testing.T) {
 	t.Parallel()
 	a, b, _ := twoKernels(t)
@@ -114,109 +115,10 @@ func twoKernels(t *testing.T) (a, b *harness.Proc, db string) {
 	for i := range ks {
 		ws := t.TempDir()
 		smallBacklog(t, ws)
-		ks[i] = startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, flags...)
+		ks[i] = serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), flags...)
 		t.Cleanup(ks[i].Stop)
 	}
 	return ks[0], ks[1], flags[1]
-}
-
-// TestTeamMemoryAcceptCrash kills kernel A (SIGKILL, as kill -9) at each
-// step of an accept while kernel B, on the same PostgreSQL memory, keeps
-// working: B reads, accepts a proposal on another element and promotes.
-// After A restarts, A's accept happened exactly once or not at all: the
-// element has one new version, never two, B's accepted version and its
-// baseline are intact, and a second accept returns the first result.
-func TestTeamMemoryAcceptCrash(t *testing.T) {
-	t.Parallel()
-	for _, fp := range []string{"apply.before-commit-record", "apply.after-commit-record", "memory.before-sql-commit", "apply.after-blobs-deleted"} {
-		t.Run(fp, func(t *testing.T) {
-			t.Parallel()
-			db := teamDB(t)
-			wsA, wsB := t.TempDir(), t.TempDir()
-			smallBacklog(t, wsA)
-			smallBacklog(t, wsB)
-			dataA := filepath.Join(t.TempDir(), "data")
-			a := startMemoryKernel(t, wsA, dataA, nil, db...)
-			b := startMemoryKernel(t, wsB, filepath.Join(t.TempDir(), "data"), nil, db...)
-			defer b.Stop()
-			a.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
-			a.Stop()
-			propose := func(elem, body string) string {
-				v := harness.Str(items(t, b.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem)))[0]["version_id"])
-				return harness.Str(b.MustResult("memory/propose", memReq(scopeR1, agent7, "element_id", elem, "target_version_id", v,
-					"body", body, "summary", "s", "provenance", agentPrv))["proposal_id"])
-			}
-			pCache := propose("backlog/002-cache.md", "# Cache\n\nThe cache is write-back.\n")
-			pAuth := propose("backlog/001-auth.md", "# Auth\n\nTokens rotate hourly.\n")
-
-			c := startMemoryKernel(t, wsA, dataA, []string{"TXKERNEL_FAILPOINTS=" + fp + "=exit"}, db...)
-			c.NextID++
-			c.Send(`{"jsonrpc":"2.0","id":` + itoaTest(c.NextID) + `,"method":"memory/accept","params":` + harness.JSONText(memReq(scopeR1, curator, "proposal_id", pCache)) + `}`)
-			<-c.Done // the failpoint kills kernel A
-
-			// B keeps working while A is down.
-			accAuth := b.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", pAuth))
-			if pro := b.MustResult("memory/promote", memReq(scopeR1, curator)); harness.Num(pro["published"]) < 1 {
-				t.Fatalf("B's promote while A is down: %v", pro)
-			}
-			if got := items(t, b.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", "backlog/001-auth.md"))); got[0]["version_id"] != accAuth["version_id"] {
-				t.Fatalf("B reads its published accept: %v, want %v", got[0]["version_id"], accAuth["version_id"])
-			}
-
-			r := startMemoryKernel(t, wsA, dataA, nil, db...)
-			defer r.Stop()
-			acc := r.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", pCache))
-			if committed := fp != "apply.before-commit-record"; acc["already_accepted"] != committed {
-				t.Fatalf("after a crash at %s the accept was %v, want already_accepted=%v", fp, acc, committed)
-			}
-			if again := r.MustResult("memory/accept", memReq(scopeR1, curator, "proposal_id", pCache)); again["version_id"] != acc["version_id"] || again["already_accepted"] != true {
-				t.Fatalf("a second accept: %v, want %v again", again, acc["version_id"])
-			}
-			for elem, want := range map[string]int{"backlog/002-cache.md": 2, "backlog/001-auth.md": 2} {
-				if n := versionCount(t, db[1], scopeR1, elem); n != want {
-					t.Fatalf("after a crash at %s, %s has %d versions, want %d (the ingested one and one accepted)", fp, elem, n, want)
-				}
-			}
-			// A crash after A's commit (apply.after-blobs-deleted runs once
-			// Commit has returned) leaves A's version accepted while A is
-			// down, so B's promote may have published it already.
-			if pro, _ := r.Call("memory/promote", memReq(scopeR1, curator)); pro["error"] != nil {
-				if code, data := harness.RPCError(pro); code != -32005 || data["reason"] != "nothing-to-promote" {
-					t.Fatalf("A's promote after its restart: %v", pro)
-				}
-			}
-			for elem, v := range map[string]any{"backlog/002-cache.md": acc["version_id"], "backlog/001-auth.md": accAuth["version_id"]} {
-				if got := items(t, b.MustResult("memory/read_context", memReq(scopeR1, agent7, "element_id", elem))); got[0]["version_id"] != v {
-					t.Fatalf("B reads %s at %v, want %v", elem, got[0]["version_id"], v)
-				}
-			}
-		})
-	}
-}
-
-// versionCount counts elem's versions in scope, straight from the memory
-// database at url: what no kernel answer could hide.
-func versionCount(t *testing.T, url string, scope map[string]any, elem string) int {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var n int
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('txk.tenant_id', $1, true)`, scope["tenant_id"]); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `SELECT count(*) FROM mem_versions v JOIN mem_elements e ON e.eid = v.eid
-			WHERE e.tenant_id = $1 AND e.organization_id = $2 AND e.repository_id = $3 AND e.element_id = $4`,
-			scope["tenant_id"], scope["organization_id"], scope["repository_id"], elem).Scan(&n)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // TestTeamMemoryIngestRace: two kernels ingest the same backlog into one
@@ -254,5 +156,76 @@ func TestTeamMemoryIngestRace(t *testing.T) {
 		if len(ga) != 1 || len(gb) != 1 || ga[0]["version_id"] != gb[0]["version_id"] {
 			t.Fatalf("%s: kernel A reads %v, kernel B %v", elem, ga, gb)
 		}
+	}
+}
+
+// TestTeamMemoryReadsDoNotWaitForWriters: a session holding the scope's
+// write lock (as another kernel's ingest does for its whole batch) does
+// not hold up read_context, whose record of what it returned
+// (memory/verify_citations' memory) takes no write lock. Twenty reads
+// with the lock held answer as fast as without it, and their citations
+// verify.
+func TestTeamMemoryReadsDoNotWaitForWriters(t *testing.T) {
+	t.Parallel()
+	db := teamDB(t)
+	ws := t.TempDir()
+	smallBacklog(t, ws)
+	p := serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), append(db, "--memory-store-timeout", "5s")...)
+	defer p.Stop()
+	p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
+	read := func() (time.Duration, []map[string]any) {
+		start := time.Now()
+		got := items(t, p.MustResult("memory/read_context", memReq(scopeR1, agent7, "query", "cache tokens deploys")))
+		return time.Since(start), got
+	}
+	p50 := func() time.Duration {
+		var ds []time.Duration
+		for range 20 {
+			d, got := read()
+			if len(got) == 0 {
+				t.Fatal("read_context found nothing")
+			}
+			ds = append(ds, d)
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	idle := p50()
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, db[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, "t1\x1fo1\x1fr1"); err != nil {
+		t.Fatal(err)
+	}
+	locked := p50()
+	t.Logf("read_context p50: %v idle, %v with the scope's write lock held", idle, locked)
+	if locked > time.Second {
+		t.Fatalf("read_context waited for the write lock: p50 %v", locked)
+	}
+	_, got := read()
+	cits := []map[string]any{}
+	for _, it := range got {
+		cits = append(cits, map[string]any{"repository_id": "r1", "element_id": it["element_id"], "version_id": it["version_id"]})
+	}
+	if v := p.MustResult("memory/verify_citations", memReq(scopeR1, agent7, "citations", cits)); v["all_returned"] != true {
+		t.Fatalf("the reads under the lock were not recorded: %v", v)
+	}
+}
+
+// TestMemoryStoreCapability: a kernel on a team's database
+// (--memory-store) says so in capabilities.memory.store. (A bad
+// --memory-store failing the start-up is e2e/memory TestMemoryStoreFlag.)
+func TestMemoryStoreCapability(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	smallBacklog(t, ws)
+	p := serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), teamDB(t)...)
+	defer p.Stop()
+	res := p.MustResult("initialize", map[string]any{})
+	if got, _ := harness.JSONPath(res, "capabilities.memory.store"); got != "postgres" {
+		t.Fatalf("capabilities.memory.store = %v, want postgres", got)
 	}
 }

@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"os"
@@ -10,10 +10,10 @@ import (
 )
 
 // The memory policy's who-may-curate rules (seed 002: execution agents
-// propose, curators publish), through the real binary over pipes with a
-// real kernel.db: role membership declared by the policy, separation of
-// duties, grants restricted by purpose, and the asserted mode of a policy
-// without "roles".
+// propose, curators publish), through the kernel's methods (in-process,
+// harness.Serve) on both memory stores: role membership declared by the
+// policy, separation of duties, grants restricted by purpose, and the
+// asserted mode of a policy without "roles".
 
 // rolesPolicy declares the curators; agent-7 reads and proposes in r1;
 // agent-9 reads in r1 only for triage and proposes only to fix docs.
@@ -51,7 +51,7 @@ func startPolicyKernel(t *testing.T, policy string, extra ...string) (*harness.P
 	if err := os.WriteFile(pol, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := harness.Start(t, nil, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, extra...)...)
+	p := harness.Serve(t, append([]string{"serve", "--workspace", ws, "--data-dir", filepath.Join(dir, "data"), "--memory-policy", pol, "--log-level", "error"}, extra...)...)
 	init := p.MustResult("initialize", map[string]any{"clientInfo": map[string]any{"name": "test"}})
 	mem, _ := init["capabilities"].(map[string]any)["memory"].(map[string]any)
 	return p, mem

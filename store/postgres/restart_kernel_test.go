@@ -1,4 +1,4 @@
-package memory
+package postgres_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestTeamMemoryServerRestart(t *testing.T) {
 	url := srv.Database(t, "")
 	ws := t.TempDir()
 	smallBacklog(t, ws)
-	p := startMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), nil, "--memory-store", url)
+	p := serveMemoryKernel(t, ws, filepath.Join(t.TempDir(), "data"), "--memory-store", url)
 	defer p.Stop()
 	const elem = "backlog/002-cache.md"
 	p.MustResult("memory/ingest", memReq(scopeR1, curator, "path", "."))
