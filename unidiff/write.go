@@ -231,6 +231,8 @@ func lineOps(old, new []byte) (ops []op, skipped int) {
 	}
 	if len(midA)+len(midB) > maxDiffLines {
 		ops = appendReplace(ops, midA, midB)
+	} else if sure, ok := soleDiff(midA, midB); ok {
+		ops = append(ops, sure...)
 	} else {
 		ops = append(ops, diffMiddle(midA, midB)...)
 	}
@@ -349,6 +351,61 @@ func diffMiddle(a, b []string) []op {
 	}
 	flush()
 	return ops
+}
+
+// soleDiff is diffMiddle(a, b) without running go-diff, when one edit
+// script is the only minimal one and can be read off without searching:
+// every line of a that occurs nowhere in b is removed, every line of b
+// that occurs nowhere in a is added, and the lines left on each side are
+// the same sequence. false when they are not (a changed line also occurs
+// on the other side, or the shared lines moved), and diffMiddle must
+// search.
+//
+// Why it is diffMiddle's own answer: a removed line cannot be matched
+// (it is not in b), nor an added one (not in a), so a common subsequence
+// matches only the lines left, which form the same sequence S on both
+// sides; matching all of S, in order, is therefore a longest common
+// subsequence, and it is the only one, since a matching of every element
+// of S with S that keeps the order is the identity. go-diff, run with no
+// deadline (no half-match, the bisection to the end), returns a minimal
+// script, so it matches exactly S; and diffMiddle writes the lines
+// between two matched ones as the removed ones, then the added ones, in
+// their order, which is what soleDiff writes. FuzzSoleDiff checks it
+// against diffMiddle.
+func soleDiff(a, b []string) ([]op, bool) {
+	inA := make(map[string]struct{}, len(a))
+	for _, l := range a {
+		inA[l] = struct{}{}
+	}
+	inB := make(map[string]struct{}, len(b))
+	for _, l := range b {
+		inB[l] = struct{}{}
+	}
+	ops := make([]op, 0, len(a)+len(b))
+	i, j := 0, 0
+	for {
+		for ; i < len(a); i++ {
+			if _, shared := inB[a[i]]; shared {
+				break
+			}
+			ops = append(ops, op{'-', a[i]})
+		}
+		for ; j < len(b); j++ {
+			if _, shared := inA[b[j]]; shared {
+				break
+			}
+			ops = append(ops, op{'+', b[j]})
+		}
+		if i == len(a) && j == len(b) {
+			return ops, true
+		}
+		if i == len(a) || j == len(b) || a[i] != b[j] {
+			return nil, false
+		}
+		ops = append(ops, op{' ', a[i]})
+		i++
+		j++
+	}
 }
 
 // lineRunes numbers the distinct lines of a and b in order of first
