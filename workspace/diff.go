@@ -16,14 +16,22 @@ import (
 // order, and redacts it. Findings in added lines are secret introductions.
 // The files are diffed on every core: each one's diff depends on its own
 // bytes only, and the line diff is most of turn/start's work on a
-// proposal of hundreds of files.
+// proposal of hundreds of files. Each file's sha256s (oldSum, newSum) are
+// taken in the same job, on the same core, while its bytes are at hand.
 func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findings []protocol.SecretFinding) {
 	diffs := make([][]byte, len(files))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, f := range files {
+	for i := range files {
+		f := &files[i]
 		g.Go(func() error {
 			diffs[i] = unidiff.FileDiff(f.path, f.path, f.old, f.new, f.oldExists, f.kind != protocol.ChangeDelete, f.oldMode, f.newMode)
+			if f.oldExists {
+				f.oldSum = sha256Hex(f.old)
+			}
+			if f.kind != protocol.ChangeDelete {
+				f.newSum = sha256Hex(f.new)
+			}
 			return nil
 		})
 	}

@@ -32,6 +32,9 @@ type plannedFile struct {
 	new       []byte
 	newMode   uint32
 	oldExists bool
+	// oldSum and newSum are the sha256 hex of old (when it exists) and
+	// new (unless deleted), once canonicalDiff has run.
+	oldSum, newSum string
 }
 
 // planners is the method table of proposal kinds.
@@ -108,10 +111,10 @@ func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, err
 		out.Changes = append(out.Changes, protocol.FileChange{Path: f.path, Kind: f.kind})
 		pc := record.PlannedChange{Path: f.path, Kind: f.kind}
 		if f.oldExists {
-			out.Pointer.BaseSHA256ByPath[f.path] = sha256Hex(f.old)
+			out.Pointer.BaseSHA256ByPath[f.path] = f.oldSum
 		}
 		if f.kind != protocol.ChangeDelete {
-			pc.NewSHA256 = sha256Hex(f.new)
+			pc.NewSHA256 = f.newSum
 			pc.NewMode = f.newMode
 			if diff == nil {
 				out.Blobs[pc.NewSHA256] = f.new
