@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,9 +21,19 @@ import (
 // taken in the same job, on the same core, while its bytes are at hand.
 func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findings []protocol.SecretFinding) {
 	diffs := make([][]byte, len(files))
+	// The largest files first: the line diff of one large file is the
+	// longest job, and started last it would run alone on one core while
+	// the others idle.
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return (len(files[b].old) + len(files[b].new)) - (len(files[a].old) + len(files[a].new))
+	})
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i := range files {
+	for _, i := range order {
 		f := &files[i]
 		g.Go(func() error {
 			diffs[i] = unidiff.FileDiff(f.path, f.path, f.old, f.new, f.oldExists, f.kind != protocol.ChangeDelete, f.oldMode, f.newMode)
