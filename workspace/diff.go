@@ -71,8 +71,9 @@ func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
 		newLine    int
 		added      bool
 	}
-	var content []string
-	var refs []ref
+	n := strings.Count(text, "\n") + 1 // at most this many content lines
+	content := make([]string, 0, n)
+	refs := make([]ref, 0, n)
 	path, newLine := "", 0
 	oldLeft, newLeft := 0, 0 // lines of the current hunk still to come
 	for pos := 0; pos < len(text); {
