@@ -201,7 +201,10 @@ func (p *turnStartParams) decodeProposal(sv *services, val []byte) error {
 		if hasOwn && own.Type() == dst.Type() {
 			dst, hasOwn = own, false
 		}
-		err := json.Unmarshal(m.val, dst.Addr().Interface())
+		var err error
+		if !fastString(m.val, dst) {
+			err = json.Unmarshal(m.val, dst.Addr().Interface())
+		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return err
@@ -357,4 +360,69 @@ func unquoteKey(key []byte) (string, bool) {
 	}
 	var k string
 	return k, json.Unmarshal(key, &k) == nil
+}
+
+// fastString decodes val, a JSON string, into dst, a string or *string,
+// as json.Unmarshal would, in one pass, and reports whether it did. It
+// takes the strings a diff or a file is sent as: any bytes but control
+// characters, with the escapes \" \\ \/ \b \f \n \r \t, and valid
+// UTF-8. Anything else (\u escapes, bytes that are not UTF-8, which
+// encoding/json replaces, a malformed string, another type) it leaves to
+// json.Unmarshal: false. json.Unmarshal checks the whole value before
+// decoding it, a second pass over a diff of megabytes.
+// FuzzFastString checks it against json.Unmarshal.
+func fastString(val []byte, dst reflect.Value) bool {
+	// Exactly string and *string: a named type may decode itself.
+	ptr := dst.Type() == reflect.TypeFor[*string]()
+	if !ptr && dst.Type() != reflect.TypeFor[string]() {
+		return false
+	}
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return false
+	}
+	body := val[1 : len(val)-1]
+	out := make([]byte, 0, len(body))
+	ascii := true
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c < 0x20 || c == '"':
+			return false
+		case c >= utf8.RuneSelf:
+			ascii = false
+			out = append(out, c)
+		case c != '\\':
+			out = append(out, c)
+		default:
+			if i++; i == len(body) {
+				return false
+			}
+			switch body[i] {
+			case '"', '\\', '/':
+				out = append(out, body[i])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			default:
+				return false
+			}
+		}
+	}
+	if !ascii && !utf8.Valid(out) {
+		return false
+	}
+	s := string(out)
+	if ptr {
+		dst.Set(reflect.ValueOf(&s))
+	} else {
+		dst.SetString(s)
+	}
+	return true
 }

@@ -145,3 +145,57 @@ func FuzzTurnStartDecode(f *testing.F) {
 		checkTurnStartDecode(t, &s.services, raw)
 	})
 }
+
+// FuzzFastString checks fastString against json.Unmarshal into a string
+// and a *string: whenever it decodes a value, json.Unmarshal decodes the
+// same string from it.
+func FuzzFastString(f *testing.F) {
+	for _, s := range []string{`"a\nb\"c\\d\/e\tf\rg\bh\fi"`, `"é ✓"`, `"\u00e9"`, "\"\xff\"", "\"a\x01\"", `"a\"`, `"\x"`, `""`, `"\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, val []byte) {
+		var s string
+		var p *string
+		for _, dst := range []reflect.Value{reflect.ValueOf(&s).Elem(), reflect.ValueOf(&p).Elem()} {
+			if !fastString(val, dst) {
+				continue
+			}
+			var want string
+			if err := json.Unmarshal(val, &want); err != nil {
+				t.Fatalf("%q: fastString decoded it, json.Unmarshal refuses it: %v", val, err)
+			}
+			got := s
+			if dst.Kind() == reflect.Pointer {
+				got = *p
+			}
+			if got != want {
+				t.Fatalf("%q: fastString %q, json.Unmarshal %q", val, got, want)
+			}
+		}
+	})
+}
+
+// TestFastStringTakesDiffs: fastString decodes what a host sends a diff
+// or a file as (escaped quotes, tabs, newlines, backslashes, UTF-8), and
+// declines what it leaves to json.Unmarshal.
+func TestFastStringTakesDiffs(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		take bool
+	}{
+		{"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\t\"old\" \\ line\n+é ✓ new/line\r\n", true},
+		{"", true},
+		{"<html>&</html>", false}, // json.Marshal writes \u003c
+		{"\x01", false},
+	} {
+		val, err := json.Marshal(tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s string
+		took := fastString(val, reflect.ValueOf(&s).Elem())
+		if took != tc.take || (took && s != tc.text) {
+			t.Errorf("%q: took %v (%q), want %v", val, took, s, tc.take)
+		}
+	}
+}
