@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -365,10 +366,10 @@ func unquoteKey(key []byte) (string, bool) {
 // fastString decodes val, a JSON string, into dst, a string or *string,
 // as json.Unmarshal would, in one pass, and reports whether it did. It
 // takes the strings a diff or a file is sent as: any bytes but control
-// characters, with the escapes \" \\ \/ \b \f \n \r \t, and valid
-// UTF-8. Anything else (\u escapes, bytes that are not UTF-8, which
-// encoding/json replaces, a malformed string, another type) it leaves to
-// json.Unmarshal: false. json.Unmarshal checks the whole value before
+// characters, with the escapes \" \\ \/ \b \f \n \r \t and \uXXXX
+// (but surrogates), and valid UTF-8. Anything else (a surrogate escape,
+// bytes that are not UTF-8, which encoding/json replaces, a malformed
+// string, another type) it leaves to json.Unmarshal: false. json.Unmarshal checks the whole value before
 // decoding it, a second pass over a diff of megabytes.
 // FuzzFastString checks it against json.Unmarshal.
 func fastString(val []byte, dst reflect.Value) bool {
@@ -410,6 +411,19 @@ func fastString(val []byte, dst reflect.Value) bool {
 				out = append(out, '\r')
 			case 't':
 				out = append(out, '\t')
+			case 'u':
+				// Go hosts' encoding/json writes <, > and & as \u003c,
+				// \u003e and \u0026. A surrogate (a pair, or one alone,
+				// which encoding/json replaces) is left to it.
+				if i+4 >= len(body) {
+					return false
+				}
+				r, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 32)
+				if err != nil || r >= 0xD800 && r < 0xE000 {
+					return false
+				}
+				out = utf8.AppendRune(out, rune(r))
+				i += 4
 			default:
 				return false
 			}

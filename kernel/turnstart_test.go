@@ -150,7 +150,7 @@ func FuzzTurnStartDecode(f *testing.F) {
 // and a *string: whenever it decodes a value, json.Unmarshal decodes the
 // same string from it.
 func FuzzFastString(f *testing.F) {
-	for _, s := range []string{`"a\nb\"c\\d\/e\tf\rg\bh\fi"`, `"é ✓"`, `"\u00e9"`, "\"\xff\"", "\"a\x01\"", `"a\"`, `"\x"`, `""`, `"\`} {
+	for _, s := range []string{`"\ud83d\ude00"`, `"\ud83d"`, `"\u00zz"`, `"\u12"`, `"\u0000"`, `"a\nb\"c\\d\/e\tf\rg\bh\fi"`, `"é ✓"`, `"\u00e9"`, "\"\xff\"", "\"a\x01\"", `"a\"`, `"\x"`, `""`, `"\`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, val []byte) {
@@ -176,26 +176,29 @@ func FuzzFastString(f *testing.F) {
 }
 
 // TestFastStringTakesDiffs: fastString decodes what a host sends a diff
-// or a file as (escaped quotes, tabs, newlines, backslashes, UTF-8), and
-// declines what it leaves to json.Unmarshal.
+// or a file as (escaped quotes, tabs, newlines, backslashes, UTF-8, and
+// \u escapes such as encoding/json's \u003c), and declines what it
+// leaves to json.Unmarshal (surrogate escapes, bytes that are not UTF-8,
+// raw control characters).
 func TestFastStringTakesDiffs(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		take bool
-	}{
-		{"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\t\"old\" \\ line\n+é ✓ new/line\r\n", true},
-		{"", true},
-		{"<html>&</html>", false}, // json.Marshal writes \u003c
-		{"\x01", false},
+	for _, text := range []string{
+		"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\t\"old\" \\ line\n+é ✓ new/line\r\n",
+		"", "<html>&</html>", "\U0001F600", "\x01", "\xff",
 	} {
-		val, err := json.Marshal(tc.text)
+		val, err := json.Marshal(text)
 		if err != nil {
 			t.Fatal(err)
 		}
+		var want, s string
+		json.Unmarshal(val, &want)
+		if !fastString(val, reflect.ValueOf(&s).Elem()) || s != want {
+			t.Errorf("%s: took %q, want %q", val, s, want)
+		}
+	}
+	for _, val := range []string{`"\ud83d\ude00"`, `"\ud83d"`, "\"\xff\"", "\"a\x01\"", `"\u00zz"`, `"\x"`, `"a`, `5`} {
 		var s string
-		took := fastString(val, reflect.ValueOf(&s).Elem())
-		if took != tc.take || (took && s != tc.text) {
-			t.Errorf("%q: took %v (%q), want %v", val, took, s, tc.take)
+		if fastString([]byte(val), reflect.ValueOf(&s).Elem()) {
+			t.Errorf("%s: took %q, want it left to json.Unmarshal", val, s)
 		}
 	}
 }
