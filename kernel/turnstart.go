@@ -385,6 +385,17 @@ func fastString(val []byte, dst reflect.Value) bool {
 	out := make([]byte, 0, len(body))
 	ascii := true
 	for i := 0; i < len(body); i++ {
+		// A run of plain ASCII is copied at once.
+		j := i
+		for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '"' && body[j] != '\\' {
+			j++
+		}
+		if j > i {
+			out = append(out, body[i:j]...)
+			if i = j; i == len(body) {
+				break
+			}
+		}
 		c := body[i]
 		switch {
 		case c < 0x20 || c == '"':
