@@ -151,17 +151,17 @@ func opsDecoded(ops []jsondoc.Operation) bool {
 	return true
 }
 
-// Plan implements tx.Target. body is the document's input (input): a
-// json_patch names DocID and Patch (seed 000's envelope, decoded by exact
-// case); a recipe_patchset names DocID, RecipeVersion and PatchSet (seed
-// 003). The envelope's expected_revision, or RecipeVersion, must be the
+// Plan implements tx.Target. body is the document's input (an *input;
+// errs.Internal otherwise): a json_patch names DocID and Patch (seed
+// 000's envelope, decoded by exact case); a recipe_patchset names DocID,
+// RecipeVersion and PatchSet (seed 003). The envelope's expected_revision, or RecipeVersion, must be the
 // document's current revision (errs.Stale): a dry run against an older
 // one would validate something else. The patch is then run on a copy and
 // the result validated against the type.
-func (d *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*tx.Plan, error) {
-	var in input
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "proposal: %v", err)
+func (d *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, error) {
+	in, ok := body.(*input)
+	if !ok || in == nil {
+		return nil, errs.New(errs.Internal, nil, "a document proposal takes a *document.input, not a %T", body)
 	}
 	if in.DocID == "" {
 		return nil, errs.InvalidField("docId", "docId is required")

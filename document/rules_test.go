@@ -238,8 +238,7 @@ func TestAppliedPatchIDRefusedAtPropose(t *testing.T) {
 		t.Fatalf("patch/apply = %+v, %v", ar, err)
 	}
 	again := envelope("p1", 1, "", `[{"op":"replace","path":"/status","value":"REOPENED"}]`)
-	body, _ := json.Marshal(map[string]any{"docId": "deal", "patch": again})
-	_, err = k.eng.Propose(ctx, &tx.Input{Kind: protocol.KindJSONPatch, Body: body})
+	_, err = k.eng.Propose(ctx, jsonPatchInput(t, k.eng, map[string]any{"docId": "deal", "patch": again}))
 	e := wantKind(t, "turn/start reusing an applied patch_id", err, errs.IdempotencyConflict)
 	if d, ok := e.Data.(document.IdempotencyData); !ok || d.TransactionID != v.ValidationID || d.Revision != 1 {
 		t.Errorf("data = %#v, want the apply that used p1", e.Data)
@@ -270,8 +269,7 @@ func TestNoChangePatchRefused(t *testing.T) {
 		if d, ok := e.Data.(document.NoChangeData); !ok || d.Reason != document.ReasonNoChange {
 			t.Errorf("%s: data = %#v, want NoChangeData", ops, e.Data)
 		}
-		body, _ := json.Marshal(map[string]any{"docId": "deal", "patch": env})
-		_, err = k.eng.Propose(ctx, &tx.Input{Kind: protocol.KindJSONPatch, Body: body})
+		_, err = k.eng.Propose(ctx, jsonPatchInput(t, k.eng, map[string]any{"docId": "deal", "patch": env}))
 		wantKind(t, "turn/start "+ops, err, errs.Validation)
 	}
 	if rev := k.revision(t, "deal"); rev != 0 {
@@ -357,4 +355,22 @@ func TestReadOnlyRejectsPatchSet(t *testing.T) {
 		t.Fatalf("revision %d after a rejection, want 0", rev)
 	}
 	propose("ps2") // the recipe takes a new PatchSet: the rejected one is done with
+}
+
+// jsonPatchInput is turn/start's json_patch proposal members as the
+// kernel hands them to the engine: decoded into the kind's input type.
+func jsonPatchInput(t *testing.T, eng *tx.Engine, members map[string]any) *tx.Input {
+	t.Helper()
+	in, ok := eng.NewInput(protocol.KindJSONPatch)
+	if !ok {
+		t.Fatal("the engine takes no json_patch from turn/start")
+	}
+	body, err := json.Marshal(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(body, in); err != nil {
+		t.Fatal(err)
+	}
+	return &tx.Input{Kind: protocol.KindJSONPatch, Body: in}
 }

@@ -17,7 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"reflect"
 	"sync"
 	"time"
 
@@ -167,21 +167,21 @@ func (d *Target) Name() string { return protocol.TargetDocument }
 // Kinds implements tx.Target: json_patch, under Options.PatchPolicy, and
 // recipe_patchset, which always waits for a person and is internal: only
 // patchset/propose makes one (seed 003: one pending PatchSet per recipe,
-// and the decision context), never turn/start.
+// and the decision context), never turn/start. Both take an input.
 func (d *Target) Kinds() []tx.Kind {
 	return []tx.Kind{
-		{Name: protocol.KindJSONPatch, DefaultPolicy: d.policy},
-		{Name: protocol.KindRecipePatchSet, DefaultPolicy: approvals.Untrusted, Internal: true},
+		{Name: protocol.KindJSONPatch, DefaultPolicy: d.policy, Input: reflect.TypeFor[input]()},
+		{Name: protocol.KindRecipePatchSet, DefaultPolicy: approvals.Untrusted, Internal: true, Input: reflect.TypeFor[input]()},
 	}
 }
 
-// input is the document target's proposal input (tx.Input.Body), named
-// as turn/start's proposal members: a json_patch names DocID and Patch
-// (seed 000's envelope); a recipe_patchset names DocID, RecipeVersion and
-// PatchSet (seed 003). Patch and PatchSet stay raw: their decoders match
-// member names by exact case and refuse unknown members, which
-// encoding/json cannot, and the exact bytes are kept as the blob and the
-// patch log's envelope.
+// input is the document target's proposal input (tx.Input.Body, an
+// *input), named as turn/start's proposal members: a json_patch names
+// DocID and Patch (seed 000's envelope); a recipe_patchset names DocID,
+// RecipeVersion and PatchSet (seed 003). Patch and PatchSet stay raw:
+// their decoders match member names by exact case and refuse unknown
+// members, which encoding/json cannot, and the exact bytes are kept as
+// the blob and the patch log's envelope.
 type input struct {
 	DocID         string          `json:"docId,omitempty"`
 	Patch         json.RawMessage `json:"patch,omitempty"`
@@ -189,22 +189,9 @@ type input struct {
 	PatchSet      json.RawMessage `json:"patchSet,omitempty"`
 }
 
-// proposal is in as the engine's envelope for kind. Patch and PatchSet
-// are copied byte for byte (json.Marshal would compact and re-escape
-// them); each must be one JSON value, as its decoder left it.
+// proposal is in as the engine's envelope for kind.
 func proposal(kind string, in input) *tx.Input {
-	docID, _ := json.Marshal(in.DocID) // a string always encodes
-	body := append([]byte(`{"docId":`), docID...)
-	if in.Patch != nil {
-		body = append(append(body, `,"patch":`...), in.Patch...)
-	}
-	if in.RecipeVersion != nil {
-		body = strconv.AppendInt(append(body, `,"recipeVersion":`...), *in.RecipeVersion, 10)
-	}
-	if in.PatchSet != nil {
-		body = append(append(body, `,"patchSet":`...), in.PatchSet...)
-	}
-	return &tx.Input{Kind: kind, Body: append(body, '}')}
+	return &tx.Input{Kind: kind, Body: &in}
 }
 
 // planRecord is the document target's pointers.proposal.target_plan: what

@@ -53,35 +53,44 @@ func checkClosed(raw json.RawMessage, t reflect.Type, path string) error {
 		if json.Unmarshal(raw, &members) != nil {
 			return nil
 		}
-		fields := jsonFields(t)
-		open := t.Implements(openType) || reflect.PointerTo(t).Implements(openType)
-		keys := make([]string, 0, len(members))
-		for k := range members {
-			keys = append(keys, k)
+		return checkMembers(members, t, path, checkClosed)
+	}
+	return nil
+}
+
+// checkMembers is checkClosed of an object of struct type t whose members
+// (by unescaped name, the last of duplicates) are members: it refuses the
+// first, in name order, that t does not have, and checks each one's value
+// with check (checkClosed, or a caller's own for values it has checked).
+func checkMembers(members map[string]json.RawMessage, t reflect.Type, path string, check func(json.RawMessage, reflect.Type, string) error) error {
+	fields := jsonFields(t)
+	open := t.Implements(openType) || reflect.PointerTo(t).Implements(openType)
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first unknown member in a stable order
+	for _, k := range keys {
+		f, exact, ok := lookupField(fields, k)
+		if !ok && open {
+			continue
 		}
-		slices.Sort(keys) // the first unknown member in a stable order
-		for _, k := range keys {
-			f, exact, ok := lookupField(fields, k)
-			if !ok && open {
-				continue
+		if !ok || !exact {
+			known := make([]string, 0, len(fields))
+			for _, f := range fields {
+				known = append(known, f.name)
 			}
-			if !ok || !exact {
-				known := make([]string, 0, len(fields))
-				for _, f := range fields {
-					known = append(known, f.name)
-				}
-				slices.Sort(known)
-				field := join(path, k)
-				if ok {
-					return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "wrong-case", Known: known},
-						"%s: %s has no member %q; member names are case-sensitive: did you mean %q?", field, orParams(path), k, f.name)
-				}
-				return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unknown-member", Known: known},
-					"%s: %s has no member %q (it takes %s)", field, orParams(path), k, strings.Join(known, ", "))
+			slices.Sort(known)
+			field := join(path, k)
+			if ok {
+				return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "wrong-case", Known: known},
+					"%s: %s has no member %q; member names are case-sensitive: did you mean %q?", field, orParams(path), k, f.name)
 			}
-			if err := checkClosed(members[k], f.typ, join(path, f.name)); err != nil {
-				return err
-			}
+			return errs.New(errs.Invalid, errs.InvalidData{Field: field, Reason: "unknown-member", Known: known},
+				"%s: %s has no member %q (it takes %s)", field, orParams(path), k, strings.Join(known, ", "))
+		}
+		if err := check(members[k], f.typ, join(path, f.name)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,8 +1,8 @@
 package kernel
 
 // This file reads JSON members without decoding them: a message's
-// envelope (parseMember), turn/start's proposal (rawMember, turnstart.go)
-// and, in constant memory, the id of a message too large to read
+// envelope (parseMember), turn/start's proposal (turnstart.go decodes
+// it member by member with skipValue) and, in constant memory, the id of a message too large to read
 // (idScan). The bytes it returns are the input's own, so a turn/start
 // carrying a diff of megabytes is neither decoded twice nor copied.
 

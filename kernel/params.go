@@ -19,31 +19,54 @@ import (
 // expected, got} in JSON's words (object, array, string, integer, number,
 // boolean, null), never a Go type name: a host's developer reads these.
 func decodeParams(raw []byte, v any) error {
+	if err := paramsObject(raw); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return paramsError(err, reflect.TypeOf(v), "")
+	}
+	return checkClosed(raw, reflect.TypeOf(v), "")
+}
+
+// paramsObject refuses params that are not an object, as decodeParams
+// does before decoding them.
+func paramsObject(raw []byte) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) > 0 && trimmed[0] != '{' {
 		return errs.New(errs.Invalid, errs.InvalidData{Field: "", Expected: "object", Got: jsonKind(trimmed)},
 			"params must be an object, got %s", jsonKind(trimmed))
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			want, got := jsonType(te.Type), te.Value
-			if got == "bool" {
-				got = "boolean" // encoding/json's one Go-flavoured word
+	return nil
+}
+
+// paramsError words err, from json.Unmarshal into a value of type t at
+// the wire path prefix of the params ("" for params itself), as
+// decodeParams answers it: a type mismatch in JSON's words, a syntax
+// error, or a type's own refusal.
+func paramsError(err error, t reflect.Type, prefix string) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want, got := jsonType(te.Type), te.Value
+		if got == "bool" {
+			got = "boolean" // encoding/json's one Go-flavoured word
+		}
+		field := wirePath(t, te.Field)
+		if prefix != "" {
+			field = join(prefix, field)
+			if te.Field == "" {
+				field = prefix
 			}
-			field := wirePath(reflect.TypeOf(v), te.Field)
-			return errs.New(errs.Invalid, errs.InvalidData{Field: field, Expected: want, Got: got},
-				"params.%s: expected %s, got %s", field, want, got)
 		}
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return errs.New(errs.Invalid, errs.InvalidData{Field: "", Reason: "syntax"}, "params are not valid JSON: %v", se)
-		}
-		// A type's own decoder (a selector, a query) refused its value;
-		// its message is written for hosts.
-		return errs.New(errs.Invalid, errs.InvalidData{Field: ""}, "invalid params: %v", err)
+		return errs.New(errs.Invalid, errs.InvalidData{Field: field, Expected: want, Got: got},
+			"params.%s: expected %s, got %s", field, want, got)
 	}
-	return checkClosed(raw, reflect.TypeOf(v), "")
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return errs.New(errs.Invalid, errs.InvalidData{Field: "", Reason: "syntax"}, "params are not valid JSON: %v", se)
+	}
+	// A type's own decoder (a selector, a query) refused its value;
+	// its message is written for hosts.
+	return errs.New(errs.Invalid, errs.InvalidData{Field: ""}, "invalid params: %v", err)
 }
 
 // jsonType names the JSON type that decodes into t.

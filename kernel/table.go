@@ -188,16 +188,37 @@ func (s *services) servedMethods() []string {
 // service answers: params decoded into a new P (absent or null params are
 // the zero P; anything else that does not decode is -32602 with
 // data.field naming the field), then fn, on service svc. fn also gets the
-// raw params, for a method that keeps part of them as sent (turn/start's
-// proposal). The row's params and result types are P and R.
+// raw params, for a method that keeps part of them as sent. The row's
+// params and result types are P and R; a *P that is a rowDecoder decodes
+// itself and names its wire type.
 func row[P, R any](svc service, effect Effect, fn func(ctx context.Context, sv *services, p *P, raw json.RawMessage) (R, error)) methodInfo {
+	params := reflect.TypeFor[P]()
+	if d, ok := any(new(P)).(rowDecoder); ok {
+		params = d.wireType()
+	}
 	return methodInfo{handle: func(ctx context.Context, sv *services, raw json.RawMessage) (any, error) {
-		p, err := decodeTyped[P](raw)
+		var p *P
+		var err error
+		if d, ok := any(new(P)).(rowDecoder); ok {
+			p, err = any(d).(*P), d.decodeRow(sv, raw)
+		} else {
+			p, err = decodeTyped[P](raw)
+		}
 		if err != nil {
 			return nil, err
 		}
 		return fn(ctx, sv, p, raw)
-	}, effect: effect, service: svc, params: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}
+	}, effect: effect, service: svc, params: params, result: reflect.TypeFor[R]()}
+}
+
+// rowDecoder is a row's params type that decodes its params itself, with
+// the services at hand, with decodeParams' errors: turn/start's, whose
+// proposal is decoded straight into the input type of its kind, which
+// the engine names (turnStartParams). wireType is the type the params
+// have on the wire (the table's, the schemas' and the client's).
+type rowDecoder interface {
+	decodeRow(sv *services, raw json.RawMessage) error
+	wireType() reflect.Type
 }
 
 // engineMethod makes a row from a handler on the transaction engine.
@@ -314,8 +335,8 @@ var txMethods = map[string]methodInfo{
 		s.exitOnce.Do(func() { s.exitClean = clean; close(s.exit) })
 	}),
 	protocol.MethodCancelRequest: sessionNotification(func(s *Server, p *protocol.CancelParams) { s.cancel(p.ID) }),
-	protocol.MethodTurnStart: row(svcEngine, Writes, func(ctx context.Context, sv *services, p *protocol.TurnStartParams, raw json.RawMessage) (*protocol.TurnStartResult, error) {
-		return sv.turnStart(ctx, p, raw)
+	protocol.MethodTurnStart: engineMethod(Writes, func(ctx context.Context, sv *services, p *turnStartParams) (*protocol.TurnStartResult, error) {
+		return sv.turnStart(ctx, p)
 	}),
 	protocol.MethodTxStatus: quick(txMethod(Reads, (*tx.Engine).Status)),
 	protocol.MethodTxList: engineMethod(Reads, func(ctx context.Context, sv *services, p *protocol.TxListParams) (*protocol.TxListResult, error) {

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -60,15 +61,15 @@ func (t *Target) Name() string { return protocol.TargetMemory }
 // Kinds implements tx.Target: memory_accept and memory_promote, both
 // internal to the memory service and under approval policy never: the
 // curator's call is the decision, and the grants of --memory-policy say
-// who may make it.
+// who may make it. Both take a change.
 func (t *Target) Kinds() []tx.Kind {
 	return []tx.Kind{
-		{Name: protocol.KindMemoryAccept, DefaultPolicy: approvals.Never, Internal: true},
-		{Name: protocol.KindMemoryPromote, DefaultPolicy: approvals.Never, Internal: true},
+		{Name: protocol.KindMemoryAccept, DefaultPolicy: approvals.Never, Internal: true, Input: reflect.TypeFor[change]()},
+		{Name: protocol.KindMemoryPromote, DefaultPolicy: approvals.Never, Internal: true, Input: reflect.TypeFor[change]()},
 	}
 }
 
-// change is a memory transaction's input (tx.Input.Body): an accept of
+// change is a memory transaction's input (tx.Input.Body, a *change): an accept of
 // ProposalID, or a promote of Versions (every accepted version not yet
 // published when empty) with Reason "promote" or "ingest". Only the
 // memory service makes one (proposal), after checking the principal's
@@ -83,11 +84,7 @@ type change struct {
 
 // proposal is c as the engine's envelope for kind.
 func proposal(kind string, c change) *tx.Input {
-	body, err := json.Marshal(c)
-	if err != nil {
-		panic(err) // strings and slices of them always encode
-	}
-	return &tx.Input{Kind: kind, Body: body}
+	return &tx.Input{Kind: kind, Body: &c}
 }
 
 // Record is the memory target's pointers.proposal.target_plan: what the
@@ -155,13 +152,14 @@ func DecisionID(txID string) string { return derive("dec_", txID, "decision") }
 // BaselineID is the id of the baseline promote transaction txID makes.
 func BaselineID(txID string) string { return derive("bl_", txID, "baseline") }
 
-// Plan implements tx.Target: body is a change. For an accept it pins the
-// proposal's target_version_id; for a promote, the baseline the pointer is
-// at and the versions to publish (errs.Validation when there are none).
-func (t *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*tx.Plan, error) {
-	m := new(change)
-	if err := json.Unmarshal(body, m); err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "memory change: %v", err)
+// Plan implements tx.Target: body is a *change (errs.Internal
+// otherwise). For an accept it pins the proposal's target_version_id; for
+// a promote, the baseline the pointer is at and the versions to publish
+// (errs.Validation when there are none).
+func (t *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, error) {
+	m, ok := body.(*change)
+	if !ok || m == nil {
+		return nil, errs.New(errs.Internal, nil, "a memory proposal takes a *memory.change, not a %T", body)
 	}
 	db, err := t.db(ctx)
 	if err != nil {

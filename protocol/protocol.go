@@ -143,10 +143,10 @@ const (
 )
 
 // ProposalInput is turn/start's proposal on the wire (PROTOCOL.md,
-// turn/start): the members of every kind. The kernel decodes it to check
-// the members' JSON types, then hands the engine the kind and the proposal
-// object exactly as the host sent it (tx.Input); the kind's target decodes
-// the members it reads:
+// turn/start): the members of every kind, with the JSON types the kernel
+// checks them against. The kernel decodes the proposal object once,
+// straight into the input type its kind declares (tx.Kind.Input), and
+// hands the engine the kind and that input (tx.Input); each kind reads:
 //   - unified_diff: Diff (UTF-8 text) or DiffBase64 (any bytes), a git-style
 //     multi-file diff with add, delete, modify and rename;
 //   - files: Files, each a whole new content or a delete;

@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -212,6 +213,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 			if _, dup := e.byKind[k.Name]; dup {
 				return nil, fmt.Errorf("tx: two targets accept proposal kind %q", k.Name)
 			}
+			if k.Input == nil || k.Input.Kind() != reflect.Struct {
+				return nil, fmt.Errorf("tx: proposal kind %q declares no input struct type", k.Name)
+			}
 			if k.DefaultPolicy == "" {
 				k.DefaultPolicy = approvals.Untrusted
 			}
@@ -281,6 +285,18 @@ func (e *Engine) policy(kind string) approvals.Policy {
 		return k.DefaultPolicy
 	}
 	return approvals.Untrusted
+}
+
+// NewInput returns a new, zero input of kind (a pointer to a value of its
+// Kind.Input type), for the kernel to decode turn/start's proposal
+// straight into; false when Propose would refuse kind before reading its
+// input (no target plans it, or it is Internal).
+func (e *Engine) NewInput(kind string) (any, bool) {
+	k, ok := e.kindInfo[kind]
+	if !ok || k.Internal {
+		return nil, false
+	}
+	return reflect.New(k.Input).Interface(), true
 }
 
 // DataDir returns the data directory.

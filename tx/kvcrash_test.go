@@ -42,8 +42,7 @@ func kvSet(pairs ...string) *Input {
 		v := pairs[i+1]
 		in.Files = append(in.Files, protocol.FileInput{Path: pairs[i], Content: &v})
 	}
-	body, _ := json.Marshal(in)
-	return &Input{Kind: kindKVSet, Body: body}
+	return &Input{Kind: kindKVSet, Body: &in}
 }
 
 // ack records, durably, what the child was told: after this line exists

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -83,14 +84,11 @@ type kvInput struct {
 
 func (k *kvTarget) Name() string { return "kv" }
 func (k *kvTarget) Kinds() []Kind {
-	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Untrusted}}
+	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Untrusted, Input: reflect.TypeFor[kvInput]()}}
 }
 
-func (k *kvTarget) Plan(ctx context.Context, kind string, body json.RawMessage) (*Plan, error) {
-	var in kvInput
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, errs.InvalidField("proposal", "a kv_set proposal: %v", err)
-	}
+func (k *kvTarget) Plan(ctx context.Context, kind string, body any) (*Plan, error) {
+	in := body.(*kvInput) // the engine checked its type
 	st, err := k.load()
 	if err != nil {
 		return nil, err

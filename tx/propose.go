@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -70,6 +71,11 @@ func (e *Engine) propose(ctx context.Context, in *Input, internal bool) (*Propos
 		data.Reason = "internal-kind"
 		return nil, errs.New(errs.Invalid, data,
 			"%s is proposed only by the %s service's own methods, which keep rules turn/start would bypass (grants, one pending PatchSet per recipe); turn/start takes %s", in.Kind, tg.Name(), want)
+	}
+	if want := reflect.PointerTo(e.kindInfo[in.Kind].Input); reflect.TypeOf(in.Body) != want {
+		// A caller's bug, never the host's: the kernel and the services
+		// make the input from the kind (NewInput).
+		return nil, errs.New(errs.Internal, nil, "proposal kind %s takes a %v, not a %T", in.Kind, want, in.Body)
 	}
 	plan, err := tg.Plan(ctx, in.Kind, in.Body)
 	if err != nil {

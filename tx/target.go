@@ -2,7 +2,7 @@ package tx
 
 import (
 	"context"
-	"encoding/json"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/txkernel/txkernel/approvals"
@@ -21,9 +21,10 @@ import (
 // The contract, in the order the engine calls it:
 //
 //	register: Kinds, once, at Open: the proposal kinds the target plans,
-//	          each with its default approval policy and whether only the
-//	          target's own service may propose it (Kind.Internal).
-//	propose:  Plan(kind, body) reads, never writes, and returns a *Plan:
+//	          each with its input type (Kind.Input), its default approval
+//	          policy and whether only the target's own service may
+//	          propose it (Kind.Internal).
+//	propose:  Plan(kind, in) reads, never writes, and returns a *Plan:
 //	          the target's fields of pointers.proposal (TargetPlan, or the
 //	          workspace's file fields), the reviewable items, the canonical
 //	          bytes whose sha256 is the patch id, and the blobs. The engine
@@ -47,10 +48,11 @@ import (
 //	          apply/execute's result and tx/list's targetFiles; nil for a
 //	          target that changes no files).
 //
-// Each target decodes its own input: Plan gets the proposal's kind and its
-// body as raw JSON (Input.Body). For turn/start the body is the wire's
-// proposal object exactly as the host sent it; a target's service builds
-// the body of its own proposals. A kind marked Internal is never planned
+// Each kind declares its input type (Kind.Input): Plan gets the proposal's
+// kind and its input, a pointer to a value of that type (Input.Body).
+// For turn/start the kernel decodes the wire's proposal object once,
+// straight into that type (Engine.NewInput); a target's service builds
+// the input of its own proposals as a Go value. A kind marked Internal is never planned
 // from turn/start (Engine.Propose refuses it): only its service, which
 // checks its own grants, proposes it, through Engine.ProposeInternal.
 //
@@ -67,12 +69,14 @@ type Target interface {
 	// policy.
 	Kinds() []Kind
 
-	// Plan resolves a proposal of kind, whose input is body (raw JSON,
-	// the target's own shape), strictly, with no guessing and no side
-	// effects, and returns what the transaction will change. Errors carry
-	// an errs.Kind: Invalid for malformed input, NotFound, Sandbox,
-	// Validation or Conflict when the change cannot be planned.
-	Plan(ctx context.Context, kind string, body json.RawMessage) (*Plan, error)
+	// Plan resolves a proposal of kind, whose input is in (a pointer to a
+	// value of the kind's Kind.Input type; the engine checks the type
+	// before it calls Plan), strictly, with no guessing and no side
+	// effects, and returns what the transaction will change. Plan may
+	// keep what it derives in *in (the input is its own from then on).
+	// Errors carry an errs.Kind: Invalid for malformed input, NotFound,
+	// Sandbox, Validation or Conflict when the change cannot be planned.
+	Plan(ctx context.Context, kind string, in any) (*Plan, error)
 
 	// Load decodes a persisted pointers.proposal of this target, once per
 	// loaded transaction, into the value every later call works on. A
@@ -97,6 +101,12 @@ type Kind struct {
 	// Engine.Propose (turn/start) refuses them with errs.Invalid on
 	// proposal.kind.
 	Internal bool
+	// Input is the kind's input type, a struct type (reflect.TypeFor of
+	// the target's input): Input.Body is a pointer to a value of it.
+	// turn/start's proposal object is decoded once, straight into a new
+	// one (Engine.NewInput), its members by their `json` names. Open
+	// refuses a kind without one.
+	Input reflect.Type
 }
 
 // Planned is one transaction's plan as its target decoded it (Target.Load).
@@ -167,8 +177,9 @@ type Planned interface {
 type Input struct {
 	// Kind selects the target (Kind.Name).
 	Kind string
-	// Body is the target's input as raw JSON; the target decodes it.
-	Body json.RawMessage
+	// Body is the kind's input: a pointer to a value of its Kind.Input
+	// type (errs.Internal otherwise, a bug of the caller).
+	Body any
 	// Plan is turn/start's plan, recorded as a plan item before the
 	// fileChange item (seed 001); nil when there is none. It is the
 	// engine's, never a target's.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestAppliedItemKeepsChanges(t *testing.T) {
 type internalKV struct{ *kvTarget }
 
 func (k internalKV) Kinds() []Kind {
-	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Never, Internal: true}}
+	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Never, Internal: true, Input: reflect.TypeFor[kvInput]()}}
 }
 
 // TestInternalKindRefusedFromPropose: Propose (turn/start) refuses an
@@ -138,5 +139,52 @@ func TestLoadErrorSurfaces(t *testing.T) {
 		if row.State != "unavailable" || kindOf(row.LoadErr) != "ledger_corrupt" || row.Summary != "" {
 			t.Fatalf("row %+v, want unavailable with a ledger_corrupt error", row)
 		}
+	}
+}
+
+// inputKV is the kv target with its kind's input type replaced by in.
+type inputKV struct {
+	*kvTarget
+	in reflect.Type
+}
+
+func (k inputKV) Kinds() []Kind {
+	return []Kind{{Name: kindKVSet, DefaultPolicy: approvals.Never, Input: k.in}}
+}
+
+// TestKindInputType: a kind declares its input type (Kind.Input): Open
+// refuses a kind without a struct type, NewInput makes a new one for the
+// kinds turn/start proposes (none for an unknown one), and Propose
+// refuses, as the caller's bug (errs.Internal) and before the target
+// plans anything, a body of another type.
+func TestKindInputType(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   reflect.Type
+	}{{"none", nil}, {"not a struct", reflect.TypeFor[string]()}, {"a pointer", reflect.TypeFor[*kvInput]()}} {
+		dir := t.TempDir()
+		_, err := Open(context.Background(), Options{Targets: []Target{inputKV{&kvTarget{dir: dir}, tc.in}}, DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			t.Errorf("%s: Open took a kind whose input type is %v", tc.name, tc.in)
+		}
+	}
+	f := newKVFixture(t, approvals.Never)
+	in, ok := f.e.NewInput(kindKVSet)
+	if _, isKV := in.(*kvInput); !ok || !isKV {
+		t.Fatalf("NewInput(%s) = %T, %v; want a *kvInput", kindKVSet, in, ok)
+	}
+	if in, ok := f.e.NewInput("nope"); ok || in != nil {
+		t.Fatalf("NewInput(nope) = %v, %v; want none", in, ok)
+	}
+	ctx := context.Background()
+	for _, body := range []any{nil, kvInput{}, []byte(`{"files":[]}`), new(string)} {
+		_, err := f.e.Propose(ctx, &Input{Kind: kindKVSet, Body: body})
+		var ee *errs.Error
+		if !errors.As(err, &ee) || ee.Kind != errs.Internal {
+			t.Errorf("Propose with a %T body: %v, want errs.Internal", body, err)
+		}
+	}
+	if list, err := f.e.List(ctx, protocol.TxListParams{}); err != nil || len(list.Transactions) != 0 {
+		t.Fatalf("list: %+v, %v; want no transaction", list, err)
 	}
 }

@@ -97,7 +97,18 @@ func (p *FilePatch) ApplyWithOffsets(base []byte) (out []byte, hunks []HunkResul
 		return nil, nil, &ConflictError{Path: path, Line: 1, Actual: lines[0], Reason: ReasonAddOntoContent}
 	}
 
-	img := &image{old: lines}
+	// Room at once for the lines the hunks leave in done (the base up to
+	// the last hunk's end, and every new line): the image grows one line
+	// at a time. A hunk applied at an offset may need more; append grows.
+	n := 0
+	if frags := p.file.TextFragments; len(frags) > 0 {
+		last := frags[len(frags)-1]
+		n = min(int(last.OldPosition+last.OldLines), len(lines))
+		for _, frag := range frags {
+			n += int(frag.LinesAdded)
+		}
+	}
+	img := &image{old: lines, done: make([]string, 0, n), origin: make([]int, 0, n)}
 	for i, frag := range p.file.TextFragments {
 		h := newHunk(frag)
 		at, reason := img.place(h)

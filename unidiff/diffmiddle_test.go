@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,4 +192,89 @@ func BenchmarkDiffMiddle(b *testing.B) {
 			}
 		})
 	}
+}
+
+// checkSoleDiff fails t when soleDiff takes a and b and its script is not
+// go-diff's (diffMiddleGoDiff); it reports whether soleDiff took them.
+func checkSoleDiff(t *testing.T, name string, a, b []string) bool {
+	t.Helper()
+	got, ok := soleDiff(lineRunes(a, b))
+	if !ok {
+		return false
+	}
+	if want := diffMiddleGoDiff(a, b); !slices.Equal(got, want) {
+		t.Fatalf("%s: soleDiff differs from go-diff:\n%q\nwant\n%q", name, got, want)
+	}
+	return true
+}
+
+// vocabLines makes a text of few distinct lines from b (one line per
+// byte, of eight), so that lines repeat and minimal scripts tie: the
+// cases where soleDiff must decline.
+func vocabLines(b []byte) []string {
+	out := make([]string, len(b))
+	for i, c := range b {
+		out[i] = string(rune('a'+c%8)) + "\n"
+	}
+	return out
+}
+
+// TestSoleDiff: on every changed file of the fzf commits (both ways) and
+// on crafted cases, soleDiff either declines or gives go-diff's script
+// op for op; it takes the cases whose changed lines occur only on their
+// own side, declines the ones with ties, and takes some of the fzf files.
+func TestSoleDiff(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		take bool
+	}{
+		{"a\nb\nc\n", "a\nx\nc\n", true},
+		{"a\nb\nc\nd\ne\n", "x\nb\ny\nd\nz\n", true},
+		{"", "a\nb\n", true},
+		{"a\nb\n", "", true},
+		{"a\nb\nc\n", "b\nc\na\n", false}, // a moved
+		{"a\nb\n", "a\nb\na\n", false},    // an added line occurs in a
+		{"x\n}\ny\n}\n", "x\n}\nq\n}\ny\n}\n", false},
+		{"p\nq", "p\nq\n", true},
+	} {
+		if got := checkSoleDiff(t, c.a+"→"+c.b, Lines([]byte(c.a)), Lines([]byte(c.b))); got != c.take {
+			t.Errorf("%q → %q: soleDiff took it: %v, want %v", c.a, c.b, got, c.take)
+		}
+	}
+	root := corpusDir(t)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, took := 0, 0
+	for _, e := range entries {
+		base := readTree(t, filepath.Join(root, e.Name(), "base"))
+		exp := readTree(t, filepath.Join(root, e.Name(), "expected"))
+		for p, old := range base {
+			if new, ok := exp[p]; ok && !bytes.Equal(old, new) {
+				for _, dir := range [][2][]byte{{old, new}, {new, old}} {
+					files++
+					if checkSoleDiff(t, e.Name()+" "+p, Lines(dir[0]), Lines(dir[1])) {
+						took++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("soleDiff took %d of %d fzf file diffs", took, files)
+	if took == 0 {
+		t.Fatalf("soleDiff took none of %d fzf file diffs", files)
+	}
+}
+
+// FuzzSoleDiff checks soleDiff against go-diff on any two texts, and on
+// the same bytes read as texts of eight distinct lines, where minimal
+// scripts tie.
+func FuzzSoleDiff(f *testing.F) {
+	f.Add([]byte("a\nb\nc\n"), []byte("a\nx\nc\n"))
+	f.Add([]byte("x\n}\ny\n}\n"), []byte("x\n}\nq\n}\ny\n}\n"))
+	f.Fuzz(func(t *testing.T, old, new []byte) {
+		checkSoleDiff(t, "text", Lines(old), Lines(new))
+		checkSoleDiff(t, "vocab", vocabLines(old), vocabLines(new))
+	})
 }

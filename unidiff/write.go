@@ -311,7 +311,8 @@ func appendReplace(ops []op, a, b []string) []op {
 
 // diffMiddle runs go-diff on line lists that share no common first or last
 // line and returns the edit script with each change run ordered deletions
-// first, as git prints it. Each distinct line is one rune (lineRunes). go-diff compares
+// first, as git prints it; when that script is the only minimal one
+// (soleDiff), without running go-diff. Each distinct line is one rune (lineRunes). go-diff compares
 // runes only for equality, so any one-to-one numbering gives the edit
 // script its own DiffLinesToRunes would; numbering the lines already split
 // here spares joining them into one string, splitting it again, and doing
@@ -321,11 +322,14 @@ func diffMiddle(a, b []string) []op {
 	if len(a) == 0 || len(b) == 0 {
 		return appendReplace(nil, a, b)
 	}
+	ra, rb, lines := lineRunes(a, b)
+	if ops, ok := soleDiff(ra, rb, lines); ok {
+		return ops
+	}
 	dmp := diffmatchpatch.New()
 	// No deadline: a timeout would make the output depend on machine
 	// speed, and the diff bytes are an approval fingerprint.
 	dmp.DiffTimeout = 0
-	ra, rb, lines := lineRunes(a, b)
 	diffs := dmp.DiffMainRunes(ra, rb, false)
 
 	var ops, dels, adds []op
@@ -349,6 +353,56 @@ func diffMiddle(a, b []string) []op {
 	}
 	flush()
 	return ops
+}
+
+// soleDiff is diffMiddle's script for a and b, numbered as lineRunes
+// numbers them (ra, rb; lines by number), without running go-diff, when
+// one edit script is the only minimal one and can be read off without
+// searching: every line of a that occurs nowhere in b is removed, every
+// line of b that occurs nowhere in a is added, and the lines left on each
+// side are the same sequence. false when they are not (a changed line
+// also occurs on the other side, or the shared lines moved), and go-diff
+// must search.
+//
+// Why it is go-diff's answer: a removed line cannot be matched (it is not
+// in b), nor an added one (not in a), so a common subsequence matches
+// only the lines left, which form the same sequence S on both sides;
+// matching all of S, in order, is therefore a longest common subsequence,
+// and it is the only one, since a matching of every element of S with S
+// that keeps the order is the identity. go-diff, run with no deadline (no
+// half-match, the bisection to the end), returns a minimal script, so it
+// matches exactly S; and diffMiddle writes the lines between two matched
+// ones as the removed ones, then the added ones, in their order, which is
+// what soleDiff writes. TestSoleDiff and FuzzSoleDiff check it against
+// go-diff's line mode.
+func soleDiff(ra, rb []rune, lines []string) ([]op, bool) {
+	inA := make([]bool, len(lines))
+	for _, r := range ra {
+		inA[runeLine(r)] = true
+	}
+	inB := make([]bool, len(lines))
+	for _, r := range rb {
+		inB[runeLine(r)] = true
+	}
+	ops := make([]op, 0, len(ra)+len(rb))
+	i, j := 0, 0
+	for {
+		for ; i < len(ra) && !inB[runeLine(ra[i])]; i++ {
+			ops = append(ops, op{'-', lines[runeLine(ra[i])]})
+		}
+		for ; j < len(rb) && !inA[runeLine(rb[j])]; j++ {
+			ops = append(ops, op{'+', lines[runeLine(rb[j])]})
+		}
+		if i == len(ra) && j == len(rb) {
+			return ops, true
+		}
+		if i == len(ra) || j == len(rb) || ra[i] != rb[j] {
+			return nil, false
+		}
+		ops = append(ops, op{' ', lines[runeLine(ra[i])]})
+		i++
+		j++
+	}
 }
 
 // lineRunes numbers the distinct lines of a and b in order of first

@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,14 +17,32 @@ import (
 // order, and redacts it. Findings in added lines are secret introductions.
 // The files are diffed on every core: each one's diff depends on its own
 // bytes only, and the line diff is most of turn/start's work on a
-// proposal of hundreds of files.
+// proposal of hundreds of files. Each file's sha256s (oldSum, newSum) are
+// taken in the same job, on the same core, while its bytes are at hand.
 func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findings []protocol.SecretFinding) {
 	diffs := make([][]byte, len(files))
+	// The largest files first: the line diff of one large file is the
+	// longest job, and started last it would run alone on one core while
+	// the others idle.
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return (len(files[b].old) + len(files[b].new)) - (len(files[a].old) + len(files[a].new))
+	})
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, f := range files {
+	for _, i := range order {
+		f := &files[i]
 		g.Go(func() error {
 			diffs[i] = unidiff.FileDiff(f.path, f.path, f.old, f.new, f.oldExists, f.kind != protocol.ChangeDelete, f.oldMode, f.newMode)
+			if f.oldExists {
+				f.oldSum = sha256Hex(f.old)
+			}
+			if f.kind != protocol.ChangeDelete {
+				f.newSum = sha256Hex(f.new)
+			}
 			return nil
 		})
 	}
@@ -36,19 +55,51 @@ func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findi
 // redactDiff redacts secrets in every content line of a diff we rendered
 // ourselves (context, removed and added lines alike, so that no secret
 // already in a file leaks into the store either) and reports the findings
-// on added lines with their line number in the new file.
+// on added lines with their line number in the new file. A line is
+// content by where it stands, not by how it starts: each hunk header's
+// line counts say how many lines follow it, so an added line whose text
+// begins "++ " (a diff line "+++ …") is content, never a file header that
+// would hide its secret from the findings. The diff is read in one pass;
+// the content lines are substrings of one copy of it.
 func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
-	lines := strings.SplitAfter(string(raw), "\n")
+	text := string(raw)
+	// ref locates the body of a content line in text (after its ' ', '+'
+	// or '-', before its '\n').
 	type ref struct {
-		idx     int
-		path    string
-		newLine int
-		added   bool
+		start, end int
+		path       string
+		newLine    int
+		added      bool
 	}
-	var content []string
-	var refs []ref
+	n := strings.Count(text, "\n") + 1 // at most this many content lines
+	content := make([]string, 0, n)
+	refs := make([]ref, 0, n)
 	path, newLine := "", 0
-	for i, l := range lines {
+	oldLeft, newLeft := 0, 0 // lines of the current hunk still to come
+	for pos := 0; pos < len(text); {
+		next := len(text)
+		if i := strings.IndexByte(text[pos:], '\n'); i >= 0 {
+			next = pos + i + 1
+		}
+		l := text[pos:next]
+		start := pos
+		pos = next
+		if oldLeft > 0 || newLeft > 0 {
+			switch l[0] {
+			case ' ', '+', '-':
+				body := strings.TrimSuffix(l[1:], "\n")
+				content = append(content, body)
+				refs = append(refs, ref{start: start + 1, end: start + 1 + len(body), path: path, newLine: newLine, added: l[0] == '+'})
+				if l[0] != '+' {
+					oldLeft--
+				}
+				if l[0] != '-' {
+					newLeft--
+					newLine++
+				}
+				continue
+			}
+		}
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
 			path = ""
@@ -64,13 +115,7 @@ func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
 			}
 		case strings.HasPrefix(l, "@@ "):
 			newLine = hunkNewStart(l)
-		case len(l) > 0 && (l[0] == ' ' || l[0] == '+' || l[0] == '-'):
-			body := strings.TrimSuffix(l[1:], "\n")
-			content = append(content, body)
-			refs = append(refs, ref{idx: i, path: path, newLine: newLine, added: l[0] == '+'})
-			if l[0] != '-' {
-				newLine++
-			}
+			oldLeft, newLeft = hunkCounts(l)
 		}
 	}
 	red, found := w.scanner.RedactLines(content)
@@ -81,15 +126,36 @@ func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
 			findings = append(findings, protocol.SecretFinding{Path: r.path, Rule: f.Rule, Line: r.newLine})
 		}
 	}
+	out := make([]byte, 0, len(raw))
+	last := 0
 	for j, r := range refs {
-		l := lines[r.idx]
-		nl := ""
-		if strings.HasSuffix(l, "\n") {
-			nl = "\n"
+		if red[j] != content[j] {
+			out = append(append(out, text[last:r.start]...), red[j]...)
+			last = r.end
 		}
-		lines[r.idx] = l[:1] + red[j] + nl
 	}
-	return []byte(strings.Join(lines, "")), findings
+	return append(out, text[last:]...), findings
+}
+
+// hunkCounts reads b and d from "@@ -a,b +c,d @@" (a count left out is
+// 1): the old and new lines the hunk holds.
+func hunkCounts(h string) (old, new int) {
+	count := func(s string) int {
+		s, _, _ = strings.Cut(s, " ")
+		_, n, ok := strings.Cut(s, ",")
+		if !ok {
+			return 1
+		}
+		c, _ := strconv.Atoi(n)
+		return c
+	}
+	if i := strings.Index(h, " -"); i >= 0 {
+		old = count(h[i+2:])
+	}
+	if i := strings.Index(h, " +"); i >= 0 {
+		new = count(h[i+2:])
+	}
+	return old, new
 }
 
 // hunkNewStart reads c from "@@ -a,b +c,d @@".

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -33,6 +32,9 @@ type plannedFile struct {
 	new       []byte
 	newMode   uint32
 	oldExists bool
+	// oldSum and newSum are the sha256 hex of old (when it exists) and
+	// new (unless deleted), once canonicalDiff has run.
+	oldSum, newSum string
 }
 
 // planners is the method table of proposal kinds.
@@ -42,18 +44,25 @@ var planners = map[string]func(w *Target, d *sandbox.Dirs, in *Input) ([]planned
 	protocol.KindRemoveTodoMulti: (*Target).planRemoveTodo,
 }
 
-// Plan implements tx.Target: it decodes body (Input), resolves every path
-// strictly through the sandbox, computes each file's new bytes, and
-// renders the canonical diff (redacted) whose sha256 is the patch id.
-func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*tx.Plan, error) {
+// Plan implements tx.Target: body is an *Input (errs.Internal
+// otherwise). It resolves every path strictly through the sandbox,
+// computes each file's new bytes, and renders the canonical diff
+// (redacted) whose sha256 is the patch id. *body is not modified.
+func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, error) {
 	plan, ok := planners[kind]
 	if !ok {
 		return nil, errs.InvalidField("proposal.kind", "the workspace does not plan %q", kind)
 	}
-	in := new(Input)
-	if err := json.Unmarshal(body, in); err != nil {
-		return nil, errs.Wrap(errs.Invalid, err, errs.InvalidData{Field: "proposal"}, "proposal: %v", err)
+	given, ok := body.(*Input)
+	if !ok || given == nil {
+		return nil, errs.New(errs.Internal, nil, "a workspace proposal takes a *workspace.Input, not a %T", body)
 	}
+	// The planners cache what they derive in their input (the normalized
+	// diff, the tolerances): a copy keeps the caller's as it was, so the
+	// same Input planned twice plans the same.
+	in := new(Input)
+	*in = *given
+	in.tolerances, in.normalized = nil, nil
 	// Every base is read through one set of open directories: each
 	// directory on the way is checked once, not once per file.
 	dirs := w.ws.OpenDirs()
@@ -102,10 +111,10 @@ func (w *Target) Plan(ctx context.Context, kind string, body json.RawMessage) (*
 		out.Changes = append(out.Changes, protocol.FileChange{Path: f.path, Kind: f.kind})
 		pc := record.PlannedChange{Path: f.path, Kind: f.kind}
 		if f.oldExists {
-			out.Pointer.BaseSHA256ByPath[f.path] = sha256Hex(f.old)
+			out.Pointer.BaseSHA256ByPath[f.path] = f.oldSum
 		}
 		if f.kind != protocol.ChangeDelete {
-			pc.NewSHA256 = sha256Hex(f.new)
+			pc.NewSHA256 = f.newSum
 			pc.NewMode = f.newMode
 			if diff == nil {
 				out.Blobs[pc.NewSHA256] = f.new

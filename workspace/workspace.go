@@ -7,10 +7,10 @@
 package workspace
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 
 	"github.com/txkernel/txkernel/approvals"
@@ -75,19 +75,22 @@ func New(ws *sandbox.Workspace, fp *failpoint.Set, log *slog.Logger, opts ...Opt
 func (w *Target) Name() string { return protocol.TargetWorkspace }
 
 // Kinds implements tx.Target: unified_diff, files, remove_todo_multi,
-// apply_patch and edits,
-// under the target's approval policy (WithPolicy).
+// apply_patch and edits, each with Input as its input type, under the
+// target's approval policy (WithPolicy).
 func (w *Target) Kinds() []tx.Kind {
 	return []tx.Kind{
-		{Name: protocol.KindUnifiedDiff, DefaultPolicy: w.policy},
-		{Name: protocol.KindFiles, DefaultPolicy: w.policy},
-		{Name: protocol.KindRemoveTodoMulti, DefaultPolicy: w.policy},
-		{Name: protocol.KindApplyPatch, DefaultPolicy: w.policy},
-		{Name: protocol.KindEdits, DefaultPolicy: w.policy},
+		{Name: protocol.KindUnifiedDiff, DefaultPolicy: w.policy, Input: inputType},
+		{Name: protocol.KindFiles, DefaultPolicy: w.policy, Input: inputType},
+		{Name: protocol.KindRemoveTodoMulti, DefaultPolicy: w.policy, Input: inputType},
+		{Name: protocol.KindApplyPatch, DefaultPolicy: w.policy, Input: inputType},
+		{Name: protocol.KindEdits, DefaultPolicy: w.policy, Input: inputType},
 	}
 }
 
-// Input is the workspace's proposal input (tx.Input.Body): the members of
+// inputType is every workspace kind's input type (tx.Kind.Input).
+var inputType = reflect.TypeFor[Input]()
+
+// Input is the workspace's proposal input (tx.Input.Body, a *Input): the members of
 // turn/start's proposal its kinds read (PROTOCOL.md, turn/start):
 //   - unified_diff: Diff (UTF-8 text) or DiffBase64 (any bytes), a git-style
 //     multi-file diff with add, delete, modify and rename;
@@ -106,13 +109,9 @@ type Input struct {
 }
 
 // Proposal is in as the engine's envelope for kind, for Go callers (the
-// kernel hands turn/start's proposal object over as it came).
+// kernel decodes turn/start's proposal object straight into an Input).
 func Proposal(kind string, in Input) *tx.Input {
-	body, err := json.Marshal(in)
-	if err != nil {
-		panic(err) // strings, bools and slices of them always encode
-	}
-	return &tx.Input{Kind: kind, Body: body}
+	return &tx.Input{Kind: kind, Body: &in}
 }
 
 // planned is a workspace transaction as Load decoded it: its fields are
