@@ -297,6 +297,12 @@ func (s *Store) Close() { s.pool.Close() }
 // (errs.Internal with SchemaData): its rows may mean what this kernel does
 // not know.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrateTo(ctx, pool, len(migrations))
+}
+
+// migrateTo is Migrate up to version target (a test brings a database
+// to an older version to prove its upgrade).
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, target int) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("memory store: %w", err)
@@ -320,7 +326,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return errs.New(errs.Internal, SchemaData{Version: v, Known: len(migrations)},
 			"the memory database is at schema version %d; this txkernel knows %d: run a newer txkernel", v, len(migrations))
 	}
-	for i := v; i < len(migrations); i++ {
+	for i := v; i < target; i++ {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
