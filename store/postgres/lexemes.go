@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -39,6 +40,25 @@ type lexer struct {
 }
 
 func newLexer() *lexer { return &lexer{stems: make(map[string]string, 4096)} }
+
+// maxStems bounds a lexer's cache: past it, the cache starts again.
+const maxStems = 1 << 17
+
+// lexers keeps lexers, and so their caches, from one store call to the
+// next: a team's ingests share a vocabulary.
+var lexers = sync.Pool{New: func() any { return newLexer() }}
+
+// getLexer takes a lexer for the caller's use alone; putLexer gives it
+// back.
+func getLexer() *lexer {
+	l := lexers.Get().(*lexer)
+	if len(l.stems) > maxStems {
+		clear(l.stems)
+	}
+	return l
+}
+
+func putLexer(l *lexer) { lexers.Put(l) }
 
 // each calls fn with every lexeme of text, in order, one call per
 // occurrence.

@@ -499,7 +499,8 @@ func lexAsync(vs []versionIn) *lexing {
 	l := &lexing{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		lx := newLexer()
+		lx := getLexer()
+		defer putLexer(lx)
 		for _, x := range vs {
 			for _, c := range x.v.Chunks {
 				l.terms = append(l.terms, lx.chunk(c.Title, c.Text))

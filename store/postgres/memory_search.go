@@ -64,7 +64,9 @@ var searchQuery = fmt.Sprintf(`WITH stats AS MATERIALIZED (
 // lexer that indexed the chunks. Score is the
 // BM25 score, higher is better.
 func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, q memory.Query) ([]memory.Hit, error) {
-	terms, k, wTitle := newLexer().terms(q.Terms), q.K, q.TitleWeight
+	lx := getLexer()
+	terms, k, wTitle := lx.terms(q.Terms), q.K, q.TitleWeight
+	putLexer(lx)
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}

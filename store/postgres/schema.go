@@ -217,7 +217,9 @@ var migrations = []string{
 	// every tenant are converted (row-level security is lifted for the
 	// owner inside this one transaction, and forced again at its end).
 	// The bodies and the lists are compressed with lz4 where the server
-	// has it, several times cheaper to write than the default pglz.
+	// has it, several times cheaper to write than the default pglz, and
+	// lexemes compare bytewise (COLLATE "C": they are only ever matched
+	// for equality, and a locale's comparison costs every index probe).
 	`ALTER TABLE mem_postings NO FORCE ROW LEVEL SECURITY;
 	CREATE TEMPORARY TABLE txk_postings_v3 ON COMMIT DROP AS
 		SELECT tenant_id, ` + scopeIDSQL + ` AS sid, lexeme,
@@ -229,6 +231,7 @@ var migrations = []string{
 	TRUNCATE mem_postings;
 	ALTER TABLE mem_postings DROP CONSTRAINT mem_postings_pkey,
 		DROP COLUMN organization_id, DROP COLUMN repository_id, DROP COLUMN chunk_id, DROP COLUMN tf_title, DROP COLUMN tf_body,
+		ALTER COLUMN lexeme TYPE text COLLATE "C",
 		ADD COLUMN sid bigint NOT NULL,
 		ADD COLUMN chunk_ids bigint[] NOT NULL,
 		ADD COLUMN tf_title integer[] NOT NULL,
