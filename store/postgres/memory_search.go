@@ -35,19 +35,30 @@ const (
 // occurrences, those in the chunk's title times $6, as FTS5's column
 // weight does; it is read from the posting lists of mem_postings, by
 // index on the scope's id ($8, scopeID) and the lexemes, and every
-// posting is joined to its chunk, which must be of the scope and of the
-// baseline. Both CTEs are materialised: inlined, the planner recomputes
-// them for every scored row.
+// posting is joined to its chunk by id, which must be in the baseline (of
+// the scope: so a list of another scope sharing the id is never
+// counted). Each posting reaches its chunk by primary key, and the
+// chunk's version is looked up in the baseline by its unique key, in a
+// subquery the planner may not pull up (OFFSET 0) and a scalar subquery,
+// whatever the tables' statistics say: right after an ingest they have
+// none, and a planner left free to reorder scanned a scope's chunks or
+// its baseline once per posting (seconds on the RFC backlog). Both CTEs are materialised:
+// inlined, the planner recomputes them for every scored row.
 var searchQuery = fmt.Sprintf(`WITH stats AS MATERIALIZED (
 		SELECT count(*)::float8 AS n, GREATEST(COALESCE(avg(c.search_length)::float8, 1), 1) AS avgdl
 		FROM mem_chunks c JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
 		WHERE c.tenant_id = $3 AND c.organization_id = $4 AND c.repository_id = $5),
 	tf AS MATERIALIZED (
 		SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search_length, p.lexeme, u.tf_title * $6::float8 + u.tf_body AS tf
-		FROM mem_postings p CROSS JOIN LATERAL unnest(p.chunk_ids, p.tf_title, p.tf_body) AS u(chunk_id, tf_title, tf_body)
-		JOIN mem_chunks c ON c.id = u.chunk_id JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
-		WHERE p.sid = $8 AND p.lexeme = ANY($1::text[])
-		AND c.tenant_id = $3 AND c.organization_id = $4 AND c.repository_id = $5),
+		FROM mem_postings p
+		CROSS JOIN LATERAL unnest(p.chunk_ids, p.tf_title, p.tf_body) AS u(chunk_id, tf_title, tf_body)
+		CROSS JOIN LATERAL (
+			SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search_length
+			FROM mem_chunks c
+			WHERE c.id = u.chunk_id
+			AND (SELECT bi.vid FROM mem_baseline_items bi WHERE bi.bid = $2 AND bi.vid = c.vid) IS NOT NULL
+			OFFSET 0) c
+		WHERE p.sid = $8 AND p.lexeme = ANY($1::text[])),
 	df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),
 	scored AS (
 		SELECT tf.id, tf.vid, tf.chunk_key, tf.start_offset, tf.end_offset,
