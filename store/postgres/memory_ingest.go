@@ -40,7 +40,7 @@ func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files [
 		}
 		out, err = ingest(ctx, sp, scope, files, ts)
 		if err == nil {
-			return internalIf(sp.Commit(ctx), "release savepoint")
+			return nil // the commit releases the savepoint: no round trip for it
 		}
 		if _, ok := refusedFile(err); !ok || len(files) == 1 {
 			_ = sp.Rollback(ctx)
@@ -166,7 +166,7 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 		}
 		st.seq++
 		st.lastID, st.lastHash = f.Version.VersionID, f.Version.BodyHash
-		versions = append(versions, versionIn{seq: st.seq, v: f.Version, keepHead: keepHead})
+		versions = append(versions, versionIn{eid: st.eid, elementID: f.ElementID, seq: st.seq, v: f.Version, keepHead: keepHead})
 		owners = append(owners, st)
 		o := memory.IngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
 		if keepHead && f.Review.ProposalID != "" {
@@ -175,32 +175,15 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 		}
 		out = append(out, o)
 	}
-	if len(created) > 0 {
-		rows, err := tx.Query(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
-			SELECT $1, $2, $3, id, $5, $6, $7 FROM unnest($4::text[]) WITH ORDINALITY AS u(id, n) ORDER BY n
-			RETURNING eid, element_id`,
-			scope.TenantID, scope.OrganizationID, scope.RepositoryID, created, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
-		if err != nil {
-			return nil, internal(err, "insert elements")
-		}
-		for rows.Next() {
-			var eid int64
-			var id string
-			if err := rows.Scan(&eid, &id); err != nil {
-				rows.Close()
-				return nil, internal(err, "insert elements")
-			}
-			state[id].eid = eid
-		}
-		if err := rows.Err(); err != nil {
-			return nil, internal(err, "insert elements")
-		}
-	}
 	for i, st := range owners {
-		versions[i].eid = st.eid
+		versions[i].eid = st.eid // 0 for an element created here: insertVersions writes it
 	}
-	if _, err := insertVersions(ctx, tx, scope, versions, ts); err != nil {
+	ne := &newElements{ids: created}
+	if _, err := insertVersions(ctx, tx, scope, versions, ts, ne); err != nil {
 		return nil, err
+	}
+	for id, eid := range ne.eids {
+		state[id].eid = eid
 	}
 	for _, r := range reviews {
 		if err := writeProposal(ctx, tx, r.p, &element{eid: r.st.eid, typ: r.st.typ}, r.st.headVID, ts); err != nil {
@@ -241,10 +224,11 @@ func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 // versionIn is a version to write: its element, its sequence number
 // within the element, and the version.
 type versionIn struct {
-	eid      int64
-	seq      int64
-	v        memory.NewVersion
-	keepHead bool // recorded without becoming its element's head
+	eid       int64 // 0: the element elementID, which newElements creates
+	elementID string
+	seq       int64
+	v         memory.NewVersion
+	keepHead  bool // recorded without becoming its element's head
 }
 
 // insertVersion writes v as eid's next version, makes it the head and
@@ -254,19 +238,26 @@ func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, e
 	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) + 1 FROM mem_versions WHERE eid = $1`, eid).Scan(&seq); err != nil {
 		return 0, internal(err, "read sequence")
 	}
-	vids, err := insertVersions(ctx, tx, scope, []versionIn{{eid: eid, seq: seq, v: v}}, ts)
+	vids, err := insertVersions(ctx, tx, scope, []versionIn{{eid: eid, seq: seq, v: v}}, ts, nil)
 	if err != nil {
 		return 0, err
 	}
 	return vids[0], nil
 }
 
-// insertVersions writes vs in one statement, in order, moves each
+// newElements are the backlog documents an ingest creates (ids, in
+// order), written by insertVersions' first round trip, which fills eids.
+type newElements struct {
+	ids  []string
+	eids map[string]int64
+}
+
+// insertVersions writes ne's elements, if any, and vs in one statement, in order, moves each
 // element's head to its last version in vs, and indexes the versions'
 // chunks under scope (queueChunks), whose lexemes a goroutine computes
 // meanwhile (lexAsync): two round trips whatever the number of versions.
 // It returns the versions' vids, in the order of vs.
-func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, vs []versionIn, ts string) ([]int64, error) {
+func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, vs []versionIn, ts string, ne *newElements) ([]int64, error) {
 	if len(vs) == 0 {
 		return nil, nil
 	}
@@ -276,6 +267,7 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 	var (
 		ids, titles, bodies, hashes, kinds, provs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		eids, seqs                                = make([]int64, n), make([]int64, n)
+		elementIDs                                = make([]string, n)
 		txIDs                                     = make([]*string, n)
 	)
 	for i, x := range vs {
@@ -285,7 +277,7 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 			prov = json.RawMessage("{}")
 		}
 		ids[i], titles[i], bodies[i], hashes[i], kinds[i], provs[i] = v.VersionID, v.Title, v.Body, v.BodyHash, v.SourceKind, string(prov)
-		eids[i], seqs[i] = x.eid, x.seq
+		eids[i], seqs[i], elementIDs[i] = x.eid, x.seq, x.elementID
 		if v.TxID != "" {
 			txIDs[i] = &vs[i].v.TxID
 		}
@@ -294,19 +286,51 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 	for _, x := range vs {
 		nChunks += len(x.v.Chunks)
 	}
-	// One round trip writes the versions and reserves their chunks' ids.
+	// One round trip writes the new elements and the versions (a version
+	// of a new element finds it by its id), and reserves the chunks' ids.
 	var batch pgx.Batch
+	if ne != nil && len(ne.ids) > 0 {
+		batch.Queue(`INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
+			SELECT $1, $2, $3, id, $5, $6, $7 FROM unnest($4::text[]) WITH ORDINALITY AS u(id, n) ORDER BY n
+			RETURNING eid, element_id`,
+			scope.TenantID, scope.OrganizationID, scope.RepositoryID, ne.ids, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
+	}
 	batch.Queue(`INSERT INTO mem_versions (tenant_id, version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
-		SELECT $1, u.id, u.eid, u.seq, u.title, u.body, u.hash, u.kind, $2, u.prov, u.tx
-		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-			WITH ORDINALITY AS u(id, eid, seq, title, body, hash, kind, prov, tx, n)
+		SELECT $1, u.id,
+			CASE WHEN u.eid <> 0 THEN u.eid ELSE (SELECT e.eid FROM mem_elements e
+				WHERE e.tenant_id = $1 AND e.organization_id = $12 AND e.repository_id = $13 AND e.element_id = u.element) END,
+			u.seq, u.title, u.body, u.hash, u.kind, $2, u.prov, u.tx
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $14::text[])
+			WITH ORDINALITY AS u(id, eid, seq, title, body, hash, kind, prov, tx, element, n)
 		ORDER BY u.n
 		RETURNING vid, version_id`,
-		scope.TenantID, ts, ids, eids, seqs, titles, bodies, hashes, kinds, provs, txIDs)
+		scope.TenantID, ts, ids, eids, seqs, titles, bodies, hashes, kinds, provs, txIDs, scope.OrganizationID, scope.RepositoryID, elementIDs)
 	if nChunks > 0 {
 		batch.Queue(`SELECT nextval(pg_get_serial_sequence('mem_chunks', 'id')) FROM generate_series(1, $1)`, nChunks)
 	}
 	br := tx.SendBatch(ctx, &batch)
+	if ne != nil && len(ne.ids) > 0 {
+		ne.eids = make(map[string]int64, len(ne.ids))
+		err := scanAll(br, func(r pgx.Rows) error {
+			var eid int64
+			var id string
+			err := r.Scan(&eid, &id)
+			ne.eids[id] = eid
+			return err
+		})
+		if err != nil {
+			br.Close()
+			return nil, internal(err, "insert elements")
+		}
+		for i := range vs {
+			if vs[i].eid == 0 {
+				if vs[i].eid = ne.eids[vs[i].elementID]; vs[i].eid == 0 {
+					br.Close()
+					return nil, internal(errors.New("an element was not returned by its insert"), "insert elements")
+				}
+			}
+		}
+	}
 	byID := make(map[string]int64, n)
 	err := scanAll(br, func(r pgx.Rows) error {
 		var vid int64
