@@ -518,15 +518,21 @@ type lexing struct {
 }
 
 // lexAsync starts computing the lexemes of vs's chunks. The goroutine
-// ends on its own, whatever becomes of the transaction.
+// ends on its own, whatever becomes of the transaction, and shares
+// nothing with the caller but the chunks, which nobody writes.
 func lexAsync(vs []versionIn) *lexing {
 	l := &lexing{done: make(chan struct{})}
+	// The goroutine reads only these (the caller goes on writing vs).
+	chunks := make([][]memory.Chunk, len(vs))
+	for i, x := range vs {
+		chunks[i] = x.v.Chunks
+	}
 	go func() {
 		defer close(l.done)
 		lx := getLexer()
 		defer putLexer(lx)
-		for _, x := range vs {
-			for _, c := range x.v.Chunks {
+		for _, cs := range chunks {
+			for _, c := range cs {
 				l.terms = append(l.terms, lx.chunk(c.Title, c.Text))
 			}
 		}
