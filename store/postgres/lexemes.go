@@ -31,15 +31,21 @@ import (
 // bytes, so that an index entry always fits a B-tree page.
 const maxLexemeBytes = 255
 
-// lexer cuts text into lexemes. It caches each word's stem ("" for a
-// stopword): a backlog repeats its vocabulary, and the stemmer is the
-// cost of a word. A lexer is not safe for concurrent use.
+// lexer cuts text into lexemes. It numbers the lexemes it has seen and
+// caches each word's lexeme: a backlog repeats its vocabulary, and the
+// stemmer is the cost of a word. A lexer is not safe for concurrent use.
 type lexer struct {
-	stems map[string]string
-	buf   []byte
+	words   map[string]int32 // a word's lexeme id; -1 for a stopword
+	ids     map[string]int32 // a lexeme's id
+	lexemes []string         // by id
+	buf     []byte           // the word being read
+	out     []int32          // scan's lexeme ids
+	slot    []int32          // chunk's: a lexeme id's place in the chunk's lists, plus 1
 }
 
-func newLexer() *lexer { return &lexer{stems: make(map[string]string, 4096)} }
+func newLexer() *lexer {
+	return &lexer{words: make(map[string]int32, 4096), ids: make(map[string]int32, 4096)}
+}
 
 // maxStems bounds a lexer's cache: past it, the cache starts again.
 const maxStems = 1 << 17
@@ -49,11 +55,13 @@ const maxStems = 1 << 17
 var lexers = sync.Pool{New: func() any { return newLexer() }}
 
 // getLexer takes a lexer for the caller's use alone; putLexer gives it
-// back.
+// back. Lexeme ids mean something only to the lexer between the two.
 func getLexer() *lexer {
 	l := lexers.Get().(*lexer)
-	if len(l.stems) > maxStems {
-		clear(l.stems)
+	if len(l.words) > maxStems {
+		clear(l.words)
+		clear(l.ids)
+		l.lexemes, l.slot = l.lexemes[:0], l.slot[:0]
 	}
 	return l
 }
@@ -63,6 +71,16 @@ func putLexer(l *lexer) { lexers.Put(l) }
 // each calls fn with every lexeme of text, in order, one call per
 // occurrence.
 func (l *lexer) each(text string, fn func(lexeme string)) {
+	l.out = l.out[:0]
+	l.scan(text)
+	for _, id := range l.out {
+		fn(l.lexemes[id])
+	}
+}
+
+// scan appends the ids of text's lexemes to l.out, in order, one per
+// occurrence.
+func (l *lexer) scan(text string) {
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
@@ -72,7 +90,7 @@ func (l *lexer) each(text string, fn func(lexeme string)) {
 				}
 				l.buf = append(l.buf, c)
 			} else {
-				l.flush(fn)
+				l.flush()
 			}
 			i++
 			continue
@@ -81,20 +99,20 @@ func (l *lexer) each(text string, fn func(lexeme string)) {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			l.buf = utf8.AppendRune(l.buf, unicode.ToLower(r))
 		} else {
-			l.flush(fn)
+			l.flush()
 		}
 		i += n
 	}
-	l.flush(fn)
+	l.flush()
 }
 
 func isASCIIWordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// flush ends the word in l.buf, calling fn with its stem unless it is a
-// stopword or too long.
-func (l *lexer) flush(fn func(string)) {
+// flush ends the word in l.buf, appending its lexeme's id to l.out
+// unless it is a stopword or too long.
+func (l *lexer) flush() {
 	if len(l.buf) == 0 {
 		return
 	}
@@ -102,16 +120,22 @@ func (l *lexer) flush(fn func(string)) {
 	if len(l.buf) > maxLexemeBytes {
 		return
 	}
-	s, ok := l.stems[string(l.buf)] // no allocation: the compiler looks up by the bytes
+	id, ok := l.words[string(l.buf)] // no allocation: the compiler looks up by the bytes
 	if !ok {
 		w := string(l.buf)
+		id = -1
 		if !english.IsStopWord(w) {
-			s = english.Stem(w, false)
+			x := english.Stem(w, false)
+			if id, ok = l.ids[x]; !ok {
+				id = int32(len(l.lexemes))
+				l.ids[x] = id
+				l.lexemes = append(l.lexemes, x)
+			}
 		}
-		l.stems[w] = s
+		l.words[w] = id
 	}
-	if s != "" {
-		fn(s)
+	if id >= 0 {
+		l.out = append(l.out, id)
 	}
 }
 
@@ -131,34 +155,45 @@ func (l *lexer) terms(words []string) []string {
 	return out
 }
 
-// chunkTerms is one chunk's index: each lexeme's count in its title and
-// in its text, in order of first occurrence, and its length in lexemes
-// (BM25's document length).
+// chunkTerms is one chunk's index: each lexeme (and its id in the lexer
+// that cut it) with its count in the chunk's title and in its text, in
+// order of first occurrence, and its length in lexemes (BM25's document
+// length).
 type chunkTerms struct {
 	lexemes []string
+	ids     []int32
 	tf      [][2]int32 // [title, text]
 	length  int32
 }
 
 // chunk indexes one chunk's title and text.
 func (l *lexer) chunk(title, text string) chunkTerms {
-	var ct chunkTerms
-	at := map[string]int{}
-	add := func(field int) func(string) {
-		return func(x string) {
-			i, ok := at[x]
-			if !ok {
-				i = len(ct.lexemes)
-				at[x] = i
-				ct.lexemes = append(ct.lexemes, x)
-				ct.tf = append(ct.tf, [2]int32{})
-			}
-			ct.tf[i][field]++
-			ct.length++
+	l.out = l.out[:0]
+	l.scan(title)
+	inTitle := len(l.out)
+	l.scan(text)
+	if len(l.slot) < len(l.lexemes) {
+		l.slot = append(l.slot, make([]int32, len(l.lexemes)-len(l.slot))...)
+	}
+	ct := chunkTerms{length: int32(len(l.out))}
+	for k, id := range l.out {
+		j := l.slot[id]
+		if j == 0 {
+			ct.lexemes = append(ct.lexemes, l.lexemes[id])
+			ct.ids = append(ct.ids, id)
+			ct.tf = append(ct.tf, [2]int32{})
+			j = int32(len(ct.lexemes))
+			l.slot[id] = j
+		}
+		if k < inTitle {
+			ct.tf[j-1][0]++
+		} else {
+			ct.tf[j-1][1]++
 		}
 	}
-	l.each(title, add(0))
-	l.each(text, add(1))
+	for _, id := range ct.ids {
+		l.slot[id] = 0
+	}
 	return ct
 }
 

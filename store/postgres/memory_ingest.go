@@ -476,19 +476,25 @@ func postingLists(terms []chunkTerms, ids []int64) (postings, []int32) {
 		lexeme string
 		at     []int32 // (chunk index, title count, text count) triples
 	}
-	at := map[string]int{}
+	var vocabulary int32 // ids are the lexer's, below this bound
+	for _, ct := range terms {
+		for _, id := range ct.ids {
+			vocabulary = max(vocabulary, id+1)
+		}
+	}
+	at := make([]int32, vocabulary) // a lexeme id's open list, plus 1
 	var lists []list
 	lengths := make([]int32, len(terms))
 	total := 0
 	for i, ct := range terms {
 		lengths[i] = ct.length
 		total += len(ct.lexemes)
-		for j, x := range ct.lexemes {
-			k, ok := at[x]
-			if !ok || len(lists[k].at) == 3*maxPostings {
-				k = len(lists)
-				at[x] = k
-				lists = append(lists, list{lexeme: x})
+		for j, id := range ct.ids {
+			k := at[id] - 1
+			if k < 0 || len(lists[k].at) == 3*maxPostings {
+				k = int32(len(lists))
+				at[id] = k + 1
+				lists = append(lists, list{lexeme: ct.lexemes[j]})
 			}
 			lists[k].at = append(lists[k].at, int32(i), ct.tf[j][0], ct.tf[j][1])
 		}
