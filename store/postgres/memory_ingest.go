@@ -15,10 +15,11 @@ import (
 )
 
 // Writing versions and their chunks, set-based: an ingest of a backlog
-// is a few statements whatever its size (the elements in one INSERT, the
-// versions in one, the chunks and their posting lists copied in with COPY
-// and moved in one batch), not a few round trips per file. Ingest writes what the SQLite store's
-// Ingest writes, file by file in order.
+// is a few round trips whatever its size (the new elements and the
+// versions in one batch, the heads, the chunks and their posting lists in
+// another, each row set one statement over parameter arrays), not a few
+// round trips per file. Ingest writes what the SQLite store's Ingest
+// writes, file by file in order.
 
 // Ingest implements memory.Store (store.MemoryStore.Ingest): one SQL
 // transaction under the scope's lock. A file the server refuses (a name
@@ -252,11 +253,11 @@ type newElements struct {
 	eids map[string]int64
 }
 
-// insertVersions writes ne's elements, if any, and vs in one statement, in order, moves each
-// element's head to its last version in vs, and indexes the versions'
-// chunks under scope (queueChunks), whose lexemes a goroutine computes
-// meanwhile (lexAsync): two round trips whatever the number of versions.
-// It returns the versions' vids, in the order of vs.
+// insertVersions writes ne's elements, if any, and vs in one statement,
+// in order, moves each element's head to its last version in vs, and
+// indexes the versions' chunks under scope (queueChunks), whose lexemes a
+// goroutine computes meanwhile (lexAsync): two round trips whatever the
+// number of versions. It returns the versions' vids, in the order of vs.
 func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, vs []versionIn, ts string, ne *newElements) ([]int64, error) {
 	if len(vs) == 0 {
 		return nil, nil
