@@ -341,3 +341,25 @@ func TestUpgradeKeepsSearch(t *testing.T) {
 		t.Errorf("after an ingest on the upgraded database: %q, want ver_late beside the two older documents", found)
 	}
 }
+
+// FuzzLexer: any text is cut without a panic into lexemes of letters and
+// digits, none longer than maxLexemeBytes, whose counts add up to the
+// chunk's length.
+func FuzzLexer(f *testing.F) {
+	for _, s := range []string{"Running runners", "ÉTÉ straße 組織", "a\xffb", strings.Repeat("z", 300), "x-y_z.1"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, title, text string) {
+		ct := newLexer().chunk(title, text)
+		var sum int32
+		for i, x := range ct.lexemes {
+			if x == "" || len(x) > maxLexemeBytes {
+				t.Fatalf("lexeme %q", x)
+			}
+			sum += ct.tf[i][0] + ct.tf[i][1]
+		}
+		if sum != ct.length {
+			t.Fatalf("counts add up to %d, length %d", sum, ct.length)
+		}
+	})
+}

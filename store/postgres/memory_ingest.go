@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -427,7 +428,10 @@ func queueChunks(b *pgx.Batch, scope protocol.MemoryScope, chunks []chunkIn, lex
 	if len(chunks) == 0 {
 		return nil
 	}
-	terms := lex.wait()
+	terms, err := lex.wait()
+	if err != nil {
+		return internal(err, "index chunks")
+	}
 	if len(terms) != len(chunks) {
 		return internal(errors.New("the lexemes are not those of the chunks"), "index chunks")
 	}
@@ -522,6 +526,7 @@ func postingLists(terms []chunkTerms, ids []int64) (postings, []int32) {
 type lexing struct {
 	done  chan struct{}
 	terms []chunkTerms
+	err   error // a panic of the stemmer, which must not end the kernel
 }
 
 // lexAsync starts computing the lexemes of vs's chunks. The goroutine
@@ -536,6 +541,11 @@ func lexAsync(vs []versionIn) *lexing {
 	}
 	go func() {
 		defer close(l.done)
+		defer func() {
+			if r := recover(); r != nil {
+				l.err = fmt.Errorf("lexing the chunks: %v", r)
+			}
+		}()
 		lx := getLexer()
 		defer putLexer(lx)
 		for _, cs := range chunks {
@@ -548,7 +558,7 @@ func lexAsync(vs []versionIn) *lexing {
 }
 
 // wait returns the lexemes once computed.
-func (l *lexing) wait() []chunkTerms {
+func (l *lexing) wait() ([]chunkTerms, error) {
 	<-l.done
-	return l.terms
+	return l.terms, l.err
 }
