@@ -40,12 +40,7 @@ func scopeKey(s protocol.MemoryScope) string {
 
 // write runs fn in scope's tenant under the scope's advisory lock.
 func (m *Memory) write(ctx context.Context, scope protocol.MemoryScope, fn func(pgx.Tx) error) error {
-	return m.s.inTenant(ctx, scope.TenantID, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, scopeKey(scope)); err != nil {
-			return internal(err, "scope lock")
-		}
-		return fn(tx)
-	})
+	return m.s.inTenantLocked(ctx, scope.TenantID, scopeKey(scope), fn)
 }
 
 // read runs fn in scope's tenant.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -14,10 +16,11 @@ import (
 )
 
 // Writing versions and their chunks, set-based: an ingest of a backlog
-// is a few statements whatever its size (the elements in one INSERT, the
-// versions in one, the chunks copied in with COPY and indexed in one),
-// not a few round trips per file. Ingest writes what the SQLite store's
-// Ingest writes, file by file in order.
+// is a few round trips whatever its size (the new elements and the
+// versions in one batch, the heads, the chunks and their posting lists in
+// another, each row set one statement over parameter arrays), not a few
+// round trips per file. Ingest writes what the SQLite store's Ingest
+// writes, file by file in order.
 
 // Ingest implements memory.Store (store.MemoryStore.Ingest): one SQL
 // transaction under the scope's lock. A file the server refuses (a name
@@ -39,7 +42,7 @@ func (m *Memory) Ingest(ctx context.Context, scope protocol.MemoryScope, files [
 		}
 		out, err = ingest(ctx, sp, scope, files, ts)
 		if err == nil {
-			return internalIf(sp.Commit(ctx), "release savepoint")
+			return nil // the commit releases the savepoint: no round trip for it
 		}
 		if _, ok := refusedFile(err); !ok || len(files) == 1 {
 			_ = sp.Rollback(ctx)
@@ -165,7 +168,7 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 		}
 		st.seq++
 		st.lastID, st.lastHash = f.Version.VersionID, f.Version.BodyHash
-		versions = append(versions, versionIn{seq: st.seq, v: f.Version, keepHead: keepHead})
+		versions = append(versions, versionIn{eid: st.eid, elementID: f.ElementID, seq: st.seq, v: f.Version, keepHead: keepHead})
 		owners = append(owners, st)
 		o := memory.IngestOutcome{ElementID: f.ElementID, Status: status, VersionID: f.Version.VersionID}
 		if keepHead && f.Review.ProposalID != "" {
@@ -174,32 +177,15 @@ func ingest(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, files []
 		}
 		out = append(out, o)
 	}
-	if len(created) > 0 {
-		rows, err := tx.Query(ctx, `INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
-			SELECT $1, $2, $3, id, $5, $6, $7 FROM unnest($4::text[]) WITH ORDINALITY AS u(id, n) ORDER BY n
-			RETURNING eid, element_id`,
-			scope.TenantID, scope.OrganizationID, scope.RepositoryID, created, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
-		if err != nil {
-			return nil, internal(err, "insert elements")
-		}
-		for rows.Next() {
-			var eid int64
-			var id string
-			if err := rows.Scan(&eid, &id); err != nil {
-				rows.Close()
-				return nil, internal(err, "insert elements")
-			}
-			state[id].eid = eid
-		}
-		if err := rows.Err(); err != nil {
-			return nil, internal(err, "insert elements")
-		}
-	}
 	for i, st := range owners {
-		versions[i].eid = st.eid
+		versions[i].eid = st.eid // 0 for an element created here: insertVersions writes it
 	}
-	if _, err := insertVersions(ctx, tx, scope, versions, ts); err != nil {
+	ne := &newElements{ids: created}
+	if _, err := insertVersions(ctx, tx, scope, versions, ts, ne); err != nil {
 		return nil, err
+	}
+	for id, eid := range ne.eids {
+		state[id].eid = eid
 	}
 	for _, r := range reviews {
 		if err := writeProposal(ctx, tx, r.p, &element{eid: r.st.eid, typ: r.st.typ}, r.st.headVID, ts); err != nil {
@@ -240,10 +226,11 @@ func ingestStates(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, id
 // versionIn is a version to write: its element, its sequence number
 // within the element, and the version.
 type versionIn struct {
-	eid      int64
-	seq      int64
-	v        memory.NewVersion
-	keepHead bool // recorded without becoming its element's head
+	eid       int64 // 0: the element elementID, which newElements creates
+	elementID string
+	seq       int64
+	v         memory.NewVersion
+	keepHead  bool // recorded without becoming its element's head
 }
 
 // insertVersion writes v as eid's next version, makes it the head and
@@ -253,25 +240,36 @@ func insertVersion(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, e
 	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) + 1 FROM mem_versions WHERE eid = $1`, eid).Scan(&seq); err != nil {
 		return 0, internal(err, "read sequence")
 	}
-	vids, err := insertVersions(ctx, tx, scope, []versionIn{{eid: eid, seq: seq, v: v}}, ts)
+	vids, err := insertVersions(ctx, tx, scope, []versionIn{{eid: eid, seq: seq, v: v}}, ts, nil)
 	if err != nil {
 		return 0, err
 	}
 	return vids[0], nil
 }
 
-// insertVersions writes vs in one statement, in order, moves each
-// element's head to its last version in vs, and indexes the versions'
-// chunks under scope (insertChunks). It returns the versions' vids, in
-// the order of vs.
-func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, vs []versionIn, ts string) ([]int64, error) {
+// newElements are the backlog documents an ingest creates (ids, in
+// order), written by insertVersions' first round trip, which fills eids.
+type newElements struct {
+	ids  []string
+	eids map[string]int64
+}
+
+// insertVersions writes ne's elements, if any, and vs in one statement,
+// in order, moves each element's head to its last version in vs, and
+// indexes the versions' chunks under scope (queueChunks), whose lexemes a
+// goroutine computes meanwhile (lexAsync): two round trips whatever the
+// number of versions. It returns the versions' vids, in the order of vs.
+func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, vs []versionIn, ts string, ne *newElements) ([]int64, error) {
 	if len(vs) == 0 {
 		return nil, nil
 	}
+	// The lexemes are computed while the server writes the versions.
+	lex := lexAsync(vs)
 	n := len(vs)
 	var (
 		ids, titles, bodies, hashes, kinds, provs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		eids, seqs                                = make([]int64, n), make([]int64, n)
+		elementIDs                                = make([]string, n)
 		txIDs                                     = make([]*string, n)
 	)
 	for i, x := range vs {
@@ -281,37 +279,91 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 			prov = json.RawMessage("{}")
 		}
 		ids[i], titles[i], bodies[i], hashes[i], kinds[i], provs[i] = v.VersionID, v.Title, v.Body, v.BodyHash, v.SourceKind, string(prov)
-		eids[i], seqs[i] = x.eid, x.seq
+		eids[i], seqs[i], elementIDs[i] = x.eid, x.seq, x.elementID
 		if v.TxID != "" {
 			txIDs[i] = &vs[i].v.TxID
 		}
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO mem_versions (tenant_id, version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
-		SELECT $1, u.id, u.eid, u.seq, u.title, u.body, u.hash, u.kind, $2, u.prov, u.tx
-		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-			WITH ORDINALITY AS u(id, eid, seq, title, body, hash, kind, prov, tx, n)
+	nChunks := 0
+	for _, x := range vs {
+		nChunks += len(x.v.Chunks)
+	}
+	// One round trip writes the new elements and the versions (a version
+	// of a new element finds it by its id), and reserves the chunks' ids.
+	var batch pgx.Batch
+	if ne != nil && len(ne.ids) > 0 {
+		batch.Queue(`INSERT INTO mem_elements (tenant_id, organization_id, repository_id, element_id, type, source_kind, created_at)
+			SELECT $1, $2, $3, id, $5, $6, $7 FROM unnest($4::text[]) WITH ORDINALITY AS u(id, n) ORDER BY n
+			RETURNING eid, element_id`,
+			scope.TenantID, scope.OrganizationID, scope.RepositoryID, ne.ids, protocol.ElementBacklogMD, protocol.SourceIngestedEvidence, ts)
+	}
+	batch.Queue(`INSERT INTO mem_versions (tenant_id, version_id, eid, seq, title, body, body_hash, source_kind, created_at, provenance, tx_id)
+		SELECT $1, u.id,
+			CASE WHEN u.eid <> 0 THEN u.eid ELSE (SELECT e.eid FROM mem_elements e
+				WHERE e.tenant_id = $1 AND e.organization_id = $12 AND e.repository_id = $13 AND e.element_id = u.element) END,
+			u.seq, u.title, u.body, u.hash, u.kind, $2, u.prov, u.tx
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $14::text[])
+			WITH ORDINALITY AS u(id, eid, seq, title, body, hash, kind, prov, tx, element, n)
 		ORDER BY u.n
 		RETURNING vid, version_id`,
-		scope.TenantID, ts, ids, eids, seqs, titles, bodies, hashes, kinds, provs, txIDs)
-	if err != nil {
-		return nil, internal(err, "insert versions")
+		scope.TenantID, ts, ids, eids, seqs, titles, bodies, hashes, kinds, provs, txIDs, scope.OrganizationID, scope.RepositoryID, elementIDs)
+	if nChunks > 0 {
+		batch.Queue(`SELECT nextval(pg_get_serial_sequence('mem_chunks', 'id')) FROM generate_series(1, $1)`, nChunks)
+	}
+	br := tx.SendBatch(ctx, &batch)
+	if ne != nil && len(ne.ids) > 0 {
+		ne.eids = make(map[string]int64, len(ne.ids))
+		err := scanAll(br, func(r pgx.Rows) error {
+			var eid int64
+			var id string
+			err := r.Scan(&eid, &id)
+			ne.eids[id] = eid
+			return err
+		})
+		if err != nil {
+			br.Close()
+			return nil, internal(err, "insert elements")
+		}
+		for i := range vs {
+			if vs[i].eid == 0 {
+				if vs[i].eid = ne.eids[vs[i].elementID]; vs[i].eid == 0 {
+					br.Close()
+					return nil, internal(errors.New("an element was not returned by its insert"), "insert elements")
+				}
+			}
+		}
 	}
 	byID := make(map[string]int64, n)
-	for rows.Next() {
+	err := scanAll(br, func(r pgx.Rows) error {
 		var vid int64
 		var id string
-		if err := rows.Scan(&vid, &id); err != nil {
-			rows.Close()
-			return nil, internal(err, "insert versions")
-		}
+		err := r.Scan(&vid, &id)
 		byID[id] = vid
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
+		br.Close()
 		return nil, internal(err, "insert versions")
 	}
+	chunkIDs := make([]int64, 0, nChunks)
+	if nChunks > 0 {
+		err = scanAll(br, func(r pgx.Rows) error {
+			var id int64
+			err := r.Scan(&id)
+			chunkIDs = append(chunkIDs, id)
+			return err
+		})
+	}
+	if err := errors.Join(err, br.Close()); err != nil {
+		return nil, internal(err, "reserve chunk ids")
+	}
+	if len(chunkIDs) != nChunks {
+		return nil, internal(errors.New("the sequence gave fewer ids than chunks"), "reserve chunk ids")
+	}
+	slices.Sort(chunkIDs)
 	vids := make([]int64, n)
 	head := make(map[int64]int64, n)
-	var chunks []chunkIn
+	chunks := make([]chunkIn, 0, nChunks)
 	for i, x := range vs {
 		vid, ok := byID[x.v.VersionID]
 		if !ok {
@@ -322,68 +374,191 @@ func insertVersions(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, 
 			head[x.eid] = vid
 		}
 		for _, c := range x.v.Chunks {
-			chunks = append(chunks, chunkIn{vid: vid, c: c})
+			chunks = append(chunks, chunkIn{id: chunkIDs[len(chunks)], vid: vid, c: c})
 		}
 	}
 	heads, headVIDs := make([]int64, 0, len(head)), make([]int64, 0, len(head))
 	for eid, vid := range head {
 		heads, headVIDs = append(heads, eid), append(headVIDs, vid)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE mem_elements e SET head_vid = u.vid FROM unnest($1::bigint[], $2::bigint[]) AS u(eid, vid) WHERE e.eid = u.eid`,
-		heads, headVIDs); err != nil {
-		return nil, internal(err, "move heads")
+	// A second round trip moves the heads and writes the chunks and
+	// their posting lists.
+	batch = pgx.Batch{}
+	batch.Queue(`UPDATE mem_elements e SET head_vid = u.vid FROM unnest($1::bigint[], $2::bigint[]) AS u(eid, vid) WHERE e.eid = u.eid`,
+		heads, headVIDs)
+	if err := queueChunks(&batch, scope, chunks, lex); err != nil {
+		return nil, err
 	}
-	return vids, insertChunks(ctx, tx, scope, chunks)
+	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+		return nil, internal(err, "write chunks")
+	}
+	return vids, nil
 }
 
-// chunkIn is a chunk to index and its version.
+// scanAll reads the next result of br, calling fn for each row.
+func scanAll(br pgx.BatchResults, fn func(pgx.Rows) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// chunkIn is a chunk to index, its id (reserved from mem_chunks'
+// sequence) and its version.
 type chunkIn struct {
-	vid int64
-	c   memory.Chunk
+	id, vid int64
+	c       memory.Chunk
 }
 
-// chunkInColumns are the columns of the session's staging table
-// txk_chunks_in, which COPY fills.
-var chunkInColumns = []string{"n", "vid", "chunk_key", "heading_path", "start_offset", "end_offset", "title", "body"}
-
-// indexChunks moves the staged chunks into mem_chunks, in their order,
-// each chunk's title weighted A and its text D in one tsvector, with its
-// token count for BM25, and writes their postings (each lexeme's count in
-// the title and in the text). The tsvector is computed here, by the
-// server, so that documents and queries are stemmed by one dictionary.
-const indexChunks = `WITH c AS (
-		INSERT INTO mem_chunks (tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search, search_length)
-		SELECT $1, $2, $3, i.vid, i.chunk_key, i.heading_path, i.start_offset, i.end_offset, t.v,
-			(SELECT COALESCE(sum(array_length(positions, 1)), 0) FROM unnest(t.v))
-		FROM txk_chunks_in i
-		CROSS JOIN LATERAL (SELECT setweight(to_tsvector('english', i.title), 'A') || setweight(to_tsvector('english', i.body), 'D') AS v) t
-		ORDER BY i.n
-		RETURNING id, search)
-	INSERT INTO mem_postings (tenant_id, organization_id, repository_id, lexeme, chunk_id, tf_title, tf_body)
-	SELECT $1, $2, $3, u.lexeme, c.id,
-		cardinality(array_positions(u.weights, 'A')), cardinality(u.weights) - cardinality(array_positions(u.weights, 'A'))
-	FROM c, unnest(c.search) u`
-
-// insertChunks indexes chunks under scope: COPY into the session's
-// staging table (a temporary table, emptied at commit), then indexChunks.
-func insertChunks(ctx context.Context, tx pgx.Tx, scope protocol.MemoryScope, chunks []chunkIn) error {
+// queueChunks queues on b the statements that index chunks under scope:
+// the chunks in one INSERT, and their lexemes (lex, computed in the order
+// of chunks) gathered into one posting list per lexeme (at most
+// maxPostings chunks a list) in another. The lists cross as flat arrays
+// of chunk ids and counts that each list slices by its bounds: neither
+// COPY (which cannot write a table under row-level security, so it would
+// need staging tables and more round trips) nor one parameter per list.
+func queueChunks(b *pgx.Batch, scope protocol.MemoryScope, chunks []chunkIn, lex *lexing) error {
 	if len(chunks) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE IF NOT EXISTS txk_chunks_in (
-		n integer, vid bigint, chunk_key text, heading_path text, start_offset integer, end_offset integer, title text, body text
-	) ON COMMIT DELETE ROWS`); err != nil {
-		return internal(err, "stage chunks")
-	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"txk_chunks_in"}, chunkInColumns, pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
-		c := chunks[i]
-		return []any{int32(i), c.vid, c.c.Key, c.c.HeadingPath, int32(c.c.Start), int32(c.c.End), c.c.Title, c.c.Text}, nil
-	}))
+	terms, err := lex.wait()
 	if err != nil {
-		return internal(err, "copy chunks")
-	}
-	if _, err := tx.Exec(ctx, indexChunks, scope.TenantID, scope.OrganizationID, scope.RepositoryID); err != nil {
 		return internal(err, "index chunks")
 	}
+	if len(terms) != len(chunks) {
+		return internal(errors.New("the lexemes are not those of the chunks"), "index chunks")
+	}
+	n := len(chunks)
+	var (
+		ids, vids      = make([]int64, n), make([]int64, n)
+		keys, headings = make([]string, n), make([]string, n)
+		starts, ends   = make([]int32, n), make([]int32, n)
+	)
+	for i, c := range chunks {
+		ids[i], vids[i], keys[i], headings[i], starts[i], ends[i] = c.id, c.vid, c.c.Key, c.c.HeadingPath, int32(c.c.Start), int32(c.c.End)
+	}
+	lists, lengths := postingLists(terms, ids)
+	b.Queue(`INSERT INTO mem_chunks (id, tenant_id, organization_id, repository_id, vid, chunk_key, heading_path, start_offset, end_offset, search_length)
+		OVERRIDING SYSTEM VALUE
+		SELECT u.id, $1, $2, $3, u.vid, u.chunk_key, u.heading_path, u.start_offset, u.end_offset, u.length
+		FROM unnest($4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::integer[], $9::integer[], $10::integer[])
+			AS u(id, vid, chunk_key, heading_path, start_offset, end_offset, length)`,
+		scope.TenantID, scope.OrganizationID, scope.RepositoryID, ids, vids, keys, headings, starts, ends, lengths)
+	b.Queue(`INSERT INTO mem_postings (tenant_id, sid, lexeme, chunk_ids, tf_title, tf_body)
+		SELECT $1, $2, l.lexeme, ($6::bigint[])[l.lo:l.hi], ($7::integer[])[l.lo:l.hi], ($8::integer[])[l.lo:l.hi]
+		FROM unnest($3::text[], $4::integer[], $5::integer[]) AS l(lexeme, lo, hi)`,
+		append([]any{scope.TenantID, scopeID(scope)}, lists.args()...)...)
 	return nil
+}
+
+// postings are posting lists, flat: list i is lexeme[i]'s chunks
+// chunk[lo[i]-1 : hi[i]] (1-based bounds, as SQL slices them), ids
+// ascending, with each chunk's counts in its title and its text.
+type postings struct {
+	lexeme          []string
+	lo, hi          []int32
+	chunk           []int64
+	tfTitle, tfBody []int32
+}
+
+// args are the lists as the parameters $3..$8 of queueChunks' statement.
+func (p postings) args() []any {
+	return []any{p.lexeme, p.lo, p.hi, p.chunk, p.tfTitle, p.tfBody}
+}
+
+// postingLists gathers the lexemes of chunks (terms[i] is the chunk
+// whose id is ids[i]) into posting lists, in order of each lexeme's first
+// occurrence, and returns each chunk's length in lexemes.
+func postingLists(terms []chunkTerms, ids []int64) (postings, []int32) {
+	type list struct {
+		lexeme string
+		at     []int32 // (chunk index, title count, text count) triples
+	}
+	var vocabulary int32 // ids are the lexer's, below this bound
+	for _, ct := range terms {
+		for _, id := range ct.ids {
+			vocabulary = max(vocabulary, id+1)
+		}
+	}
+	at := make([]int32, vocabulary) // a lexeme id's open list, plus 1
+	var lists []list
+	lengths := make([]int32, len(terms))
+	total := 0
+	for i, ct := range terms {
+		lengths[i] = ct.length
+		total += len(ct.lexemes)
+		for j, id := range ct.ids {
+			k := at[id] - 1
+			if k < 0 || len(lists[k].at) == 3*maxPostings {
+				k = int32(len(lists))
+				at[id] = k + 1
+				lists = append(lists, list{lexeme: ct.lexemes[j]})
+			}
+			lists[k].at = append(lists[k].at, int32(i), ct.tf[j][0], ct.tf[j][1])
+		}
+	}
+	p := postings{
+		lexeme: make([]string, len(lists)), lo: make([]int32, len(lists)), hi: make([]int32, len(lists)),
+		chunk: make([]int64, 0, total), tfTitle: make([]int32, 0, total), tfBody: make([]int32, 0, total),
+	}
+	for i, l := range lists {
+		p.lexeme[i] = l.lexeme
+		p.lo[i] = int32(len(p.chunk) + 1)
+		for j := 0; j < len(l.at); j += 3 {
+			p.chunk = append(p.chunk, ids[l.at[j]])
+			p.tfTitle = append(p.tfTitle, l.at[j+1])
+			p.tfBody = append(p.tfBody, l.at[j+2])
+		}
+		p.hi[i] = int32(len(p.chunk))
+	}
+	return p, lengths
+}
+
+// lexing is the lexemes of some versions' chunks, in order, computed by
+// a goroutine (lexAsync) while the server works.
+type lexing struct {
+	done  chan struct{}
+	terms []chunkTerms
+	err   error // a panic of the stemmer, which must not end the kernel
+}
+
+// lexAsync starts computing the lexemes of vs's chunks. The goroutine
+// ends on its own, whatever becomes of the transaction, and shares
+// nothing with the caller but the chunks, which nobody writes.
+func lexAsync(vs []versionIn) *lexing {
+	l := &lexing{done: make(chan struct{})}
+	// The goroutine reads only these (the caller goes on writing vs).
+	chunks := make([][]memory.Chunk, len(vs))
+	for i, x := range vs {
+		chunks[i] = x.v.Chunks
+	}
+	go func() {
+		defer close(l.done)
+		defer func() {
+			if r := recover(); r != nil {
+				l.err = fmt.Errorf("lexing the chunks: %v", r)
+			}
+		}()
+		lx := getLexer()
+		defer putLexer(lx)
+		for _, cs := range chunks {
+			for _, c := range cs {
+				l.terms = append(l.terms, lx.chunk(c.Title, c.Text))
+			}
+		}
+	}()
+	return l
+}
+
+// wait returns the lexemes once computed.
+func (l *lexing) wait() ([]chunkTerms, error) {
+	<-l.done
+	return l.terms, l.err
 }

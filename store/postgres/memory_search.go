@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,25 +27,38 @@ const (
 )
 
 // searchQuery ranks the chunks of baseline $2 in scope $3..$5 by Okapi
-// BM25 for the lexemes of $1, keeps each version's best chunk, and
-// returns the k ($7) best versions. N, the average length and each
-// term's document frequency are computed over the visible rows only, as
-// the SQLite store computes them (store.BM25): other tenants' text never
-// shifts a caller's scores. A term's
-// frequency counts its positions, those in the chunk's title times $6, as
-// FTS5's column weight does; it is read from mem_postings, by index on
-// the scope and the lexemes (given as one array, which the index
-// condition takes whatever the table's statistics say). Both CTEs are materialised: inlined, the
-// planner recomputes them for every scored row.
-var searchQuery = fmt.Sprintf(`WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))),
-	stats AS MATERIALIZED (
+// BM25 for the lexemes $1 (lexer.terms), keeps each version's best
+// chunk, and returns the k ($7) best versions. N, the average length and
+// each term's document frequency are computed over the visible rows only,
+// as the SQLite store computes them (store.BM25): other tenants' text
+// never shifts a caller's scores. A term's frequency counts its
+// occurrences, those in the chunk's title times $6, as FTS5's column
+// weight does; it is read from the posting lists of mem_postings, by
+// index on the scope's id ($8, scopeID) and the lexemes, and every
+// posting is joined to its chunk by id, which must be in the baseline (of
+// the scope: so a list of another scope sharing the id is never
+// counted). Each posting reaches its chunk by primary key, and the
+// chunk's version is looked up in the baseline by its unique key, in a
+// subquery the planner may not pull up (OFFSET 0) and a scalar subquery,
+// whatever the tables' statistics say: right after an ingest they have
+// none, and a planner left free to reorder scanned a scope's chunks or
+// its baseline once per posting (seconds on the RFC backlog). Both CTEs are materialised:
+// inlined, the planner recomputes them for every scored row.
+var searchQuery = fmt.Sprintf(`WITH stats AS MATERIALIZED (
 		SELECT count(*)::float8 AS n, GREATEST(COALESCE(avg(c.search_length)::float8, 1), 1) AS avgdl
 		FROM mem_chunks c JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
 		WHERE c.tenant_id = $3 AND c.organization_id = $4 AND c.repository_id = $5),
 	tf AS MATERIALIZED (
-		SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search_length, p.lexeme, p.tf_title * $6::float8 + p.tf_body AS tf
-		FROM mem_postings p JOIN mem_chunks c ON c.id = p.chunk_id JOIN mem_baseline_items bi ON bi.bid = $2 AND bi.vid = c.vid
-		WHERE p.tenant_id = $3 AND p.organization_id = $4 AND p.repository_id = $5 AND p.lexeme = ANY(ARRAY(SELECT lexeme FROM q))),
+		SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search_length, p.lexeme, u.tf_title * $6::float8 + u.tf_body AS tf
+		FROM mem_postings p
+		CROSS JOIN LATERAL unnest(p.chunk_ids, p.tf_title, p.tf_body) AS u(chunk_id, tf_title, tf_body)
+		CROSS JOIN LATERAL (
+			SELECT c.id, c.vid, c.chunk_key, c.start_offset, c.end_offset, c.search_length
+			FROM mem_chunks c
+			WHERE c.id = u.chunk_id
+			AND (SELECT bi.vid FROM mem_baseline_items bi WHERE bi.bid = $2 AND bi.vid = c.vid) IS NOT NULL
+			OFFSET 0) c
+		WHERE p.sid = $8 AND p.lexeme = ANY($1::text[])),
 	df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),
 	scored AS (
 		SELECT tf.id, tf.vid, tf.chunk_key, tf.start_offset, tf.end_offset,
@@ -59,18 +71,20 @@ var searchQuery = fmt.Sprintf(`WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_
 	FROM top t JOIN mem_versions v ON v.vid = t.vid JOIN mem_elements e ON e.eid = v.eid
 	ORDER BY t.score DESC, t.vid`, bm25K1+1, bm25K1, bm25B, versionCols)
 
-// Search implements memory.Store: q.Terms are stemmed here as the index
-// stemmed them. Score is the
+// Search implements memory.Store: q.Terms are cut and stemmed by the
+// lexer that indexed the chunks. Score is the
 // BM25 score, higher is better.
 func (m *Memory) Search(ctx context.Context, scope protocol.MemoryScope, bid int64, q memory.Query) ([]memory.Hit, error) {
-	terms, k, wTitle := q.Terms, q.K, q.TitleWeight
+	lx := getLexer()
+	terms, k, wTitle := lx.terms(q.Terms), q.K, q.TitleWeight
+	putLexer(lx)
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}
 	var out []memory.Hit
 	err := m.read(ctx, scope, func(tx pgx.Tx) error {
 		out = nil
-		rows, err := tx.Query(ctx, searchQuery, strings.Join(terms, " "), bid, scope.TenantID, scope.OrganizationID, scope.RepositoryID, wTitle, k)
+		rows, err := tx.Query(ctx, searchQuery, terms, bid, scope.TenantID, scope.OrganizationID, scope.RepositoryID, wTitle, k, scopeID(scope))
 		if err != nil {
 			return internal(err, "keyword search")
 		}

@@ -297,6 +297,12 @@ func (s *Store) Close() { s.pool.Close() }
 // (errs.Internal with SchemaData): its rows may mean what this kernel does
 // not know.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrateTo(ctx, pool, len(migrations))
+}
+
+// migrateTo is Migrate up to version target (a test brings a database
+// to an older version to prove its upgrade).
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, target int) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("memory store: %w", err)
@@ -320,7 +326,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return errs.New(errs.Internal, SchemaData{Version: v, Known: len(migrations)},
 			"the memory database is at schema version %d; this txkernel knows %d: run a newer txkernel", v, len(migrations))
 	}
-	for i := v; i < len(migrations); i++ {
+	for i := v; i < target; i++ {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
@@ -360,6 +366,13 @@ func (s *Store) inTenant(ctx context.Context, tenant string, fn func(pgx.Tx) err
 	return s.run(ctx, tenant, false, fn)
 }
 
+// inTenantLocked is inTenant holding the transaction-scoped advisory
+// lock of key (hashtextextended(key, 0)) before fn runs, taken in the
+// statement that names the tenant: one round trip less for every write.
+func (s *Store) inTenantLocked(ctx context.Context, tenant, key string, fn func(pgx.Tx) error) error {
+	return s.runLocked(ctx, tenant, key, false, fn)
+}
+
 // readTenant is inTenant for a transaction that writes nothing: its
 // failure is never of unknown outcome.
 func (s *Store) readTenant(ctx context.Context, tenant string, fn func(pgx.Tx) error) error {
@@ -367,13 +380,19 @@ func (s *Store) readTenant(ctx context.Context, tenant string, fn func(pgx.Tx) e
 }
 
 func (s *Store) run(ctx context.Context, tenant string, readOnly bool, fn func(pgx.Tx) error) error {
+	return s.runLocked(ctx, tenant, "", readOnly, fn)
+}
+
+// runLocked is run, taking the advisory lock of key first when key is
+// not "" (inTenantLocked).
+func (s *Store) runLocked(ctx context.Context, tenant, key string, readOnly bool, fn func(pgx.Tx) error) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.deadline())
 	defer cancel()
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		var committing bool
-		err = s.attempt(ctx, tenant, fn, &committing)
+		err = s.attempt(ctx, tenant, key, fn, &committing)
 		if err == nil {
 			return nil
 		}
@@ -417,15 +436,21 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// attempt runs fn once in its own transaction; committing is set once
-// fn has succeeded and the commit is sent.
-func (s *Store) attempt(ctx context.Context, tenant string, fn func(pgx.Tx) error, committing *bool) error {
+// attempt runs fn once in its own transaction (holding the advisory
+// lock of key, unless it is ""); committing is set once fn has succeeded
+// and the commit is sent.
+func (s *Store) attempt(ctx context.Context, tenant, key string, fn func(pgx.Tx) error, committing *bool) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after a commit this does nothing
-	if _, err := tx.Exec(ctx, `SELECT set_config('txk.tenant_id', $1, true)`, tenant); err != nil {
+	if key == "" {
+		_, err = tx.Exec(ctx, `SELECT set_config('txk.tenant_id', $1, true)`, tenant)
+	} else {
+		_, err = tx.Exec(ctx, `SELECT set_config('txk.tenant_id', $1, true), pg_advisory_xact_lock(hashtextextended($2, 0))`, tenant, key)
+	}
+	if err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {

@@ -12,11 +12,11 @@ package postgres
 //     transaction that set txk.tenant_id to it, see Store.inTenant); the
 //     policies are forced, so they hold for the tables' owner too;
 //   - ids are identity columns (bigint), never reused;
-//   - a chunk keeps its own search text: a tsvector weighting the heading
-//     path A and the body D under a GIN index (keyword search computes
-//     Okapi BM25 over the visible rows, not ts_rank_cd), and its vector as
-//     bytea (little-endian float32), scored in Go, since pgvector is not
-//     assumed;
+//   - keyword search computes Okapi BM25 over the visible rows from
+//     posting lists (mem_postings, step 3; the kernel computes the
+//     lexemes, lexemes.go), and a chunk keeps its length in lexemes and
+//     its vector as bytea (little-endian float32), scored in Go, since
+//     pgvector is not assumed;
 //   - times stay RFC 3339 text, byte for byte what the SQLite store writes
 //     and what the wire carries.
 var migrations = []string{
@@ -203,7 +203,60 @@ var migrations = []string{
 	CREATE POLICY tenant ON mem_claims
 		USING (tenant_id = current_setting('txk.tenant_id', true))
 		WITH CHECK (tenant_id = current_setting('txk.tenant_id', true));`,
+	// Issue 39: an ingest writes a few rows per lexeme, not one per
+	// lexeme and chunk, and the server computes no tsvector (lexemes.go).
+	// A posting row becomes a posting list: one lexeme's chunks in one
+	// scope, written by one store call (chunk ids ascending, with their
+	// counts in the title and the text), keyed by the scope's id
+	// (scopeID: 8 bytes, not three text columns) and the lexeme. The
+	// lists carry no foreign key to mem_chunks (an array cannot); chunks
+	// are never deleted, and a list is written in the transaction that
+	// writes its chunks. The chunks' tsvector and its GIN index go: only
+	// the postings were read. The table is altered in place, not made
+	// anew, so that a serving role keeps its grants on it; the rows of
+	// every tenant are converted (row-level security is lifted for the
+	// owner inside this one transaction, and forced again at its end).
+	// The bodies and the lists are compressed with lz4 where the server
+	// has it, several times cheaper to write than the default pglz, and
+	// lexemes compare bytewise (COLLATE "C": they are only ever matched
+	// for equality, and a locale's comparison costs every index probe).
+	`ALTER TABLE mem_postings NO FORCE ROW LEVEL SECURITY;
+	CREATE TEMPORARY TABLE txk_postings_v3 ON COMMIT DROP AS
+		SELECT tenant_id, ` + scopeIDSQL + ` AS sid, lexeme,
+			array_agg(chunk_id ORDER BY chunk_id) AS chunk_ids,
+			array_agg(tf_title ORDER BY chunk_id) AS tf_title,
+			array_agg(tf_body ORDER BY chunk_id) AS tf_body
+		FROM mem_postings
+		GROUP BY tenant_id, organization_id, repository_id, lexeme, chunk_id / ` + maxPostingsSQL + `;
+	TRUNCATE mem_postings;
+	ALTER TABLE mem_postings DROP CONSTRAINT mem_postings_pkey,
+		DROP COLUMN organization_id, DROP COLUMN repository_id, DROP COLUMN chunk_id, DROP COLUMN tf_title, DROP COLUMN tf_body,
+		ALTER COLUMN lexeme TYPE text COLLATE "C",
+		ADD COLUMN sid bigint NOT NULL,
+		ADD COLUMN chunk_ids bigint[] NOT NULL,
+		ADD COLUMN tf_title integer[] NOT NULL,
+		ADD COLUMN tf_body integer[] NOT NULL;
+	INSERT INTO mem_postings (tenant_id, lexeme, sid, chunk_ids, tf_title, tf_body)
+		SELECT tenant_id, lexeme, sid, chunk_ids, tf_title, tf_body FROM txk_postings_v3;
+	CREATE INDEX mem_postings_lexeme ON mem_postings (sid, lexeme);
+	ALTER TABLE mem_postings FORCE ROW LEVEL SECURITY;
+	DROP INDEX mem_chunks_search;
+	ALTER TABLE mem_chunks DROP COLUMN search;
+	DO $$ BEGIN
+		EXECUTE 'ALTER TABLE mem_versions ALTER COLUMN body SET COMPRESSION lz4';
+		EXECUTE 'ALTER TABLE mem_postings ALTER COLUMN chunk_ids SET COMPRESSION lz4,
+			ALTER COLUMN tf_title SET COMPRESSION lz4, ALTER COLUMN tf_body SET COMPRESSION lz4';
+	EXCEPTION WHEN feature_not_supported OR syntax_error THEN
+		NULL; -- a server without lz4 (or before PostgreSQL 14) keeps pglz
+	END $$;`,
 }
+
+// maxPostings bounds a posting list (a mem_postings row), so that a
+// common lexeme of a large scope is read in pieces of bounded size.
+const (
+	maxPostings    = 4096
+	maxPostingsSQL = "4096"
+)
 
 // memoryTables are the tables row-level security trims (the last step of
 // migrations 1 and 2), for the test that proves it.
