@@ -50,6 +50,9 @@ func chromiumPath() string {
 // headless browser, for the rest of t (at most a minute).
 func tab(t *testing.T) context.Context {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped under -short: it drives a real browser (chromium)")
+	}
 	path := chromiumPath()
 	if path == "" {
 		if os.Getenv("TXKERNEL_TEST_BROWSER_REQUIRED") != "" {
