@@ -287,18 +287,6 @@ func (e *Engine) policy(kind string) approvals.Policy {
 	return approvals.Untrusted
 }
 
-// NewInput returns a new, zero input of kind (a pointer to a value of its
-// Kind.Input type), for the kernel to decode turn/start's proposal
-// straight into; false when Propose would refuse kind before reading its
-// input (no target plans it, or it is Internal).
-func (e *Engine) NewInput(kind string) (any, bool) {
-	k, ok := e.kindInfo[kind]
-	if !ok || k.Internal {
-		return nil, false
-	}
-	return reflect.New(k.Input).Interface(), true
-}
-
 // DataDir returns the data directory.
 func (e *Engine) DataDir() string { return e.opts.DataDir }
 

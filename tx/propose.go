@@ -22,6 +22,18 @@ import (
 	"github.com/txkernel/txkernel/tx/record"
 )
 
+// NewInput returns a new, zero input of kind (a pointer to a value of its
+// Kind.Input type), for the kernel to decode turn/start's proposal
+// straight into; false when Propose would refuse kind before reading its
+// input (no target plans it, or it is Internal).
+func (e *Engine) NewInput(kind string) (any, bool) {
+	k, ok := e.kindInfo[kind]
+	if !ok || k.Internal {
+		return nil, false
+	}
+	return reflect.New(k.Input).Interface(), true
+}
+
 // Propose turns a proposal into a transaction (turn/start). The target its
 // kind names plans it, reading but never writing what it changes. The new
 // transaction's directory is built under a temporary name and renamed into
