@@ -22,7 +22,7 @@ type Conn struct{ k *inproc }
 // a failpoint whose action is exit fails tb: it needs a process (Start).
 func ServeConn(tb testing.TB, env []string, args ...string) *Conn {
 	tb.Helper()
-	c := &Conn{k: run(tb, envVars(tb, "ServeConn", env), args)}
+	c := &Conn{k: run(envVars(tb, "ServeConn", env), args)}
 	tb.Cleanup(c.Kill)
 	return c
 }

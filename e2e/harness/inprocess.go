@@ -44,7 +44,7 @@ func Serve(tb testing.TB, args ...string) *Proc {
 // a test needs Start; error and sleep work in-process.
 func ServeEnv(tb testing.TB, env []string, args ...string) *Proc {
 	tb.Helper()
-	k := run(tb, envVars(tb, "ServeEnv", env), args)
+	k := run(envVars(tb, "ServeEnv", env), args)
 	p := &Proc{T: tb, Stdin: k.stdin, Out: make(chan Msg, 4096), stderr: k.stderr, Done: make(chan struct{}), kill: k.kill, mu: k.mu}
 	go p.read(k.stdout, func() error {
 		<-k.done
@@ -87,7 +87,7 @@ type inproc struct {
 
 // run starts args in a goroutine over fresh pipes, with vars over the
 // process's environment.
-func run(tb testing.TB, vars map[string]string, args []string) *inproc {
+func run(vars map[string]string, args []string) *inproc {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
