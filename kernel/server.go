@@ -35,6 +35,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/txkernel/txkernel/approvals"
@@ -103,6 +104,11 @@ type Server struct {
 	// in flight: a request read after it is refused, so wg.Add never
 	// races wg.Wait (a SIGTERM while requests still arrive).
 	draining bool
+
+	// progressSeq numbers the $/progress tokens this connection's kernel
+	// makes itself: a token is unique within its connection (LSP), and a
+	// connection's first is method/1 whatever else runs in the process.
+	progressSeq atomic.Int64
 }
 
 func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeResult {

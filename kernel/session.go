@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/txkernel/txkernel/protocol"
 )
@@ -26,15 +25,12 @@ func (s *Server) caller() string {
 	return s.callerKind
 }
 
-// progressSeq numbers the $/progress tokens the kernel makes itself.
-var progressSeq atomic.Int64
-
 // progress returns the token of a long job's $/progress notifications (the
 // host's workDoneToken, or one the kernel makes from method) and a
 // function that sends one.
 func (s *Server) progress(token any, method string) (any, func(protocol.ProgressValue)) {
 	if token == nil {
-		token = fmt.Sprintf("%s/%d", method, progressSeq.Add(1))
+		token = fmt.Sprintf("%s/%d", method, s.progressSeq.Add(1))
 	}
 	return token, func(v protocol.ProgressValue) {
 		if err := s.stream.Notify(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
