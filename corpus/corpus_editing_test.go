@@ -5,7 +5,6 @@ package corpus_test
 // SIGTERM and exit statuses, stays in e2e/corpus.
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,39 +15,6 @@ import (
 	"github.com/txkernel/txkernel/e2e/harness"
 	"github.com/txkernel/txkernel/markdown"
 )
-
-func appendText(t *testing.T, path, text string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
-
-// waitCount waits until .section_count holds n.
-func waitCount(t *testing.T, path string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	var got string
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(path)
-		got = strings.TrimSpace(string(b))
-		if got == itoa(n) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf(".section_count is %q, want %d", got, n)
-}
 
 // TestCorpusUnclosedFence: a section whose code fence never closes does
 // not swallow the sections after it: they are counted in .section_count,

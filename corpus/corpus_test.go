@@ -83,16 +83,6 @@ func stamp(t testing.TB, path string) fileStamp {
 	return fileStamp{sum: sha256.Sum256(b), size: fi.Size(), mtime: fi.ModTime()}
 }
 
-func hitsOf(t testing.TB, res map[string]any) []map[string]any {
-	t.Helper()
-	raw, _ := res["hits"].([]any)
-	out := make([]map[string]any, len(raw))
-	for i, h := range raw {
-		out[i] = h.(map[string]any)
-	}
-	return out
-}
-
 func section(h map[string]any) map[string]any { return h["section"].(map[string]any) }
 
 func strs(v any) []string {

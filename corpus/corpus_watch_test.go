@@ -1,7 +1,6 @@
 package corpus_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,39 +8,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
-	"github.com/txkernel/txkernel/markdown"
 )
-
-// smallLog is a log of n sections in the grammar ParseLog documents.
-func smallLog(n int) string {
-	var b strings.Builder
-	b.WriteString("# Open questions\n\nPreamble text.\n\n")
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "## %s. Question %d about topic%d\n*Author: c_lawd | Date: 2026-02-%02d*\n\nBody of section %d discusses reservoir%d and lattice%d.\n\n", markdown.Roman(i), i, i, 1+i%28, i, i, i)
-	}
-	return b.String()
-}
-
-func sectionText(n int, word string) string {
-	return fmt.Sprintf("## %s. Late question %d\n*Author: Grok | Date: 2026-03-01*\n\nA new section about %s.\n\n", markdown.Roman(n), n, word)
-}
-
-// waitSearchable polls a keyword search until word finds a section, and
-// returns it; it fails after 15 s (a correctness bound, not a speed goal:
-// BenchmarkSaveToSearchable measures the latency).
-func waitSearchable(t *testing.T, p *harness.Proc, id, word string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		res := p.MustResult("corpus/search", map[string]any{"corpusId": id, "query": word, "mode": "keyword", "k": 1})
-		if hs := hitsOf(t, res); len(hs) == 1 {
-			return hs[0]
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%q never became searchable\nstderr:\n%s", word, p.StderrText())
-	return nil
-}
 
 // TestCorpusWatch: an append, an atomic-rename save and an editor's swap
 // save are each seen by the watcher and become searchable; a deleted log
