@@ -2,10 +2,8 @@ package workspace_test
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
@@ -44,7 +42,7 @@ func TestCodexScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			input, expected := readTree(t, filepath.Join(dir, "input")), readTree(t, filepath.Join(dir, "expected"))
+			input, expected := harness.ReadTree(t, filepath.Join(dir, "input")), harness.ReadTree(t, filepath.Join(dir, "expected"))
 			_, byDesign := allOrNothing[e.Name()]
 			refuse := byDesign || equalTrees(input, expected)
 			ws := t.TempDir()
@@ -64,8 +62,8 @@ func TestCodexScenarios(t *testing.T) {
 				}
 				t.Logf("refused as expected: %v %v", e["code"], e["message"])
 				p.Stop()
-				if got := readTree(t, ws); !equalTrees(got, input) {
-					t.Errorf("a refused patch changed the workspace: %v, want input/ %v", names(got), names(input))
+				if got := harness.ReadTree(t, ws); !equalTrees(got, input) {
+					t.Errorf("a refused patch changed the workspace: %v, want input/ %v", harness.TreeNames(got), harness.TreeNames(input))
 				}
 				return
 			}
@@ -79,7 +77,7 @@ func TestCodexScenarios(t *testing.T) {
 			}
 			p.Stop()
 			harness.CheckNoStaged(t, ws)
-			if got := readTree(t, ws); !equalTrees(got, expected) {
+			if got := harness.ReadTree(t, ws); !equalTrees(got, expected) {
 				t.Errorf("workspace differs from expected/:\n got %q\nwant %q", got, expected)
 			}
 		})
@@ -87,33 +85,6 @@ func TestCodexScenarios(t *testing.T) {
 	if n < 20 {
 		t.Fatalf("found %d scenarios, want the 23 of the suite", n)
 	}
-}
-
-// readTree is every regular file under dir by its slash path (empty when
-// dir is absent). Directories left empty do not count: Codex's expected/
-// trees cannot hold them either.
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	if _, err := os.Stat(dir); err != nil {
-		return out
-	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func equalTrees(a, b map[string][]byte) bool {
@@ -126,13 +97,4 @@ func equalTrees(a, b map[string][]byte) bool {
 		}
 	}
 	return true
-}
-
-func names(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

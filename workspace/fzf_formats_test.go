@@ -38,7 +38,7 @@ func TestFzfThreeFormats(t *testing.T) {
 		if i%7 != 0 {
 			continue // a sample: 15 of the 100
 		}
-		base, expected := readTree(t, filepath.Join(c.Dir, "base")), readTree(t, filepath.Join(c.Dir, "expected"))
+		base, expected := harness.ReadTree(t, filepath.Join(c.Dir, "base")), harness.ReadTree(t, filepath.Join(c.Dir, "expected"))
 		t.Run(c.Name, func(t *testing.T) {
 			t.Run("apply_patch", func(t *testing.T) {
 				env, why := envelope(base, expected)
@@ -89,7 +89,7 @@ func run(t *testing.T, dir string, base, expected map[string][]byte, prop map[st
 	}
 	p.Stop()
 	harness.CheckNoStaged(t, ws)
-	if got := readTree(t, ws); !equalTrees(got, expected) {
+	if got := harness.ReadTree(t, ws); !equalTrees(got, expected) {
 		for k, v := range expected {
 			if !bytes.Equal(got[k], v) {
 				t.Errorf("%s differs from expected/ (%d bytes, want %d)", k, len(got[k]), len(v))
@@ -170,7 +170,7 @@ func (h hunk) sides() (old, new string) {
 func envelope(base, expected map[string][]byte) (string, string) {
 	var b strings.Builder
 	b.WriteString("*** Begin Patch\n")
-	for _, p := range names(union(base, expected)) {
+	for _, p := range harness.TreeNames(union(base, expected)) {
 		old, hadOld := base[p]
 		new, hasNew := expected[p]
 		if hasNew && (len(new) > 0 && new[len(new)-1] != '\n' || bytes.ContainsRune(new, '\r') || !utf8.Valid(new)) {
@@ -215,7 +215,7 @@ func envelope(base, expected map[string][]byte) (string, string) {
 // a hunk that only adds one block of lines), or why it cannot be.
 func editsFor(base, expected map[string][]byte) ([]map[string]any, string) {
 	var out []map[string]any
-	for _, p := range names(union(base, expected)) {
+	for _, p := range harness.TreeNames(union(base, expected)) {
 		old, hadOld := base[p]
 		new, hasNew := expected[p]
 		if hasNew && !utf8.Valid(new) || hadOld && !utf8.Valid(old) {

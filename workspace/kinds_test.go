@@ -31,20 +31,6 @@ func kernel(t *testing.T, files map[string]string) (*harness.Proc, string, strin
 	return p, ws, dd
 }
 
-// wantTree checks the workspace's files.
-func wantTree(t *testing.T, ws string, want map[string]string) {
-	t.Helper()
-	got := readTree(t, ws)
-	if len(got) != len(want) {
-		t.Errorf("workspace holds %v, want %d files", names(got), len(want))
-	}
-	for k, v := range want {
-		if string(got[k]) != v {
-			t.Errorf("%s = %q, want %q", k, got[k], v)
-		}
-	}
-}
-
 // proposeApply proposes prop, applies it, and returns turn/start's
 // result.proposal.
 func proposeApply(t *testing.T, p *harness.Proc, prop map[string]any) map[string]any {
@@ -122,7 +108,7 @@ func TestEditsKind(t *testing.T) {
 			t.Errorf("the diff lacks %q:\n%s", want, diff)
 		}
 	}
-	wantTree(t, ws, map[string]string{"a.txt": "one\ntwo\n2.5\nthree\n", "sub/c.txt": "CC\n", "dup.txt": "z\ny\nz\n", "abs.txt": "host paths work"})
+	harness.WantTree(t, ws, map[string]string{"a.txt": "one\ntwo\n2.5\nthree\n", "sub/c.txt": "CC\n", "dup.txt": "z\ny\nz\n", "abs.txt": "host paths work"})
 
 	edit := func(e ...map[string]any) map[string]any {
 		l := make([]any, len(e))
@@ -167,7 +153,7 @@ func TestEditsKind(t *testing.T) {
 		})
 	}
 	p.Stop()
-	wantTree(t, ws, map[string]string{"a.txt": "one\ntwo\n2.5\nthree\n", "sub/c.txt": "CC\n", "dup.txt": "z\ny\nz\n", "abs.txt": "host paths work"})
+	harness.WantTree(t, ws, map[string]string{"a.txt": "one\ntwo\n2.5\nthree\n", "sub/c.txt": "CC\n", "dup.txt": "z\ny\nz\n", "abs.txt": "host paths work"})
 }
 
 // TestApplyPatchTolerances: a hunk found only by ignoring white space or
@@ -214,7 +200,7 @@ func TestApplyPatchTolerances(t *testing.T) {
 	if diff := prop["diff"].(string); !strings.Contains(diff, "-    return 1   \n+    return 2\n") || !strings.Contains(diff, "+    return \"G\"\n") {
 		t.Errorf("diff:\n%s", diff)
 	}
-	wantTree(t, ws, map[string]string{"a.py": "def f():\n    return 2\n\ndef g():\n    return \"G\"\n", "c.txt": "c\n"})
+	harness.WantTree(t, ws, map[string]string{"a.py": "def f():\n    return 2\n\ndef g():\n    return \"G\"\n", "c.txt": "c\n"})
 
 	refused(t, p, map[string]any{"kind": "apply_patch", "patch": "*** Begin Patch\n*** Add File: new.txt\n+n\n*** Update File: a.py\n@@\n-nowhere\n+x\n*** End Patch\n"}, -32005,
 		map[string]any{"field": "proposal.patch", "path": "a.py", "hunk": 1, "reason": "lines-not-found", "line": 5})
@@ -263,5 +249,5 @@ func TestTraditionalDiffs(t *testing.T) {
 	refused(t, p, map[string]any{"kind": "unified_diff", "strip": 0, "diff": "diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n@@ -1 +1 @@\n-y\n+z\n"}, -32005,
 		map[string]any{"field": "proposal.strip", "reason": "bad-strip"})
 	p.Stop()
-	wantTree(t, ws, map[string]string{"src/x.go": "a\nc\n", "new.txt": "hi\n", "crlf.txt": "a\r\nc\r\n", "f.c": "y\n"})
+	harness.WantTree(t, ws, map[string]string{"src/x.go": "a\nc\n", "new.txt": "hi\n", "crlf.txt": "a\r\nc\r\n", "f.c": "y\n"})
 }

@@ -5,10 +5,8 @@ package edits
 // moved the others to workspace/).
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
@@ -29,51 +27,6 @@ func kernel(t *testing.T, files map[string]string, env ...string) (*harness.Proc
 	p := harness.Start(t, env, "serve", "--workspace", ws, "--data-dir", dd, "--approval-policy", "never", "--log-level", "warn")
 	p.Initialize()
 	return p, ws, dd
-}
-
-// wantTree checks the workspace's files.
-func wantTree(t *testing.T, ws string, want map[string]string) {
-	t.Helper()
-	got := readTree(t, ws)
-	if len(got) != len(want) {
-		t.Errorf("workspace holds %v, want %d files", names(got), len(want))
-	}
-	for k, v := range want {
-		if string(got[k]) != v {
-			t.Errorf("%s = %q, want %q", k, got[k], v)
-		}
-	}
-}
-
-// readTree is every regular file under dir by its slash path.
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func names(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TestApplyPatchCrashRecovery: an apply_patch transaction killed between
@@ -97,5 +50,5 @@ func TestApplyPatchCrashRecovery(t *testing.T) {
 	}
 	q.Stop()
 	harness.CheckNoStaged(t, ws)
-	wantTree(t, ws, map[string]string{"a.txt": "A\n", "d.txt": "d\n", "e/c.txt": "C\n"})
+	harness.WantTree(t, ws, map[string]string{"a.txt": "A\n", "d.txt": "d\n", "e/c.txt": "C\n"})
 }
