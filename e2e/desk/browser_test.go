@@ -27,6 +27,7 @@ import (
 
 	"github.com/txkernel/txkernel/desk"
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/deskfix"
 )
 
 var (
@@ -164,71 +165,15 @@ type kernel struct {
 	ws, data string
 }
 
-var deskLine = regexp.MustCompile(`review desk at (http://\S+)/\n`)
-var onceLine = regexp.MustCompile(`sign in as (\S+) \(one-time link\): (http://\S+)\n`)
-
-// writeReviewers writes the reviewers file of rs and returns its path.
-func writeReviewers(t *testing.T, dir string, rs []reviewer) string {
-	t.Helper()
-	var parts []string
-	for _, r := range rs {
-		r.TokenSHA256 = desk.TokenHash([]byte(r.token))
-		parts = append(parts, harness.JSONText(r.Reviewer))
-	}
-	path := filepath.Join(dir, "reviewers.json")
-	if err := os.WriteFile(path, []byte("["+strings.Join(parts, ",")+"]"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// startKernel runs `txkernel CMD --workspace WS --data-dir D --review
-// 127.0.0.1:0 --reviewers F` plus extra in-process (harness.Serve: the
-// browser needs the desk's HTTP listener, not a kernel process), and
-// waits for the desk's address.
-// A serve kernel is initialized.
+// startKernel runs deskfix.Start (the shared fixture) with rs.
 func startKernel(t *testing.T, cmd string, rs []reviewer, files map[string]string, extra ...string) *kernel {
 	t.Helper()
-	dir := t.TempDir()
-	k := &kernel{ws: filepath.Join(dir, "ws"), data: filepath.Join(dir, "data"), once: map[string]string{}}
-	for name, body := range files {
-		p := filepath.Join(k.ws, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	fx := make([]deskfix.Reviewer, len(rs))
+	for i, r := range rs {
+		fx[i] = deskfix.Reviewer{Reviewer: r.Reviewer, Token: r.token}
 	}
-	if err := os.MkdirAll(k.ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{cmd, "--workspace", k.ws, "--data-dir", k.data, "--review", "127.0.0.1:0", "--reviewers", writeReviewers(t, dir, rs), "--log-level", "warn"}, extra...)
-	k.p = harness.Serve(t, args...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := k.p.StderrText()
-		if m := deskLine.FindStringSubmatch(s); m != nil && len(onceLine.FindAllString(s, -1)) == len(rs) {
-			k.base = m[1]
-			for _, o := range onceLine.FindAllStringSubmatch(s, -1) {
-				k.once[o[1]] = o[2]
-			}
-			break
-		}
-		select {
-		case <-k.p.Done:
-			t.Fatalf("the kernel exited before its desk was up:\n%s", s)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no review desk address on stderr:\n%s", s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if cmd == "serve" {
-		k.p.Initialize()
-	}
-	return k
+	k := deskfix.Start(t, cmd, fx, files, extra...)
+	return &kernel{p: k.P, base: k.Base, once: k.Once, ws: k.WS, data: k.Data}
 }
 
 // signIn signs in on the /login form: the password field labelled Token,
