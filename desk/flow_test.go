@@ -7,17 +7,13 @@
 package desk_test
 
 import (
-	"bufio"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/txkernel/txkernel/desk"
 	"github.com/txkernel/txkernel/e2e/harness"
@@ -58,45 +54,12 @@ func startKernel(t *testing.T, cmd string, rs []reviewer, files map[string]strin
 	return &kernel{p: k.P, base: k.Base, once: k.Once, ws: k.WS, data: k.Data}
 }
 
-// httpSignIn signs in with Go's HTTP client and returns it (with its
-// cookie) and the page's CSRF token.
-func httpSignIn(t *testing.T, base, token string) *http.Client {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Request.URL.Path != "/" || resp.StatusCode != 200 {
-		t.Fatalf("sign in: %s at %s", resp.Status, resp.Request.URL)
-	}
-	return c
-}
-
-// get returns the body of a GET.
-func get(t *testing.T, c *http.Client, u string) (int, string) {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		b.WriteString(sc.Text())
-		b.WriteByte('\n')
-	}
-	return resp.StatusCode, b.String()
-}
-
-var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+// The desk's HTTP helpers, shared with the other desk tests (deskfix).
+var (
+	httpSignIn = deskfix.SignIn
+	get        = deskfix.Get
+	csrfRe     = deskfix.CSRF
+)
 
 // TestStaleBaseNamed: the transaction page shows the proposal's plan, and
 // names a file changed after the proposal as a stale base.

@@ -4,19 +4,13 @@
 package desk
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,45 +183,12 @@ func signIn(t *testing.T, ctx context.Context, base, token string) {
 	)
 }
 
-// httpSignIn signs in with Go's HTTP client and returns it (with its
-// cookie) and the page's CSRF token.
-func httpSignIn(t *testing.T, base, token string) *http.Client {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Request.URL.Path != "/" || resp.StatusCode != 200 {
-		t.Fatalf("sign in: %s at %s", resp.Status, resp.Request.URL)
-	}
-	return c
-}
-
-// get returns the body of a GET.
-func get(t *testing.T, c *http.Client, u string) (int, string) {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		b.WriteString(sc.Text())
-		b.WriteByte('\n')
-	}
-	return resp.StatusCode, b.String()
-}
-
-var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+// The desk's HTTP helpers, shared with the other desk tests (deskfix).
+var (
+	httpSignIn = deskfix.SignIn
+	get        = deskfix.Get
+	csrfRe     = deskfix.CSRF
+)
 
 // proposeAndAsk proposes diff over stdio and calls apply/execute, which
 // must wait for approvals; it returns the transaction id and the pending

@@ -7,6 +7,10 @@
 package deskfix
 
 import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -101,4 +105,43 @@ func Start(tb testing.TB, cmd string, rs []Reviewer, files map[string]string, ex
 		k.P.Initialize()
 	}
 	return k
+}
+
+// CSRF finds a desk page's CSRF token (its first submatch).
+var CSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// SignIn signs in on the desk at base with token, with Go's HTTP client
+// (a cookie jar, a 10 s timeout), and returns the client; it fails tb
+// unless the sign-in lands on the desk's home page.
+func SignIn(tb testing.TB, base, token string) *http.Client {
+	tb.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	req, _ := http.NewRequest("POST", base+"/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := c.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/" || resp.StatusCode != 200 {
+		tb.Fatalf("sign in: %s at %s", resp.Status, resp.Request.URL)
+	}
+	return c
+}
+
+// Get returns the status and body of a GET of u with c.
+func Get(tb testing.TB, c *http.Client, u string) (int, string) {
+	tb.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
