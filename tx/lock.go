@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // lockFile is the data dir's lock file. It holds the owner's pid.
@@ -30,7 +32,10 @@ var ErrDataDirLocked = errors.New("data dir is in use by another txkernel")
 // kernel's files with it. kernel.lock is still locked, and holds the
 // owner's pid for the refusal message, so that a kernel from before the
 // directory lock is refused too, and refuses this one.
-type dirLock struct{ dir, f *os.File }
+type dirLock struct {
+	dir, f *os.File
+	key    dirKey
+}
 
 func lockDataDir(dataDir string) (*dirLock, error) {
 	d, err := os.Open(dataDir)
@@ -45,7 +50,13 @@ func lockDataDir(dataDir string) (*dirLock, error) {
 		}
 		return fmt.Errorf("lock %s: %w", dataDir, err)
 	}
-	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(d.Fd()), &st); err != nil {
+		d.Close()
+		return nil, err
+	}
+	key := dirKey{st.Dev, st.Ino}
+	if err := flockSelf(d, path, key); err != nil {
 		d.Close()
 		return nil, locked(err)
 	}
@@ -54,7 +65,7 @@ func lockDataDir(dataDir string) (*dirLock, error) {
 		d.Close()
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockSelf(f, path, key); err != nil {
 		f.Close()
 		d.Close()
 		return nil, locked(err)
@@ -62,13 +73,53 @@ func lockDataDir(dataDir string) (*dirLock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dirLock{dir: d, f: f}, nil
+	heldHere.Store(key, true)
+	return &dirLock{dir: d, f: f, key: key}, nil
+}
+
+// dirKey names a data dir by device and inode, whatever path reached it.
+type dirKey struct{ dev, ino uint64 }
+
+// heldHere holds the dirKey of every data dir a dirLock of this process
+// holds.
+var heldHere sync.Map
+
+// selfLockWait bounds how long lockDataDir waits for a lock that this
+// process's own pid holds but no dirLock of it does.
+const selfLockWait = 2 * time.Second
+
+// flockSelf takes the flock of d (the data dir or its kernel.lock). When it is taken and kernel.lock names this
+// process, though no dirLock here holds it, the holder is a child of
+// this process between fork and exec: it shares every descriptor, the
+// flocked ones of a kernel just closed included, until exec closes them
+// (O_CLOEXEC). A kernel embedded in a program that runs git (memory's
+// ingest does) and reopened at once (a restart in-process, as the tests
+// do) was refused then. That holder is gone within milliseconds, so the
+// lock is retried for up to selfLockWait; a lock a dirLock of this
+// process holds, or another process's, is refused at once.
+func flockSelf(d *os.File, path string, key dirKey) error {
+	deadline := time.Now().Add(selfLockWait)
+	for {
+		err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		if _, here := heldHere.Load(key); here {
+			return err
+		}
+		owner, _ := os.ReadFile(path)
+		if strings.TrimSpace(string(owner)) != strconv.Itoa(os.Getpid()) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (l *dirLock) release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	heldHere.Delete(l.key)
 	err := l.f.Close() // closing a descriptor drops its flock
 	if derr := l.dir.Close(); err == nil {
 		err = derr
