@@ -54,8 +54,11 @@ check-release: build
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
 ## test: vet, check-release and doc-comments, then every test with the race detector
-## (the end-to-end tests, under e2e/, build and drive the real binary,
-## also with -race; go test runs their packages in parallel)
+## (the end-to-end tests, under e2e/, drive the real binary, also built
+## with -race, once for all of them, in bin/test; go test runs their
+## packages in parallel). GORACE=atexit_sleep_ms=50: a -race binary
+## sleeps 1 s before it exits, to let late reports through, and there is
+## one test binary per package; 50 ms still lets them through.
 ## It says when a cold race build is about to compile SQLite (minutes of
 ## silence otherwise), and closes with internal/testreport's summary: the
 ## packages that ran, every skip grouped by its reason (a missing
@@ -65,7 +68,12 @@ test: vet check-release doc-comments
 	@if [ "$$($(GO) list -race -tags "$(TEST_TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
 	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
 	@$(GO) build -o bin/testreport ./internal/testreport
-	bin/testreport $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json ./...
+	@set -e; d=$(CURDIR)/bin/test; mkdir -p $$d; \
+	  $(GO) build -race -tags "$(TEST_TAGS)" -o $$d/txkernel ./cmd/txkernel & a=$$!; \
+	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/txkernel-norace ./cmd/txkernel & b=$$!; \
+	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/jsonrpcecho ./internal/jsonrpcecho; wait $$a; wait $$b
+	TXKERNEL_TEST_BINDIR=$(CURDIR)/bin/test GORACE=$${GORACE:-atexit_sleep_ms=50} \
+	  bin/testreport $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json ./...
 
 ## test-short: vet and check-release, then the tests with -short, no -race
 ## (the heavy tests skip: every test that builds and runs the real binary,

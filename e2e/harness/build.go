@@ -79,6 +79,14 @@ func (b *build) get(tb testing.TB, name, pkg string, race bool) string {
 		tb.Skip("skipped under -short: it builds and runs the real binary")
 	}
 	b.once.Do(func() {
+		if pre := os.Getenv(PrebuiltEnv); pre != "" {
+			// make test builds each binary once for all e2e packages,
+			// instead of one race link of SQLite per package.
+			if path := filepath.Join(pre, name); fileExists(path) {
+				b.path = path
+				return
+			}
+		}
 		d, err := binDir()
 		if err != nil {
 			b.err = err
@@ -104,6 +112,18 @@ func (b *build) get(tb testing.TB, name, pkg string, race bool) string {
 }
 
 var kernel, plain, echo build
+
+// PrebuiltEnv names a directory of binaries built ahead, for every e2e
+// package of one go test run: txkernel (with -race when the tests run
+// with it), txkernel-norace and jsonrpcecho, as Bin, PlainBin and EchoBin
+// would build them. make test sets it; a binary missing there is built as
+// usual.
+const PrebuiltEnv = "TXKERNEL_TEST_BINDIR"
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
 
 // Bin returns the path of the real txkernel binary, built on the first
 // call in this test process (later calls, from any goroutine, wait for
