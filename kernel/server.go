@@ -41,6 +41,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/document"
+	"github.com/txkernel/txkernel/internal/jsonscan"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
@@ -339,7 +340,7 @@ func (s *Server) cancel(id json.RawMessage) {
 // a string never equals a number because the key keeps the quotes. ok is
 // false for what is no id.
 func canonicalID(raw json.RawMessage) (key string, ok bool) {
-	raw = trimWS(raw)
+	raw = jsonscan.TrimSpace(raw)
 	var str string
 	switch {
 	case !validID(raw) || !json.Valid(raw):
