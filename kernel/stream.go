@@ -62,7 +62,6 @@ type batch struct {
 	single  bool
 	slots   [][]byte
 	pending int
-	one     [1][]byte // a single message's slot: no slice to allocate
 }
 
 // Stream is one JSON-RPC 2.0 connection over a byte stream. It answers
@@ -162,19 +161,16 @@ func (s *Stream) dispatch(ctx context.Context, data []byte, handle func(context.
 		s.log.Warn("jsonrpc: parse error", "bytes", len(data))
 		return s.writeFrame(s.parseError(protocol.ReasonInvalidJSON))
 	}
-	var oneElem [1]json.RawMessage // a single message: no slice to allocate
-	elems, arr := append(oneElem[:0], data), []json.RawMessage(nil)
+	elems := []json.RawMessage{data}
 	if !single {
-		_ = json.Unmarshal(data, &arr) // valid JSON: it cannot fail
-		elems = arr
+		elems = nil
+		_ = json.Unmarshal(data, &elems) // valid JSON: it cannot fail
 	}
 	if len(elems) == 0 { // JSON-RPC 2.0 §6: one answer, not an array
 		return s.writeFrame(errorMessage(nil, invalidRequest(protocol.ReasonEmptyBatch)))
 	}
 	b := &batch{single: single}
-	b.slots = b.one[:0]
-	var oneReq [1]*request
-	reqs := oneReq[:0]
+	var reqs []*request
 	var charge int64
 	for _, e := range elems {
 		r, reason := parseMember(e)
