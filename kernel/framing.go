@@ -157,13 +157,14 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			s.msgStart = s.offset()
 			continue
 		}
-		if !isHeaderStart(text) {
+		// A line that starts with an LSP header name (any case, RFC 7230
+		// §3.2; no JSON text starts with a letter C) is a Content-Length
+		// frame, which readContentLength reads from this line on. First in
+		// the session, it settles the framing; on an ndjson stream one
+		// -32700 answers it whole.
+		if !hasPrefixFold(text, "content-length:") && !hasPrefixFold(text, "content-type:") {
 			return line, nil, nil
 		}
-		// A Content-Length frame: readContentLength reads it from this
-		// line on. First in the session, it settles the framing (an LSP
-		// header name, any case, RFC 7230 §3.2: no JSON text starts with a
-		// letter C); on an ndjson stream one -32700 answers it whole.
 		s.carry, s.carryAt = bytes.Clone(text), s.msgStart
 		if s.framing == FramingAuto {
 			s.settle(FramingContentLength)
@@ -304,18 +305,7 @@ func (s *Stream) parseError(reason string) []byte {
 	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, protocol.ParseErrorData{Reason: reason, Offset: s.msgStart}, "Parse error"))
 }
 
-// LSP header names that start a frame, lower case.
-const (
-	headerContentLength = "content-length:"
-	headerContentType   = "content-type:"
-)
-
-// isHeaderStart reports whether b starts with "Content-Length:" or
-// "Content-Type:", in any case.
-func isHeaderStart(b []byte) bool {
-	return hasPrefixFold(b, headerContentLength) || hasPrefixFold(b, headerContentType)
-}
-
+// hasPrefixFold reports whether b starts with prefix, in any case.
 func hasPrefixFold(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
 }
@@ -324,7 +314,7 @@ func hasPrefixFold(b []byte, prefix string) bool {
 // names are, RFC 7230 §3.2), or returns -1.
 func indexContentLength(b []byte) int {
 	for i := range b {
-		if hasPrefixFold(b[i:], headerContentLength) {
+		if hasPrefixFold(b[i:], "content-length:") {
 			return i
 		}
 	}

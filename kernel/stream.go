@@ -358,9 +358,11 @@ func invalidRequest(reason string) *protocol.Error {
 // errorMessage is the Response object (JSON-RPC 2.0 §5) carrying e, with
 // code 0, which §5.1 gives no meaning, written as -32603.
 func errorMessage(id json.RawMessage, e *protocol.Error) []byte {
-	body, err := json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data})
+	out := protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message, Data: e.Data}
+	body, err := json.Marshal(out)
 	if err != nil { // data that does not encode is left out
-		body, _ = json.Marshal(protocol.Error{Code: cmp.Or(e.Code, protocol.CodeInternalError), Message: e.Message})
+		out.Data = nil
+		body, _ = json.Marshal(out)
 	}
 	return responseMessage(id, "error", body)
 }
