@@ -6,18 +6,20 @@ package kernel
 // the size limit, in the framing detected from the first bytes, and
 // returns for what it cannot hand on the answer to write instead: a
 // -32700 with data {reason, offset}, or the -32600 of an over-size
-// message with the id idScan (member.go) found in it.
+// message with the id idScan found in it.
 
 import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/txkernel/txkernel/internal/jsonscan"
 	"github.com/txkernel/txkernel/protocol"
 )
 
@@ -57,7 +59,7 @@ func ParseFraming(s string) (Framing, error) {
 const headerLineMax = 4096
 
 // countingReader counts the bytes read through it, for the offsets of
-// parse errors.
+// parse errors: bufio.Reader does not count what it hands on.
 type countingReader struct {
 	r io.Reader
 	n int64
@@ -109,8 +111,7 @@ func (s *Stream) readFrame() (frame, answer []byte, err error) {
 func (s *Stream) readLine() (frame, answer []byte, err error) {
 	for {
 		var (
-			one   [1][]byte // most lines are one fragment: no slice to allocate
-			frags = one[:0]
+			frags [][]byte
 			n     int64   // bytes of the line
 			scan  *idScan // set once the line is over the limit
 			last  byte    // the last byte before the fragment being read
@@ -118,11 +119,7 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 		for {
 			f, err := s.br.ReadSlice('\n')
 			if n += int64(len(f)); scan == nil && n-2 > s.max { // -2: room for "\r\n", which does not count
-				scan = &idScan{}
-				for _, g := range frags {
-					scan.Write(g)
-				}
-				frags = nil
+				scan, frags = scanFragments(frags), nil
 			}
 			if scan != nil {
 				scan.Write(f)
@@ -145,11 +142,8 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			last = f[len(f)-1]
 		}
 		if n > s.max {
-			if scan == nil {
-				scan = &idScan{}
-				for _, g := range frags {
-					scan.Write(g)
-				}
+			if scan == nil { // within the room for a line ending
+				scan = scanFragments(frags)
 			}
 			return nil, s.tooLarge(n, scan.ID()), nil
 		}
@@ -158,18 +152,19 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 			line = bytes.Join(frags, nil)
 		}
 		line = line[:n]
-		text := trimWS(line)
+		text := jsonscan.TrimSpace(line)
 		if len(text) == 0 {
 			s.msgStart = s.offset()
 			continue
 		}
-		if !isHeaderStart(text) {
+		// A line that starts with an LSP header name (any case, RFC 7230
+		// §3.2; no JSON text starts with a letter C) is a Content-Length
+		// frame, which readContentLength reads from this line on. First in
+		// the session, it settles the framing; on an ndjson stream one
+		// -32700 answers it whole.
+		if !hasPrefixFold(text, "content-length:") && !hasPrefixFold(text, "content-type:") {
 			return line, nil, nil
 		}
-		// A Content-Length frame: readContentLength reads it from this
-		// line on. First in the session, it settles the framing (an LSP
-		// header name, any case, RFC 7230 §3.2: no JSON text starts with a
-		// letter C); on an ndjson stream one -32700 answers it whole.
 		s.carry, s.carryAt = bytes.Clone(text), s.msgStart
 		if s.framing == FramingAuto {
 			s.settle(FramingContentLength)
@@ -185,47 +180,57 @@ func (s *Stream) readLine() (frame, answer []byte, err error) {
 	}
 }
 
+// scanFragments is an idScan fed the fragments of a line kept so far,
+// once the line turns out to be over the limit.
+func scanFragments(frags [][]byte) *idScan {
+	scan := &idScan{}
+	for _, f := range frags {
+		scan.Write(f)
+	}
+	return scan
+}
+
 // readContentLength reads one LSP base-protocol frame. After a header
 // block whose length is unknown it skips input up to the next
 // "Content-Length:" (which may follow junk on the same line, as when a
 // body overran its declared length), so one bad frame costs one -32700,
-// not one per line of its body.
+// not one per line of its body. At end of input a read returns nothing
+// again, so a partial last line needs no case of its own: the next read
+// ends the block.
 func (s *Stream) readContentLength() (frame, answer []byte, err error) {
 	var (
 		length  int64 = -1
 		inBlock bool
 		reason  string
 	)
-header:
 	for {
 		line, long, err := s.readHeaderLine()
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, nil, err
 		}
-		atEOF := err != nil
+		if len(line) == 0 && inBlock { // end of input
+			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
+		} else if len(line) == 0 {
+			return nil, nil, io.EOF
+		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		t, i := trimWS(text), indexContentLength(text)
-		if at := s.offset() - int64(len(line)) + int64(i); s.resync && i >= 0 {
-			// Skipped silently up to here: the next message starts at the header.
-			s.resync, text, long, s.msgStart, i = false, text[i:], false, at, 0
+		i, at := indexContentLength(text), s.offset()-int64(len(line))
+		if s.resync && i >= 0 { // skipped silently up to here: the next message starts at the header
+			s.resync, text, long, s.msgStart = false, text[i:], false, at+int64(i)
+		} else if s.resync {
+			continue
 		} else if i > 0 { // junk before a header: reported, then the header is read from where it starts
-			s.carry, s.carryAt = bytes.Clone(text[i:]), at
+			s.carry, s.carryAt = bytes.Clone(text[i:]), at+int64(i)
 			return nil, s.parseError(protocol.ReasonBytesBeforeHeader), nil
 		}
-		switch {
-		case atEOF && len(line) == 0 && inBlock:
-			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
-		case atEOF && len(line) == 0, s.resync && atEOF, len(text) == 0 && atEOF && !inBlock:
-			return nil, nil, io.EOF
-		case s.resync:
-			continue
-		case i < 0 && !inBlock && len(t) > 0 && (t[0] == '{' || t[0] == '['): // an ndjson message; the line is skipped
-			return nil, s.parseError(protocol.ReasonNDJSONOnContentLength), nil
-		case len(text) == 0 && inBlock:
-			break header
-		case len(text) == 0: // stray line endings between frames are harmless
+		if len(text) == 0 && inBlock {
+			break
+		} else if len(text) == 0 { // stray line endings between frames are harmless
 			s.msgStart = s.offset()
 			continue
+		}
+		if t := jsonscan.TrimSpace(text); !inBlock && i < 0 && len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			return nil, s.parseError(protocol.ReasonNDJSONOnContentLength), nil // the line is skipped
 		}
 		inBlock = true
 		// Content-Type and unknown headers are ignored: LSP defines only
@@ -241,9 +246,6 @@ header:
 			} else {
 				length = n
 			}
-		}
-		if atEOF {
-			return nil, s.parseError(protocol.ReasonEOFInHeader), nil
 		}
 	}
 	if length < 0 {
@@ -273,11 +275,11 @@ header:
 }
 
 // readHeaderLine returns one header line with its line ending, or the
-// line carried over from the last call (the message then starts where it
-// does); of a longer line it keeps the last headerLineMax bytes (long).
+// line carried over from the last call (the message then starts where
+// it does); of a longer line it keeps the last headerLineMax bytes (long).
 func (s *Stream) readHeaderLine() (line []byte, long bool, err error) {
-	if s.carry != nil {
-		line, s.carry, s.msgStart = s.carry, nil, s.carryAt
+	if line, s.carry = s.carry, nil; line != nil {
+		s.msgStart = s.carryAt
 		return line, false, nil
 	}
 	for {
@@ -303,18 +305,7 @@ func (s *Stream) parseError(reason string) []byte {
 	return errorMessage(nil, protocol.NewError(protocol.CodeParseError, protocol.ParseErrorData{Reason: reason, Offset: s.msgStart}, "Parse error"))
 }
 
-// LSP header names that start a frame, lower case.
-const (
-	headerContentLength = "content-length:"
-	headerContentType   = "content-type:"
-)
-
-// isHeaderStart reports whether b starts with "Content-Length:" or
-// "Content-Type:", in any case.
-func isHeaderStart(b []byte) bool {
-	return hasPrefixFold(b, headerContentLength) || hasPrefixFold(b, headerContentType)
-}
-
+// hasPrefixFold reports whether b starts with prefix, in any case.
 func hasPrefixFold(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
 }
@@ -323,7 +314,7 @@ func hasPrefixFold(b []byte, prefix string) bool {
 // names are, RFC 7230 §3.2), or returns -1.
 func indexContentLength(b []byte) int {
 	for i := range b {
-		if hasPrefixFold(b[i:], headerContentLength) {
+		if hasPrefixFold(b[i:], "content-length:") {
 			return i
 		}
 	}
@@ -339,8 +330,87 @@ func cutHeader(b []byte) (name, value string, ok bool) {
 	return string(b[:i]), strings.TrimSpace(string(b[i+1:])), true
 }
 
-// isSpace reports whether c is JSON whitespace (RFC 8259 §2).
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+// maxScannedID bounds the raw bytes of an id that idScan keeps (quotes and
+// escapes included); a longer one is answered with id null, as when none
+// is found. No real client's ids come near it.
+const maxScannedID = 1024
 
-// trimWS trims JSON whitespace, not Unicode spaces.
-func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+// idScan finds the id of a message too large to read, fed to it in pieces
+// through Write while its bytes are skipped: a host that sent a 70 MB
+// turn/start through vscode-jsonrpc matches answers by id, and one with id
+// null left it waiting for ever (PROTOCOL.md §2.6). It tracks depth and
+// string state, keeps the first bytes of the top-level member being read
+// (whitespace runs squeezed to one byte) and reads each member as it ends
+// with jsonscan.Members' rules: the last "id" wins, and counts only as a
+// string, number or null of at most maxScannedID bytes. The zero value is
+// ready to use.
+type idScan struct {
+	depth      int // container depth; the top-level object is 1
+	inStr, esc bool
+	done       bool   // the top-level object closed, or the input is no object
+	member     []byte // the top-level member being read, its first maxScannedID+32 bytes
+	long       bool   // member was cut
+	id         json.RawMessage
+}
+
+// Write feeds p to the scan. It never fails: it is an io.Writer so that a
+// skipped body can be copied through it.
+func (s *idScan) Write(p []byte) (int, error) {
+	for _, c := range p {
+		switch {
+		case s.done:
+			return len(p), nil
+		case s.depth == 0:
+			if c == '{' {
+				s.depth = 1
+			} else if !jsonscan.IsSpace(c) {
+				s.done = true // an array, a scalar or garbage has no id to find
+			}
+			continue
+		case s.inStr:
+			s.esc, s.inStr = !s.esc && c == '\\', s.esc || c != '"'
+		case c == '"':
+			s.inStr = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			if s.depth--; s.depth == 0 {
+				s.endMember()
+				s.done = true
+				continue
+			}
+		case c == ',' && s.depth == 1:
+			s.endMember()
+			continue
+		}
+		switch {
+		case !s.inStr && jsonscan.IsSpace(c) && len(s.member) > 0 && jsonscan.IsSpace(s.member[len(s.member)-1]):
+		case len(s.member) < maxScannedID+32: // room for the key (`"\u0069\u0064"` is 14 bytes) and the colon
+			s.member = append(s.member, c)
+		default:
+			s.long = true
+		}
+	}
+	return len(p), nil
+}
+
+// endMember reads the top-level member just ended: an "id" member's value
+// becomes the id found, or, too long or no id, leaves none.
+func (s *idScan) endMember() {
+	m, long := append(append([]byte{'{'}, s.member...), '}'), s.long
+	s.member, s.long = s.member[:0], false
+	i := jsonscan.SkipSpace(m, 1)
+	if k := jsonscan.SkipString(m, i); m[i] != '"' || string(jsonscan.KeyName(m[i:k])) != "id" {
+		return
+	}
+	s.id = nil
+	for _, val := range jsonscan.Members(m) {
+		if !long && len(val) <= maxScannedID && validID(val) && json.Valid(val) {
+			s.id = bytes.Clone(val)
+		}
+	}
+}
+
+// ID returns the raw id to answer the scanned message with, or nil
+// (answer with null).
+func (s *idScan) ID() json.RawMessage { return s.id }

@@ -7,9 +7,9 @@
 //     what it cannot read it answers itself: -32700 with data {reason,
 //     offset}, or an over-size message's -32600 with the id idScan finds);
 //   - stream.go's dispatch classifies the message or each batch member
-//     (JSON-RPC 2.0 §4-§6; member.go splits the envelope), charges it to
-//     the in-flight budget and hands Server.handle the real request: its
-//     method, and its id and params as the client sent them;
+//     (JSON-RPC 2.0 §4-§6; internal/jsonscan splits the envelope),
+//     charges it to the in-flight budget and hands Server.handle the real
+//     request: its method, and its id and params as the client sent them;
 //   - server.go checks the session state and picks the row of the method
 //     table (table.go), inline or in a goroutine;
 //   - table.go decodes params into the row's typed struct (params.go,
@@ -41,6 +41,7 @@ import (
 	"github.com/txkernel/txkernel/approvals"
 	"github.com/txkernel/txkernel/corpus"
 	"github.com/txkernel/txkernel/document"
+	"github.com/txkernel/txkernel/internal/jsonscan"
 	"github.com/txkernel/txkernel/memory"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
@@ -339,7 +340,7 @@ func (s *Server) cancel(id json.RawMessage) {
 // a string never equals a number because the key keeps the quotes. ok is
 // false for what is no id.
 func canonicalID(raw json.RawMessage) (key string, ok bool) {
-	raw = trimWS(raw)
+	raw = jsonscan.TrimSpace(raw)
 	var str string
 	switch {
 	case !validID(raw) || !json.Valid(raw):

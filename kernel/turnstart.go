@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/txkernel/txkernel/errs"
+	"github.com/txkernel/txkernel/internal/jsonscan"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/tx"
 )
@@ -302,20 +303,20 @@ type member struct {
 // each value is: its callers decode or json.Valid each one. Values are
 // obj's own bytes, not copies.
 func objectMembers(obj []byte) ([]member, bool) {
-	i := skipSpace(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, false
 	}
 	var out []member
-	i = skipSpace(obj, i+1)
+	i = jsonscan.SkipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return out, skipSpace(obj, i+1) == len(obj)
+		return out, jsonscan.SkipSpace(obj, i+1) == len(obj)
 	}
 	for {
 		if i >= len(obj) || obj[i] != '"' {
 			return nil, false
 		}
-		end := skipString(obj, i)
+		end := jsonscan.SkipString(obj, i)
 		if end > len(obj) || end < i+2 || obj[end-1] != '"' {
 			return nil, false
 		}
@@ -323,26 +324,26 @@ func objectMembers(obj []byte) ([]member, bool) {
 		if !ok {
 			return nil, false
 		}
-		if i = skipSpace(obj, end); i >= len(obj) || obj[i] != ':' {
+		if i = jsonscan.SkipSpace(obj, end); i >= len(obj) || obj[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(obj, i+1)
-		vend := skipValue(obj, i)
+		i = jsonscan.SkipSpace(obj, i+1)
+		vend := jsonscan.SkipValue(obj, i)
 		if vend < 0 || vend == i {
 			return nil, false
 		}
 		out = append(out, member{name: name, val: obj[i:vend:vend]})
-		i = skipSpace(obj, vend)
+		i = jsonscan.SkipSpace(obj, vend)
 		if i >= len(obj) {
 			return nil, false
 		}
 		if obj[i] == '}' {
-			return out, skipSpace(obj, i+1) == len(obj)
+			return out, jsonscan.SkipSpace(obj, i+1) == len(obj)
 		}
 		if obj[i] != ',' {
 			return nil, false
 		}
-		i = skipSpace(obj, i+1)
+		i = jsonscan.SkipSpace(obj, i+1)
 	}
 }
 

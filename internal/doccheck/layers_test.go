@@ -53,6 +53,7 @@ func TestLayers(t *testing.T) {
 		"protocol":           {},
 		"errs":               {},
 		"internal/failpoint": {},
+		"internal/jsonscan":  {},
 		"client":             {"protocol"},
 		"desk":               {"protocol", "sandbox"},
 	}
