@@ -48,19 +48,26 @@ func vmHWM(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// bigDiff is a unified diff creating path with lines of text, about size
-// bytes in all.
-func bigDiff(path string, size int) []byte {
-	line := strings.Repeat("abcdefghij", 9) + "\n"
-	n := size / (len(line) + 1)
-	var b bytes.Buffer
-	b.Grow(size + 200)
-	fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n", path, path, path, n)
-	for range n {
-		b.WriteByte('+')
-		b.WriteString(line)
-	}
-	return b.Bytes()
+// bigDiffParams returns turn/start's params, as JSON, proposing a
+// unified diff that creates path with lines of text, about size bytes in
+// all. body is the diff's lines, already escaped for a JSON string (see
+// bigDiffBody), shared by every request: encoding 400 MB through
+// encoding/json under -race took most of the test's time.
+func bigDiffParams(path string, lines int, body []byte) []byte {
+	head, _ := json.Marshal(fmt.Sprintf("diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n", path, path, path, lines))
+	out := make([]byte, 0, len(head)+len(body)+64)
+	out = append(out, `{"proposal":{"kind":"unified_diff","diff":`...)
+	out = append(out, head[:len(head)-1]...) // the string goes on: no closing quote
+	out = append(out, body...)
+	return append(out, `"}}`...)
+}
+
+// bigDiffBody is the lines of a diff adding about size bytes of text, as
+// they appear inside a JSON string ("\n" escaped), and their count.
+func bigDiffBody(size int) ([]byte, int) {
+	line := "+" + strings.Repeat("abcdefghij", 9) + `\n`
+	n := size / (len(line) - 1)
+	return bytes.Repeat([]byte(line), n), n
 }
 
 // TestPipelinedProposalsBoundedMemory writes 20 turn/start requests of
@@ -134,8 +141,9 @@ func TestPipelinedProposalsBoundedMemory(t *testing.T) {
 	go func() {
 		w := bufio.NewWriterSize(in, 1<<20)
 		fmt.Fprintln(w, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{}}`)
+		body, lines := bigDiffBody(proposalBytes)
 		for i := range pipelinedRequests {
-			params, _ := json.Marshal(harness.DiffParams(bigDiff(fmt.Sprintf("big%02d.txt", i), proposalBytes)))
+			params := bigDiffParams(fmt.Sprintf("big%02d.txt", i), lines, body)
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":"p%02d","method":"turn/start","params":%s}`+"\n", i, params)
 		}
 		werr <- w.Flush()
