@@ -54,8 +54,9 @@ check-release: build
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
 ## test: vet, check-release and doc-comments, then every test with the race detector
-## (the end-to-end tests, under e2e/, drive the real binary, also built
-## with -race, once for all of them, in bin/test; go test runs their
+## (the end-to-end tests, under e2e/, drive the real binary, built once
+## for all of them in bin/test, without -race unless TXKERNEL_RACE_PROCESS=1:
+## the kernel's code runs under -race in-process; go test runs the
 ## packages in parallel). GORACE=atexit_sleep_ms=50: a -race binary
 ## sleeps 1 s before it exits, to let late reports through, and there is
 ## one test binary per package; 50 ms still lets them through.
@@ -69,7 +70,7 @@ test: vet check-release doc-comments
 	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
 	@$(GO) build -o bin/testreport ./internal/testreport
 	@set -e; d=$(CURDIR)/bin/test; mkdir -p $$d; \
-	  $(GO) build -race -tags "$(TEST_TAGS)" -o $$d/txkernel ./cmd/txkernel & a=$$!; \
+	  $(GO) build $(if $(filter 1,$(TXKERNEL_RACE_PROCESS)),-race) -tags "$(TEST_TAGS)" -o $$d/txkernel ./cmd/txkernel & a=$$!; \
 	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/txkernel-norace ./cmd/txkernel & b=$$!; \
 	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/jsonrpcecho ./internal/jsonrpcecho; wait $$a; wait $$b
 	TXKERNEL_TEST_BINDIR=$(CURDIR)/bin/test GORACE=$${GORACE:-atexit_sleep_ms=50} \

@@ -114,9 +114,8 @@ func (b *build) get(tb testing.TB, name, pkg string, race bool) string {
 var kernel, plain, echo build
 
 // PrebuiltEnv names a directory of binaries built ahead, for every e2e
-// package of one go test run: txkernel (with -race when the tests run
-// with it), txkernel-norace and jsonrpcecho, as Bin, PlainBin and EchoBin
-// would build them. make test sets it; a binary missing there is built as
+// package of one go test run: txkernel, txkernel-norace and jsonrpcecho,
+// as Bin, PlainBin and EchoBin would build them. make test sets it; a binary missing there is built as
 // usual.
 const PrebuiltEnv = "TXKERNEL_TEST_BINDIR"
 
@@ -125,22 +124,31 @@ func fileExists(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// RaceProcessEnv, set to 1 while the tests run under -race, makes Bin
+// build the kernel with -race too.
+const RaceProcessEnv = "TXKERNEL_RACE_PROCESS"
+
 // Bin returns the path of the real txkernel binary, built on the first
 // call in this test process (later calls, from any goroutine, wait for
-// that build and share it) with BuildTags, and with -race when the tests
-// themselves run under -race, so that the real process is checked too. A
-// failed build fails tb.
+// that build and share it) with BuildTags. It is built without -race
+// unless RaceProcessEnv is 1 and the tests run under -race: the kernel's
+// code runs under the race detector in-process (Serve, the package
+// tests), the same command line over pipes, and a process test checks
+// what needs a process (kill -9, power loss, pipes, exit statuses). A
+// race-built kernel made those tests 3 to 9 times slower (e2e/host's
+// demos 36 s against 4 s, make test's e2e/crash 116 s) for no code
+// the in-process runs do not reach. A failed build fails tb.
 func Bin(tb testing.TB) string {
 	tb.Helper()
-	return kernel.get(tb, "txkernel", kernelPkg, RaceEnabled)
+	return kernel.get(tb, "txkernel", kernelPkg, RaceEnabled && os.Getenv(RaceProcessEnv) == "1")
 }
 
-// PlainBin returns a binary built like Bin but never with -race: the one
-// for tests that bound the kernel's memory, since the race detector's
-// shadow memory multiplies every heap byte. Without -race it is Bin.
+// PlainBin returns a binary built like Bin but never with -race, even
+// under RaceProcessEnv: the one for tests that bound the kernel's memory,
+// since the race detector's shadow memory multiplies every heap byte.
 func PlainBin(tb testing.TB) string {
 	tb.Helper()
-	if !RaceEnabled {
+	if !RaceEnabled || os.Getenv(RaceProcessEnv) != "1" {
 		return Bin(tb)
 	}
 	return plain.get(tb, "txkernel-norace", kernelPkg, false)

@@ -3,5 +3,5 @@
 package harness
 
 // RaceEnabled reports whether the tests run under the race detector; Bin
-// then builds the kernel with -race too.
+// then builds the kernel with -race too if RaceProcessEnv is 1.
 const RaceEnabled = false

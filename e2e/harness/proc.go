@@ -90,7 +90,7 @@ const raceReport = "WARNING: DATA RACE"
 // as strace, or is another program that speaks NDJSON), with env added to
 // this process's environment (Env). At the end of tb it kills the process
 // and fails tb if the kernel reported a data race (it is built with -race
-// when the tests run under -race, Bin), whatever the test checked.
+// under RaceProcessEnv, Bin), whatever the test checked.
 func StartCmd(tb testing.TB, cmd *exec.Cmd, env []string) *Proc {
 	tb.Helper()
 	cmd.Env = Env(env)
