@@ -124,8 +124,8 @@ func fileExists(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// RaceProcessEnv, set to 1 while the tests run under -race, makes Bin
-// build the kernel with -race too.
+// RaceProcessEnv names the variable that, set to 1 while the tests run
+// under -race, makes Bin build the kernel with -race too.
 const RaceProcessEnv = "TXKERNEL_RACE_PROCESS"
 
 // Bin returns the path of the real txkernel binary, built on the first
