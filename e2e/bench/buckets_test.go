@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -154,14 +156,7 @@ func synthetic(tb testing.TB, name, dir string, diff []byte) hostCommit {
 // this disk.
 func writeFloor(tb testing.TB, applied string, c hostCommit) time.Duration {
 	tb.Helper()
-	contents := make([][]byte, len(c.written))
-	for i, p := range c.written {
-		b, err := os.ReadFile(filepath.Join(applied, p))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		contents[i] = b
-	}
+	contents := newContents(tb, applied, c)
 	scratch := filepath.Join(tb.TempDir(), "floor")
 	for _, d := range parentDirs(c.written) {
 		if err := os.MkdirAll(filepath.Join(scratch, d), 0o755); err != nil {
@@ -205,6 +200,260 @@ func writeFloor(tb testing.TB, applied string, c hostCommit) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Since(start)
+}
+
+// newContents reads, from applied/ (a tree c was applied to), the new
+// bytes of each file c writes, in c.written's order.
+func newContents(tb testing.TB, applied string, c hostCommit) [][]byte {
+	tb.Helper()
+	contents := make([][]byte, len(c.written))
+	for i, p := range c.written {
+		b, err := os.ReadFile(filepath.Join(applied, p))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		contents[i] = b
+	}
+	return contents
+}
+
+// floorLedgerRecord is the size of each ledger append of the promise
+// floor: a few hundred bytes, what the kernel's events take for a small
+// proposal (their size hardly changes an fsync's price).
+const floorLedgerRecord = 512
+
+// floorSync is one fsync the promise floor made, for its unit test: the
+// phase and round (from 1) it belongs to, what it synced, and when it
+// started and ended on one counter shared by every fsync of the floor.
+type floorSync struct {
+	phase, round int
+	what         string
+	start, end   int64
+}
+
+// floorTrace records the fsyncs of promiseFloorTx; nil records nothing.
+type floorTrace struct {
+	mu    sync.Mutex
+	seq   atomic.Int64
+	syncs []floorSync
+}
+
+// floorJob is one fsync of a round: of f after writing data to it, or,
+// when f is nil, of the directory dir.
+type floorJob struct {
+	what string
+	f    *os.File
+	data []byte
+	dir  string
+}
+
+// floorRound runs one round of the promise floor: every job at once,
+// floorInFlight at a time, and returns when all are durable.
+func floorRound(tr *floorTrace, phase, round int, jobs []floorJob) error {
+	var g errgroup.Group
+	g.SetLimit(floorInFlight)
+	for _, j := range jobs {
+		g.Go(func() error {
+			var start int64
+			if tr != nil {
+				start = tr.seq.Add(1)
+			}
+			err := floorSyncJob(j)
+			if tr != nil {
+				end := tr.seq.Add(1)
+				tr.mu.Lock()
+				tr.syncs = append(tr.syncs, floorSync{phase: phase, round: round, what: j.what, start: start, end: end})
+				tr.mu.Unlock()
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+func floorSyncJob(j floorJob) error {
+	if j.f != nil {
+		if _, err := j.f.Write(j.data); err != nil {
+			return err
+		}
+		return j.f.Sync()
+	}
+	d, err := os.Open(j.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// createFile creates p (it must not exist) for writing.
+func createFile(p string, flag int) (*os.File, error) {
+	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|flag, 0o600)
+}
+
+// promiseFloorTx is the promise floor of one transaction: the I/O alone
+// (no diffing, JSON, hashing or checks) that the durability promises
+// P1-P4 require of a host transaction, in the rounds RELIABILITY.md §10
+// ("Fsyncs per transaction: the minimum") lists. Each round's fsyncs run
+// at once, floorInFlight at a time, and each round is durable before the
+// next starts; it returns the time of each phase. It is a yardstick, not
+// a second engine: what the kernel pays above it is its own CPU and
+// scheduling, while a goal below it would have to give up a promise.
+//
+// ws is the transaction's workspace root holding c's base (c.written and
+// c.deleted are relative to it), data a data directory holding
+// transactions/ and active/, id the transaction's name, diff the diff
+// the kernel keeps (its contents file and proposal.patch both have its
+// size) and contents the new bytes of c.written, in order.
+//
+//   - turn/start, round 1: the ledger (its first append), the contents,
+//     proposal.patch, the transaction's directory and active/ (after the
+//     marker is created in it); round 2, after the rename into place:
+//     transactions/.
+//   - apply/execute ok:false and approval/respond: one ledger append.
+//   - apply/execute ok:true, round 1: each staged file (written beside its
+//     target) and each directory of Ds (the staged files' directories and
+//     the parents of the directories staging created); round 2: the
+//     ledger's commit record; round 3, after the renames and removals:
+//     each directory of Dc (the written and deleted files' directories);
+//     round 4, after the contents file is deleted: the ledger's closing
+//     events and the transaction's directory. The active/ marker is then
+//     removed without an fsync, as the kernel does.
+//
+// The ledger stays open across the phases (the least a ledger costs),
+// and every append is floorLedgerRecord bytes.
+func promiseFloorTx(ws, data, id string, c hostCommit, diff []byte, contents [][]byte, tr *floorTrace) (ph [nPhases]time.Duration, err error) {
+	created := createdDirs(ws, c)
+	ds := parentDirs(c.written, created)
+	dc := parentDirs(c.written, c.deleted)
+	record := bytes.Repeat([]byte{'e'}, floorLedgerRecord-1)
+	record = append(record, '\n')
+	txRoot, active := filepath.Join(data, "transactions"), filepath.Join(data, "active")
+	tmp, final := filepath.Join(txRoot, ".tmp-"+id), filepath.Join(txRoot, id)
+	var ledger *os.File
+	defer func() {
+		if ledger != nil {
+			ledger.Close()
+		}
+	}()
+
+	// turn/start
+	start := time.Now()
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return ph, err
+	}
+	if ledger, err = createFile(filepath.Join(tmp, "ledger.jsonl"), os.O_APPEND); err != nil {
+		return ph, err
+	}
+	var open []*os.File
+	closeAll := func() {
+		for _, f := range open {
+			f.Close()
+		}
+		open = nil
+	}
+	defer closeAll()
+	for _, name := range []string{"blobs", "proposal.patch"} {
+		f, err := createFile(filepath.Join(tmp, name), 0)
+		if err != nil {
+			return ph, err
+		}
+		open = append(open, f)
+	}
+	marker, err := createFile(filepath.Join(active, id), 0)
+	if err != nil {
+		return ph, err
+	}
+	marker.Close()
+	if err := floorRound(tr, phasePropose, 1, []floorJob{
+		{what: "ledger", f: ledger, data: record},
+		{what: "contents", f: open[0], data: diff},
+		{what: "proposal.patch", f: open[1], data: diff},
+		{what: "txdir", dir: tmp},
+		{what: "active/", dir: active},
+	}); err != nil {
+		return ph, err
+	}
+	closeAll()
+	if err := os.Rename(tmp, final); err != nil {
+		return ph, err
+	}
+	if err := floorRound(tr, phasePropose, 2, []floorJob{{what: "transactions/", dir: txRoot}}); err != nil {
+		return ph, err
+	}
+	ph[phasePropose] = time.Since(start)
+
+	// apply/execute ok:false, then approval/respond: one append each.
+	for _, phase := range []int{phaseApply1, phaseRespond} {
+		start = time.Now()
+		if err := floorRound(tr, phase, 1, []floorJob{{what: "ledger", f: ledger, data: record}}); err != nil {
+			return ph, err
+		}
+		ph[phase] = time.Since(start)
+	}
+
+	// apply/execute ok:true
+	start = time.Now()
+	round := 0
+	staged := make([]string, len(c.written))
+	var jobs []floorJob
+	for i, p := range c.written {
+		dir, base := path.Split(p)
+		staged[i] = dir + "." + base + ".txk-floor.tmp"
+		if err := os.MkdirAll(filepath.Join(ws, dir), 0o755); err != nil {
+			return ph, err
+		}
+		f, err := os.OpenFile(filepath.Join(ws, staged[i]), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return ph, err
+		}
+		open = append(open, f)
+		jobs = append(jobs, floorJob{what: "staged:" + p, f: f, data: contents[i]})
+	}
+	for _, d := range ds {
+		jobs = append(jobs, floorJob{what: "Ds:" + d, dir: filepath.Join(ws, d)})
+	}
+	if len(jobs) > 0 { // an apply that only deletes stages nothing
+		round++
+		if err := floorRound(tr, phaseApply2, round, jobs); err != nil {
+			return ph, err
+		}
+	}
+	closeAll()
+	round++
+	if err := floorRound(tr, phaseApply2, round, []floorJob{{what: "ledger", f: ledger, data: record}}); err != nil {
+		return ph, err
+	}
+	for i, p := range c.written {
+		if err := os.Rename(filepath.Join(ws, staged[i]), filepath.Join(ws, p)); err != nil {
+			return ph, err
+		}
+	}
+	for _, p := range c.deleted {
+		if err := os.Remove(filepath.Join(ws, p)); err != nil {
+			return ph, err
+		}
+	}
+	jobs = jobs[:0]
+	for _, d := range dc {
+		jobs = append(jobs, floorJob{what: "Dc:" + d, dir: filepath.Join(ws, d)})
+	}
+	round++
+	if err := floorRound(tr, phaseApply2, round, jobs); err != nil {
+		return ph, err
+	}
+	if err := os.Remove(filepath.Join(final, "blobs")); err != nil {
+		return ph, err
+	}
+	round++
+	if err := floorRound(tr, phaseApply2, round, []floorJob{{what: "ledger", f: ledger, data: record}, {what: "txdir", dir: final}}); err != nil {
+		return ph, err
+	}
+	if err := os.Remove(filepath.Join(active, id)); err != nil {
+		return ph, err
+	}
+	ph[phaseApply2] = time.Since(start)
+	return ph, nil
 }
 
 // durableGitApply runs `git apply` of c's patch.diff in dir (gitApply),
@@ -262,8 +511,11 @@ func durableSyncs(dir string, c hostCommit) []string {
 // durable git (durableGitApply: `git apply`, then an fsync of every file it
 // wrote and of their directories, 16 at a time), the write+fsync floor
 // (writeFloor: the same new files written and fsynced 16 at a time into a
-// scratch directory) and plain `git -c core.fsync=all apply` of the same
-// patch (git writes no working-tree file durably). Plain git goes last and
+// scratch directory), the promise floor (promiseFloorTx: the I/O of the
+// fsync rounds RELIABILITY.md §10 requires of the whole transaction, on a
+// copy of the same tree and a data dir of its own) and plain
+// `git -c core.fsync=all apply` of the same patch (git writes no
+// working-tree file durably). Plain git goes last and
 // a sync(2) follows it, untimed, so that no timed fsync flushes git's
 // pages. Per bucket (1-10, 11-100, 101+ files) and over all transactions
 // (prefix "all-") it reports the p50 of txkernel, plain git, durable git
@@ -271,7 +523,14 @@ func durableSyncs(dir string, c hostCommit) []string {
 // (x-durable-git) and over git plus the floor (x-git+floor); and the
 // split of the kernel's time: the p50 of turn/start (propose), of the
 // final apply/execute (apply) and of the final apply/execute over durable
-// git (apply-x-durable-git). One run compares them all; run it with
+// git (apply-x-durable-git). Beside them, the promise floor: its p50
+// (promise-floor-p50-ns), over durable git (promise-floor-x-durable-git:
+// above the goal's 1.3, the goal is below what the promises cost on this
+// disk), txkernel over it (x-promise-floor: the kernel's own cost above
+// the I/O its promises need), and its turn/start and final apply parts
+// with the kernel's over them (promise-floor-turnstart-p50-ns,
+// turnstart-x-promise-floor, promise-floor-apply-p50-ns,
+// apply-x-promise-floor). One run compares them all; run it with
 // `make bench-buckets`.
 func BenchmarkHostSessionBuckets(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -287,10 +546,20 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 		commits = slices.DeleteFunc(commits, func(c hostCommit) bool { return !strings.Contains(c.Name, only) })
 	}
 	ws, dd, gws, dws := hostTempDir(b), hostTempDir(b), hostTempDir(b), hostTempDir(b)
+	// The promise floor's workspace and data dir, on the same disk.
+	fws, fdd := hostTempDir(b), hostTempDir(b)
+	for _, d := range []string{"transactions", "active"} {
+		if err := os.Mkdir(filepath.Join(fdd, d), 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
 	// TXKERNEL_BENCH_CPUPROFILE=FILE writes the kernel's CPU profile.
 	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
 	p.Initialize()
-	type sample struct{ tx, git, dgit, floor, propose, apply time.Duration }
+	type sample struct {
+		tx, git, dgit, floor, propose, apply time.Duration
+		pfloor                               [nPhases]time.Duration // promiseFloorTx, by phase
+	}
 	by := map[string][]sample{}
 	files := map[string][]int{}
 	round := 0
@@ -300,13 +569,20 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 		roots := prepareRound(b, ws, round, commits)
 		prepareRound(b, gws, round, commits)
 		prepareRound(b, dws, round, commits)
+		prepareRound(b, fws, round, commits)
 		b.StartTimer()
 		for i, c := range commits {
-			ph := hostTx(p, prefixDiff(c.Diff, roots[i]), roots[i])
+			diff := prefixDiff(c.Diff, roots[i])
+			ph := hostTx(p, diff, roots[i])
 			b.StopTimer()
 			s := sample{tx: ph[nPhases-1].end.Sub(ph[0].start), propose: ph[phasePropose].dur(), apply: ph[phaseApply2].dur()}
 			s.dgit = durableGitApply(b, c, filepath.Join(dws, roots[i]))
 			s.floor = writeFloor(b, filepath.Join(ws, roots[i]), c)
+			var err error
+			s.pfloor, err = promiseFloorTx(filepath.Join(fws, roots[i]), fdd, roots[i], c, diff, newContents(b, filepath.Join(ws, roots[i]), c), nil)
+			if err != nil {
+				b.Fatalf("%s: promise floor: %v", c.Name, err)
+			}
 			start := time.Now()
 			gitApply(b, c, filepath.Join(gws, roots[i]))
 			s.git = time.Since(start)
@@ -336,6 +612,14 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 		tx, git, dgit, floor := p50(func(s sample) time.Duration { return s.tx }), p50(func(s sample) time.Duration { return s.git }),
 			p50(func(s sample) time.Duration { return s.dgit }), p50(func(s sample) time.Duration { return s.floor })
 		propose, apply := p50(func(s sample) time.Duration { return s.propose }), p50(func(s sample) time.Duration { return s.apply })
+		pfloor := p50(func(s sample) time.Duration {
+			var sum time.Duration
+			for _, d := range s.pfloor {
+				sum += d
+			}
+			return sum
+		})
+		pfPropose, pfApply := p50(func(s sample) time.Duration { return s.pfloor[phasePropose] }), p50(func(s sample) time.Duration { return s.pfloor[phaseApply2] })
 		prefix := "b" + strings.ReplaceAll(bk, "+", "plus") + "-"
 		if bk == "all" {
 			prefix = "all-"
@@ -350,6 +634,13 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 		b.ReportMetric(propose, prefix+"turnstart-p50-ns")
 		b.ReportMetric(apply, prefix+"apply-p50-ns")
 		b.ReportMetric(apply/dgit, prefix+"apply-x-durable-git")
+		b.ReportMetric(pfloor, prefix+"promise-floor-p50-ns")
+		b.ReportMetric(pfloor/dgit, prefix+"promise-floor-x-durable-git")
+		b.ReportMetric(tx/pfloor, prefix+"x-promise-floor")
+		b.ReportMetric(pfPropose, prefix+"promise-floor-turnstart-p50-ns")
+		b.ReportMetric(propose/pfPropose, prefix+"turnstart-x-promise-floor")
+		b.ReportMetric(pfApply, prefix+"promise-floor-apply-p50-ns")
+		b.ReportMetric(apply/pfApply, prefix+"apply-x-promise-floor")
 		b.ReportMetric(float64(len(ss)), prefix+"tx")
 		slices.Sort(files[bk])
 		b.ReportMetric(float64(files[bk][len(files[bk])/2]), prefix+"files-p50")
