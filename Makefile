@@ -53,7 +53,8 @@ check-release: build
 	@if grep -q TXKERNEL_FAILPOINTS $(BIN); then \
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
-## test: vet, check-release and doc-comments, then every test with the race detector
+## test: vet, check-release and doc-comments, then every test, with the race
+## detector but for PROCESS_PKGS
 ## (the end-to-end tests, under e2e/, drive the real binary, built once
 ## for all of them in bin/test, without -race unless TXKERNEL_RACE_PROCESS=1:
 ## the kernel's code runs under -race in-process; go test runs the
@@ -65,6 +66,15 @@ check-release: build
 ## packages that ran, every skip grouped by its reason (a missing
 ## PostgreSQL, chromium, node, git or strace, or shared test data), and
 ## "N passed, N failed, N skipped".
+# PROCESS_PKGS are the e2e packages whose tests only drive processes (the
+# kernel, git, strace, the MCP SDK's client): make test runs them without
+# -race, beside the race run of every other package, at the same time.
+# The kernel they start is built without -race anyway (harness.Bin), so
+# the race detector would check the tests' own driver, at 4x the cost:
+# e2e/crash took 116 s under -race, 25 s without. What e2e/crash runs
+# in-process, recovery, tx's own tests run under -race.
+PROCESS_PKGS = ./e2e/bench ./e2e/client ./e2e/crash ./e2e/framing ./e2e/host ./e2e/hostile ./e2e/mcp
+RACE_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|framing|host|hostile|mcp)$$')
 test: vet check-release doc-comments
 	@if [ "$$($(GO) list -race -tags "$(TEST_TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
 	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
@@ -73,8 +83,9 @@ test: vet check-release doc-comments
 	  $(GO) build $(if $(filter 1,$(TXKERNEL_RACE_PROCESS)),-race) -tags "$(TEST_TAGS)" -o $$d/txkernel ./cmd/txkernel & a=$$!; \
 	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/txkernel-norace ./cmd/txkernel & b=$$!; \
 	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/jsonrpcecho ./internal/jsonrpcecho; wait $$a; wait $$b
-	TXKERNEL_TEST_BINDIR=$(CURDIR)/bin/test GORACE=$${GORACE:-atexit_sleep_ms=50} \
-	  bin/testreport $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json ./...
+	TXKERNEL_TEST_BINDIR=$(CURDIR)/bin/test GORACE=$${GORACE:-atexit_sleep_ms=50} bin/testreport \
+	  $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json $(RACE_PKGS) --- \
+	  $(GO) test -tags "$(TEST_TAGS)" -count=1 -timeout 30m -json $(PROCESS_PKGS)
 
 ## test-short: vet and check-release, then the tests with -short, no -race
 ## (the heavy tests skip: every test that builds and runs the real binary,

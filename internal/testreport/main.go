@@ -1,5 +1,6 @@
 // Command testreport runs `go test -json` (its arguments: the go command
-// and its flags, e.g. `testreport go test -json ./...`) and prints what a plain
+// and its flags, e.g. `testreport go test -json ./...`; several commands,
+// separated by "---", run at once and are reported as one) and prints what a plain
 // `go test` prints (each package's ok/FAIL line, and the output of every
 // failing test), then a summary `make test` closes with: the suites that
 // ran, every skip grouped by its reason (a missing tool such as
@@ -15,13 +16,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent).
@@ -48,30 +52,92 @@ type report struct {
 	skips map[string][]string
 }
 
+// sep separates the commands on testreport's command line.
+const sep = "---"
+
 func main() {
 	r := newReport(os.Stdout)
-	var in io.Reader = os.Stdin
-	var cmd *exec.Cmd
-	if len(os.Args) > 1 {
-		cmd = exec.Command(os.Args[1], os.Args[2:]...)
-		cmd.Stderr = os.Stderr
-		pipe, err := cmd.StdoutPipe()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "testreport:", err)
-			os.Exit(2)
+	if len(os.Args) == 1 {
+		r.read(os.Stdin)
+		r.summary()
+		if r.failed > 0 || r.buildFailed {
+			os.Exit(1)
 		}
-		if err := cmd.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "testreport:", err)
-			os.Exit(2)
-		}
-		in = pipe
+		return
 	}
-	r.read(in)
+	cmds, err := start(commands(os.Args[1:]))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(2)
+	}
+	// Each command's events are read whole lines at a time and handed to
+	// one reader, so that the commands run at once without their lines
+	// interleaving.
+	lines := make(chan []byte)
+	var wg sync.WaitGroup
+	for _, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(c.out)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for sc.Scan() {
+				lines <- bytes.Clone(sc.Bytes())
+			}
+			io.Copy(io.Discard, c.out) // a line over the limit: let the command finish
+		}()
+	}
+	go func() { wg.Wait(); close(lines) }()
+	for l := range lines {
+		r.line(l)
+	}
 	r.summary()
-	cmdFailed := cmd != nil && cmd.Wait() != nil
+	cmdFailed := false
+	for _, c := range cmds {
+		cmdFailed = c.cmd.Wait() != nil || cmdFailed
+	}
 	if r.failed > 0 || r.buildFailed || cmdFailed {
 		os.Exit(1)
 	}
+}
+
+// commands splits args at each sep into the commands to run.
+func commands(args []string) [][]string {
+	var out [][]string
+	cur := []string{}
+	for _, a := range args {
+		if a == sep {
+			out, cur = append(out, cur), []string{}
+			continue
+		}
+		cur = append(cur, a)
+	}
+	out = append(out, cur)
+	return slices.DeleteFunc(out, func(c []string) bool { return len(c) == 0 })
+}
+
+// running is a started command and its standard output.
+type running struct {
+	cmd *exec.Cmd
+	out io.Reader
+}
+
+// start starts every command, their standard error passed through.
+func start(cmds [][]string) ([]running, error) {
+	var out []running
+	for _, args := range cmds {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stderr = os.Stderr
+		pipe, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		out = append(out, running{cmd, pipe})
+	}
+	return out, nil
 }
 
 // newReport returns an empty report printing to out.
@@ -85,13 +151,19 @@ func (r *report) read(in io.Reader) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		var e event
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			fmt.Fprintln(r.out, sc.Text()) // not an event: a build message
-			continue
-		}
-		r.add(e)
+		r.line(sc.Bytes())
 	}
+}
+
+// line takes one line of output: an event, or a build message, printed as
+// it is.
+func (r *report) line(l []byte) {
+	var e event
+	if json.Unmarshal(l, &e) != nil {
+		fmt.Fprintln(r.out, string(l))
+		return
+	}
+	r.add(e)
 }
 
 // add takes one event.

@@ -53,3 +53,12 @@ not json: a build message
 		t.Errorf("a package failing with no failed test is not a build failure")
 	}
 }
+
+// TestCommands: the command line splits at each "---", empty commands
+// dropped.
+func TestCommands(t *testing.T) {
+	got := commands([]string{"go", "test", "-race", "./a", "---", "go", "test", "./e2e/...", "---"})
+	if len(got) != 2 || strings.Join(got[0], " ") != "go test -race ./a" || strings.Join(got[1], " ") != "go test ./e2e/..." {
+		t.Fatalf("commands = %q", got)
+	}
+}
