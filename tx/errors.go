@@ -1,11 +1,14 @@
 package tx
 
 import (
+	"unicode/utf8"
+
 	"github.com/txkernel/txkernel/errs"
 )
 
 // TxData is the data of errors about one transaction: NotFound (no such
-// transaction) and Closed (it refuses the call in its state).
+// transaction) and Closed (it refuses the call in its state). An unknown
+// id over 256 bytes is echoed cut there, with "…" after it.
 type TxData struct {
 	TransactionID string `json:"transactionId"`
 	State         string `json:"state,omitempty"`
@@ -55,7 +58,19 @@ type KindData struct {
 	Accepted []string `json:"accepted"`
 }
 
+// maxEchoedID bounds the bytes of an unknown transaction id that its
+// NotFound error echoes, in its message and again in its data: a real id
+// is 23 bytes, and a host that sent a megabyte of id got two back.
+const maxEchoedID = 256
+
 func notFoundTx(id string) error {
+	if len(id) > maxEchoedID {
+		cut := maxEchoedID
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		id = id[:cut] + "…"
+	}
 	return errs.New(errs.NotFound, TxData{TransactionID: id}, "no transaction %q", id)
 }
 
