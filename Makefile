@@ -54,7 +54,7 @@ check-release: build
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
 ## test: vet, check-release and doc-comments, then every test, with the race
-## detector but for PROCESS_PKGS
+## detector but for PROCESS_PKGS and VOLUME_TESTS
 ## (the end-to-end tests, under e2e/, drive the real binary, built once
 ## for all of them in bin/test, without -race unless TXKERNEL_RACE_PROCESS=1:
 ## the kernel's code runs under -race in-process; go test runs the
@@ -75,6 +75,16 @@ check-release: build
 # in-process, recovery, tx's own tests run under -race.
 PROCESS_PKGS = ./e2e/bench ./e2e/client ./e2e/crash ./e2e/framing ./e2e/host ./e2e/hostile ./e2e/mcp
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|framing|host|hostile|mcp)$$')
+# VOLUME_TESTS (package:TestName) are the volume tests (internal/testenv):
+# single-goroutine code over a real corpus, which skip under -race and
+# which make test runs without it, at the same time as the rest
+# (internal/doccheck TestVolumeTestsListed keeps this list and the tests
+# that call testenv.Volume the same).
+VOLUME_TESTS = embedding:TestBuiltinSciFactTrain secrets:TestPrefiltersChangeNothing secrets:TestSharedCorporaFindings
+empty :=
+space := $(empty) $(empty)
+VOLUME_PKGS = $(sort $(foreach v,$(VOLUME_TESTS),./$(firstword $(subst :, ,$(v)))))
+VOLUME_RUN = ^($(subst $(space),|,$(sort $(foreach v,$(VOLUME_TESTS),$(lastword $(subst :, ,$(v)))))))$$
 test: vet check-release doc-comments
 	@if [ "$$($(GO) list -race -tags "$(TEST_TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
 	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
@@ -85,7 +95,8 @@ test: vet check-release doc-comments
 	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/jsonrpcecho ./internal/jsonrpcecho; wait $$a; wait $$b
 	TXKERNEL_TEST_BINDIR=$(CURDIR)/bin/test GORACE=$${GORACE:-atexit_sleep_ms=50} bin/testreport \
 	  $(GO) test -tags "$(TEST_TAGS)" -race -count=1 -timeout 30m -json $(RACE_PKGS) --- \
-	  $(GO) test -tags "$(TEST_TAGS)" -count=1 -timeout 30m -json $(PROCESS_PKGS)
+	  $(GO) test -tags "$(TEST_TAGS)" -count=1 -timeout 30m -json $(PROCESS_PKGS) --- \
+	  $(GO) test -tags "$(TEST_TAGS)" -count=1 -timeout 30m -json -run '$(VOLUME_RUN)' $(VOLUME_PKGS)
 
 ## test-short: vet and check-release, then the tests with -short, no -race
 ## (the heavy tests skip: every test that builds and runs the real binary,

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 var tinyDocs = []string{
@@ -423,9 +425,7 @@ func evalSciFact(t testing.TB, s *sciFact, m *Builtin) (ndcg, recall float64) {
 // TestBuiltinSciFactTrain trains on the SciFact corpus and scores the
 // dense ranking alone on the train qrels (the only split tuned on).
 func TestBuiltinSciFactTrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipped under -short: trains on the real SciFact corpus (seconds)")
-	}
+	testenv.Volume(t) // trains on the real SciFact corpus
 	s := loadSciFact(t)
 	start := time.Now()
 	m := trainT(t, s.docs, BuiltinConfig{})

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/secrets/secretstest"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 // TestPrefiltersChangeNothing checks that the cheap line tests in front of
@@ -17,6 +19,7 @@ import (
 // matches: on crafted lines (case folding, Unicode folds, operators,
 // lengths) and on every line of the real RFC texts and fzf patches.
 func TestPrefiltersChangeNothing(t *testing.T) {
+	testenv.Volume(t)
 	s := NewScanner()
 	lines := []string{
 		"api_key = q8Zr2LmX9vT4pK7wN3yB",

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 // rnd returns a deterministic pseudo-random string of n bytes from alphabet.
@@ -399,9 +401,7 @@ var knownSecrets = map[string]string{}
 // multi-line private keys count. It logs lines and findings per area and
 // every finding, redacted, and fails on any finding not in knownSecrets.
 func TestSharedCorporaFindings(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("scans about 35 MB; skipped in -short mode and under -race")
-	}
+	testenv.Volume(t) // scans about 35 MB
 	// WalkDir does not descend a symlinked root; ../shared may be one.
 	root, err := filepath.EvalSymlinks(sharedDir(t, "."))
 	if err != nil {
