@@ -198,7 +198,7 @@ func BenchmarkDiffMiddle(b *testing.B) {
 // go-diff's (diffMiddleGoDiff); it reports whether soleDiff took them.
 func checkSoleDiff(t *testing.T, name string, a, b []string) bool {
 	t.Helper()
-	got, ok := soleDiff(lineRunes(a, b))
+	got, ok := soleDiff(lineIDs(a, b))
 	if !ok {
 		return false
 	}

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // contextLines is git's default -U3.
 const contextLines = 3
 
-// maxDiffLines bounds the line count handed to go-diff: it encodes each
-// distinct line as one rune and panics past ~1.1M distinct lines. Larger
+// maxDiffLines bounds the line count handed to the line diff: go-diff,
+// whose output it reproduces, encodes each distinct line as one rune and
+// panics past ~1.1M distinct lines. Larger
 // inputs fall back to one replace-everything-between-common-ends hunk, which
 // is still a valid, deterministic diff.
 const maxDiffLines = 1 << 20
@@ -309,44 +308,46 @@ func appendReplace(ops []op, a, b []string) []op {
 	return ops
 }
 
-// diffMiddle runs go-diff on line lists that share no common first or last
-// line and returns the edit script with each change run ordered deletions
+// diffMiddle is go-diff's line-mode edit script for line lists that share
+// no common first or last line, with each change run ordered deletions
 // first, as git prints it; when that script is the only minimal one
-// (soleDiff), without running go-diff. Each distinct line is one rune (lineRunes). go-diff compares
-// runes only for equality, so any one-to-one numbering gives the edit
-// script its own DiffLinesToRunes would; numbering the lines already split
-// here spares joining them into one string, splitting it again, and doing
-// both once more on the way back (TestDiffMiddleAsGoDiff checks the
-// bytes against go-diff's own line mode).
+// (soleDiff), it is read off without searching. go-diff compares lines
+// only for equality, so numbering the lines here (lineIDs) and running
+// its algorithm on the numbers (myers.go) gives the edit script its own
+// DiffLinesToRunes and DiffMainRunes would, without joining the lines
+// into one string, splitting it again, and converting runes to strings
+// and back at every level (TestDiffMiddleAsGoDiff and FuzzDiffMiddle check
+// the ops against go-diff's own line mode).
 func diffMiddle(a, b []string) []op {
 	if len(a) == 0 || len(b) == 0 {
 		return appendReplace(nil, a, b)
 	}
-	ra, rb, lines := lineRunes(a, b)
-	if ops, ok := soleDiff(ra, rb, lines); ok {
+	ia, ib, lines := lineIDs(a, b)
+	if ops, ok := soleDiff(ia, ib, lines); ok {
 		return ops
 	}
-	dmp := diffmatchpatch.New()
-	// No deadline: a timeout would make the output depend on machine
-	// speed, and the diff bytes are an approval fingerprint.
-	dmp.DiffTimeout = 0
-	diffs := dmp.DiffMainRunes(ra, rb, false)
+	// No deadline: go-diff's DiffTimeout is 0 in the reference, since a
+	// timeout would make the output depend on machine speed, and the
+	// diff bytes are an approval fingerprint.
+	var m myers
+	diffs := m.main(ia, ib)
 
-	var ops, dels, adds []op
+	ops := make([]op, 0, len(a)+len(b))
+	var dels, adds []op
 	flush := func() {
 		ops = append(append(ops, dels...), adds...)
 		dels, adds = dels[:0], adds[:0]
 	}
 	for _, d := range diffs {
-		for _, r := range d.Text {
-			l := lines[runeLine(r)]
-			switch d.Type {
-			case diffmatchpatch.DiffEqual:
+		for _, id := range d.text {
+			l := lines[id]
+			switch d.kind {
+			case segEqual:
 				flush()
 				ops = append(ops, op{' ', l})
-			case diffmatchpatch.DiffDelete:
+			case segDelete:
 				dels = append(dels, op{'-', l})
-			case diffmatchpatch.DiffInsert:
+			case segInsert:
 				adds = append(adds, op{'+', l})
 			}
 		}
@@ -355,8 +356,8 @@ func diffMiddle(a, b []string) []op {
 	return ops
 }
 
-// soleDiff is diffMiddle's script for a and b, numbered as lineRunes
-// numbers them (ra, rb; lines by number), without running go-diff, when
+// soleDiff is diffMiddle's script for a and b, numbered as lineIDs
+// numbers them (ia, ib; lines by number), without running go-diff, when
 // one edit script is the only minimal one and can be read off without
 // searching: every line of a that occurs nowhere in b is removed, every
 // line of b that occurs nowhere in a is added, and the lines left on each
@@ -375,82 +376,56 @@ func diffMiddle(a, b []string) []op {
 // ones as the removed ones, then the added ones, in their order, which is
 // what soleDiff writes. TestSoleDiff and FuzzSoleDiff check it against
 // go-diff's line mode.
-func soleDiff(ra, rb []rune, lines []string) ([]op, bool) {
+func soleDiff(ia, ib []int32, lines []string) ([]op, bool) {
 	inA := make([]bool, len(lines))
-	for _, r := range ra {
-		inA[runeLine(r)] = true
+	for _, n := range ia {
+		inA[n] = true
 	}
 	inB := make([]bool, len(lines))
-	for _, r := range rb {
-		inB[runeLine(r)] = true
+	for _, n := range ib {
+		inB[n] = true
 	}
-	ops := make([]op, 0, len(ra)+len(rb))
+	ops := make([]op, 0, len(ia)+len(ib))
 	i, j := 0, 0
 	for {
-		for ; i < len(ra) && !inB[runeLine(ra[i])]; i++ {
-			ops = append(ops, op{'-', lines[runeLine(ra[i])]})
+		for ; i < len(ia) && !inB[ia[i]]; i++ {
+			ops = append(ops, op{'-', lines[ia[i]]})
 		}
-		for ; j < len(rb) && !inA[runeLine(rb[j])]; j++ {
-			ops = append(ops, op{'+', lines[runeLine(rb[j])]})
+		for ; j < len(ib) && !inA[ib[j]]; j++ {
+			ops = append(ops, op{'+', lines[ib[j]]})
 		}
-		if i == len(ra) && j == len(rb) {
+		if i == len(ia) && j == len(ib) {
 			return ops, true
 		}
-		if i == len(ra) || j == len(rb) || ra[i] != rb[j] {
+		if i == len(ia) || j == len(ib) || ia[i] != ib[j] {
 			return nil, false
 		}
-		ops = append(ops, op{' ', lines[runeLine(ra[i])]})
+		ops = append(ops, op{' ', lines[ia[i]]})
 		i++
 		j++
 	}
 }
 
-// lineRunes numbers the distinct lines of a and b in order of first
-// appearance and returns both as runes (lineRune), with the lines by
-// number.
-func lineRunes(a, b []string) (ra, rb []rune, lines []string) {
-	num := make(map[string]int, len(a))
-	conv := func(side []string) []rune {
-		out := make([]rune, len(side))
+// lineIDs numbers the distinct lines of a and b in order of first
+// appearance and returns both as numbers, with the lines by number.
+func lineIDs(a, b []string) (ia, ib []int32, lines []string) {
+	num := make(map[string]int32, len(a))
+	conv := func(side []string) []int32 {
+		out := make([]int32, len(side))
 		for i, l := range side {
 			n, ok := num[l]
 			if !ok {
-				n = len(lines)
+				n = int32(len(lines))
 				num[l] = n
 				lines = append(lines, l)
 			}
-			out[i] = lineRune(n)
+			out[i] = n
 		}
 		return out
 	}
-	ra = conv(a)
-	rb = conv(b)
-	return ra, rb, lines
-}
-
-// surrogateLo and surrogateN bound the UTF-16 surrogate block, which holds no valid rune:
-// line numbers skip it, so every number survives go-diff's conversions
-// between runes and strings.
-const (
-	surrogateLo = 0xD800
-	surrogateN  = 0x800
-)
-
-// lineRune is line number n as a valid rune.
-func lineRune(n int) rune {
-	if n >= surrogateLo {
-		n += surrogateN
-	}
-	return rune(n)
-}
-
-// runeLine inverts lineRune.
-func runeLine(r rune) int {
-	n := int(r)
-	if n >= surrogateLo+surrogateN {
-		n -= surrogateN
-	}
-	return n
+	ia = conv(a)
+	ib = conv(b)
+	return ia, ib, lines
 }
 
 // writeHunks groups ops into hunks with contextLines of context, merging
