@@ -244,6 +244,11 @@ func lineOps(old, new []byte) (ops []op, skipped int) {
 func commonPrefixLines(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	// Blocks first (bytes.Equal is the runtime's vectorised compare),
+	// then the bytes of the block that differs.
+	for i+cmpBlock <= n && bytes.Equal(a[i:i+cmpBlock], b[i:i+cmpBlock]) {
+		i += cmpBlock
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
@@ -257,7 +262,11 @@ func commonPrefixLines(a, b []byte) int {
 // it while "x" and "x\n" do not.
 func commonSuffixLines(a, b []byte) int {
 	k := 0
-	for k < len(a) && k < len(b) && a[len(a)-1-k] == b[len(b)-1-k] {
+	n := min(len(a), len(b))
+	for k+cmpBlock <= n && bytes.Equal(a[len(a)-k-cmpBlock:len(a)-k], b[len(b)-k-cmpBlock:len(b)-k]) {
+		k += cmpBlock
+	}
+	for k < n && a[len(a)-1-k] == b[len(b)-1-k] {
 		k++
 	}
 	lineStart := func(s []byte, k int) bool { return k == len(s) || s[len(s)-k-1] == '\n' }
@@ -272,6 +281,10 @@ func commonSuffixLines(a, b []byte) int {
 	}
 	return k - i - 1
 }
+
+// cmpBlock is the block size commonPrefixLines and commonSuffixLines
+// compare at once before going byte by byte.
+const cmpBlock = 64
 
 // lastLines is the offset in s (whole lines) where its last n lines start.
 func lastLines(s []byte, n int) int {
@@ -446,13 +459,18 @@ func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 			newAt[i+1]++
 		}
 	}
+	// The hunks' op ranges first, so that b grows once, to the size
+	// they take.
+	type span struct{ start, end int }
+	var spans []span
+	size := 0
 	i := 0
 	for {
 		for i < len(ops) && ops[i].kind == ' ' {
 			i++
 		}
 		if i == len(ops) {
-			return
+			break
 		}
 		start := max(i-contextLines, 0)
 		end := i
@@ -470,6 +488,16 @@ func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 			}
 			end = eq
 		}
+		spans = append(spans, span{start, end})
+		size += 64 // a header, and a "No newline" marker
+		for _, o := range ops[start:end] {
+			size += 1 + len(o.line)
+		}
+		i = end
+	}
+	b.Grow(size)
+	for _, h := range spans {
+		start, end := h.start, h.end
 		b.WriteString("@@ -" + hunkRange(oldAt[start], oldAt[end]-oldAt[start]) +
 			" +" + hunkRange(newAt[start], newAt[end]-newAt[start]) + " @@\n")
 		for _, o := range ops[start:end] {
@@ -479,7 +507,6 @@ func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 				b.WriteString("\n\\ No newline at end of file\n")
 			}
 		}
-		i = end
 	}
 }
 
