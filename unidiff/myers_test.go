@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
@@ -90,7 +91,7 @@ func TestMyersAsGoDiff(t *testing.T) {
 			if !ok || bytes.Equal(old, new) {
 				continue
 			}
-			ia, ib, _ := lineIDs(Lines(old), Lines(new))
+			ia, ib, _ := lineIDs(string(old), string(new))
 			checkMyers(t, e.Name()+" "+p, ia, ib)
 			checkMyers(t, e.Name()+" "+p+" (back)", ib, ia)
 			files++
@@ -106,7 +107,7 @@ func TestMyersAsGoDiff(t *testing.T) {
 	}
 }
 
-// FuzzMyers checks myers.main against go-diff's DiffMainRunes on any two
+// FuzzMyers checks linesOf and lineCount against Lines, myers.main against go-diff's DiffMainRunes on any two
 // texts read as line numbers of vocabularies of 2, 4 and 255 lines (the
 // smaller the vocabulary, the more minimal scripts tie and the more
 // cleanupMerge slides), and diffMiddle against go-diff's line mode on
@@ -116,6 +117,9 @@ func FuzzMyers(f *testing.F) {
 	f.Add([]byte("aXbXc"), []byte("XaXbX"))
 	f.Add([]byte("abcabba"), []byte("cbabac"))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if got, want := linesOf(string(a)), Lines(a); !slices.Equal(got, want) || lineCount(string(a)) != len(want) {
+			t.Fatalf("linesOf(%q) = %q (%d), want %q", a, got, lineCount(string(a)), want)
+		}
 		for _, k := range []byte{2, 4, 255} {
 			checkMyers(t, fmt.Sprint("vocab ", k), vocabIDs(a, k), vocabIDs(b, k))
 		}

@@ -3,6 +3,7 @@ package unidiff
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 )
@@ -222,16 +223,19 @@ func lineOps(old, new []byte) (ops []op, skipped int) {
 	head := old[:pre]
 	keep := lastLines(head, contextLines)
 	skipped = bytes.Count(head[:keep], []byte{'\n'})
-	midA, midB := Lines(old[pre:len(old)-suf]), Lines(new[pre:len(new)-suf])
+	// The middles as one string each: their lines are substrings of it,
+	// not a slice of strings.
+	midA, midB := string(old[pre:len(old)-suf]), string(new[pre:len(new)-suf])
+	na, nb := lineCount(midA), lineCount(midB)
 	tail := firstLines(old[len(old)-suf:], contextLines)
-	ops = make([]op, 0, contextLines+len(midA)+len(midB)+contextLines)
+	ops = make([]op, 0, contextLines+na+nb+contextLines)
 	for _, l := range Lines(head[keep:]) {
 		ops = append(ops, op{' ', l})
 	}
-	if len(midA)+len(midB) > maxDiffLines {
-		ops = appendReplace(ops, midA, midB)
+	if na+nb > maxDiffLines {
+		ops = appendReplace(ops, linesOf(midA), linesOf(midB))
 	} else {
-		ops = append(ops, diffMiddle(midA, midB)...)
+		ops = appendDiffMiddle(ops, midA, midB)
 	}
 	for _, l := range Lines(tail) {
 		ops = append(ops, op{' ', l})
@@ -332,11 +336,18 @@ func appendReplace(ops []op, a, b []string) []op {
 // and back at every level (TestDiffMiddleAsGoDiff and FuzzDiffMiddle check
 // the ops against go-diff's own line mode).
 func diffMiddle(a, b []string) []op {
-	if len(a) == 0 || len(b) == 0 {
-		return appendReplace(nil, a, b)
+	return appendDiffMiddle(nil, strings.Join(a, ""), strings.Join(b, ""))
+}
+
+// appendDiffMiddle appends diffMiddle's script to ops for the lines of the
+// texts a and b.
+func appendDiffMiddle(ops []op, a, b string) []op {
+	if a == "" || b == "" {
+		return appendReplace(ops, linesOf(a), linesOf(b))
 	}
 	ia, ib, lines := lineIDs(a, b)
-	if ops, ok := soleDiff(ia, ib, lines); ok {
+	var ok bool
+	if ops, ok = soleDiff(ops, ia, ib, lines); ok {
 		return ops
 	}
 	// No deadline: go-diff's DiffTimeout is 0 in the reference, since a
@@ -345,38 +356,42 @@ func diffMiddle(a, b []string) []op {
 	var m myers
 	diffs := m.main(ia, ib)
 
-	ops := make([]op, 0, len(a)+len(b))
-	var dels, adds []op
+	// A change run is written removed lines first: its deletions are
+	// appended as they come, its insertions kept until the next equality.
+	var adds []int32
 	flush := func() {
-		ops = append(append(ops, dels...), adds...)
-		dels, adds = dels[:0], adds[:0]
+		for _, id := range adds {
+			ops = append(ops, op{'+', lines[id]})
+		}
+		adds = adds[:0]
 	}
 	for _, d := range diffs {
-		for _, id := range d.text {
-			l := lines[id]
-			switch d.kind {
-			case segEqual:
-				flush()
-				ops = append(ops, op{' ', l})
-			case segDelete:
-				dels = append(dels, op{'-', l})
-			case segInsert:
-				adds = append(adds, op{'+', l})
+		switch d.kind {
+		case segEqual:
+			flush()
+			for _, id := range d.text {
+				ops = append(ops, op{' ', lines[id]})
 			}
+		case segDelete:
+			for _, id := range d.text {
+				ops = append(ops, op{'-', lines[id]})
+			}
+		case segInsert:
+			adds = append(adds, d.text...)
 		}
 	}
 	flush()
 	return ops
 }
 
-// soleDiff is diffMiddle's script for a and b, numbered as lineIDs
-// numbers them (ia, ib; lines by number), without running go-diff, when
+// soleDiff appends to ops diffMiddle's script for a and b, numbered as
+// lineIDs numbers them (ia, ib; lines by number), without running go-diff, when
 // one edit script is the only minimal one and can be read off without
 // searching: every line of a that occurs nowhere in b is removed, every
 // line of b that occurs nowhere in a is added, and the lines left on each
-// side are the same sequence. false when they are not (a changed line
-// also occurs on the other side, or the shared lines moved), and go-diff
-// must search.
+// side are the same sequence. false, with ops as it was, when they are
+// not (a changed line also occurs on the other side, or the shared lines
+// moved), and go-diff must search.
 //
 // Why it is go-diff's answer: a removed line cannot be matched (it is not
 // in b), nor an added one (not in a), so a common subsequence matches
@@ -389,29 +404,29 @@ func diffMiddle(a, b []string) []op {
 // ones as the removed ones, then the added ones, in their order, which is
 // what soleDiff writes. TestSoleDiff and FuzzSoleDiff check it against
 // go-diff's line mode.
-func soleDiff(ia, ib []int32, lines []string) ([]op, bool) {
-	inA := make([]bool, len(lines))
+func soleDiff(ops []op, ia, ib []int32, lines []string) ([]op, bool) {
+	// in[n]&1: line n occurs in a; in[n]&2: in b.
+	in := make([]uint8, len(lines))
 	for _, n := range ia {
-		inA[n] = true
+		in[n] |= 1
 	}
-	inB := make([]bool, len(lines))
 	for _, n := range ib {
-		inB[n] = true
+		in[n] |= 2
 	}
-	ops := make([]op, 0, len(ia)+len(ib))
+	start := len(ops)
 	i, j := 0, 0
 	for {
-		for ; i < len(ia) && !inB[ia[i]]; i++ {
+		for ; i < len(ia) && in[ia[i]]&2 == 0; i++ {
 			ops = append(ops, op{'-', lines[ia[i]]})
 		}
-		for ; j < len(ib) && !inA[ib[j]]; j++ {
+		for ; j < len(ib) && in[ib[j]]&1 == 0; j++ {
 			ops = append(ops, op{'+', lines[ib[j]]})
 		}
 		if i == len(ia) && j == len(ib) {
 			return ops, true
 		}
 		if i == len(ia) || j == len(ib) || ia[i] != ib[j] {
-			return nil, false
+			return ops[:start], false
 		}
 		ops = append(ops, op{' ', lines[ia[i]]})
 		i++
@@ -419,26 +434,73 @@ func soleDiff(ia, ib []int32, lines []string) ([]op, bool) {
 	}
 }
 
-// lineIDs numbers the distinct lines of a and b in order of first
-// appearance and returns both as numbers, with the lines by number.
-func lineIDs(a, b []string) (ia, ib []int32, lines []string) {
-	num := make(map[string]int32, len(a))
-	conv := func(side []string) []int32 {
-		out := make([]int32, len(side))
-		for i, l := range side {
-			n, ok := num[l]
-			if !ok {
-				n = int32(len(lines))
-				num[l] = n
-				lines = append(lines, l)
+// lineIDs numbers the distinct lines of the texts a and b (as Lines
+// splits them) in order of first appearance and returns both as numbers,
+// with the lines by number, substrings of a and b.
+func lineIDs(a, b string) (ia, ib []int32, lines []string) {
+	na, nb := lineCount(a), lineCount(b)
+	// An open-addressing table of line numbers (plus one; 0 is a free
+	// slot), at most half full: no per-entry allocation, and a probe
+	// compares a line with the one it found by length first. The hash
+	// seed only places lines in the table; the numbers are the order of
+	// first appearance whatever it is.
+	size := 16
+	for size < 2*(na+nb) {
+		size <<= 1
+	}
+	slots := make([]int32, size)
+	mask := uint64(size - 1)
+	seed := maphash.MakeSeed()
+	lines = make([]string, 0, na+nb/4)
+	conv := func(s string, n int) []int32 {
+		out := make([]int32, 0, n)
+		for len(s) > 0 {
+			l := s
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				l = s[:i+1]
 			}
-			out[i] = n
+			s = s[len(l):]
+			i := maphash.String(seed, l) & mask
+			for slots[i] != 0 && lines[slots[i]-1] != l {
+				i = (i + 1) & mask
+			}
+			if slots[i] == 0 {
+				lines = append(lines, l)
+				slots[i] = int32(len(lines))
+			}
+			out = append(out, slots[i]-1)
 		}
 		return out
 	}
-	ia = conv(a)
-	ib = conv(b)
+	ia = conv(a, na)
+	ib = conv(b, nb)
 	return ia, ib, lines
+}
+
+// lineCount is len(Lines(s)).
+func lineCount(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && s[len(s)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// linesOf is Lines for a string: substrings of s.
+func linesOf(s string) []string {
+	if s == "" {
+		return nil
+	}
+	out := make([]string, 0, lineCount(s))
+	for len(s) > 0 {
+		l := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			l = s[:i+1]
+		}
+		out = append(out, l)
+		s = s[len(l):]
+	}
+	return out
 }
 
 // writeHunks groups ops into hunks with contextLines of context, merging
