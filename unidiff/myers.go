@@ -126,16 +126,23 @@ func (m *myers) bisect(r1, r2 []int32) []seg {
 	for d := 0; d < maxD; d++ {
 		for k1 := -d + k1start; k1 <= d-k1end; k1 += 2 {
 			k1Offset := vOffset + k1
+			// go-diff: v1[k-1] < v1[k+1] ? v1[k+1] : v1[k-1]+1, which is
+			// their max; as max, a conditional move instead of a branch
+			// that goes either way half the time.
 			var x1 int
-			if k1 == -d || (k1 != d && v1[k1Offset-1] < v1[k1Offset+1]) {
+			switch {
+			case k1 == -d:
 				x1 = int(v1[k1Offset+1])
-			} else {
+			case k1 == d:
 				x1 = int(v1[k1Offset-1]) + 1
+			default:
+				x1 = int(max(v1[k1Offset-1]+1, v1[k1Offset+1]))
 			}
 			y1 := x1 - k1
-			for x1 < n1 && y1 < n2 && r1[x1] == r2[y1] {
-				x1++
-				y1++
+			if x1 < n1 && y1 < n2 && r1[x1] == r2[y1] {
+				n := 1 + commonPrefixIDs(r1[x1+1:], r2[y1+1:])
+				x1 += n
+				y1 += n
 			}
 			v1[k1Offset] = int32(x1)
 			if x1 > n1 {
@@ -155,15 +162,19 @@ func (m *myers) bisect(r1, r2 []int32) []seg {
 		for k2 := -d + k2start; k2 <= d-k2end; k2 += 2 {
 			k2Offset := vOffset + k2
 			var x2 int
-			if k2 == -d || (k2 != d && v2[k2Offset-1] < v2[k2Offset+1]) {
+			switch {
+			case k2 == -d:
 				x2 = int(v2[k2Offset+1])
-			} else {
+			case k2 == d:
 				x2 = int(v2[k2Offset-1]) + 1
+			default:
+				x2 = int(max(v2[k2Offset-1]+1, v2[k2Offset+1]))
 			}
 			y2 := x2 - k2
-			for x2 < n1 && y2 < n2 && r1[n1-x2-1] == r2[n2-y2-1] {
-				x2++
-				y2++
+			if x2 < n1 && y2 < n2 && r1[n1-x2-1] == r2[n2-y2-1] {
+				n := 1 + commonSuffixIDs(r1[:n1-x2-1], r2[:n2-y2-1])
+				x2 += n
+				y2 += n
 			}
 			v2[k2Offset] = int32(x2)
 			if x2 > n1 {

@@ -128,3 +128,36 @@ func FuzzMyers(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMyers is myers.main on the fzf commits' file diffs that
+// soleDiff declines (the ones go-diff must search), both ways.
+func BenchmarkMyers(b *testing.B) {
+	root := corpusDir(b)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type pair struct{ a, b []int32 }
+	var pairs []pair
+	for _, e := range entries {
+		base := readTree(b, filepath.Join(root, e.Name(), "base"))
+		exp := readTree(b, filepath.Join(root, e.Name(), "expected"))
+		for p, old := range base {
+			new, ok := exp[p]
+			if !ok || bytes.Equal(old, new) {
+				continue
+			}
+			ia, ib, lines := lineIDs(string(old), string(new))
+			if _, ok := soleDiff(nil, ia, ib, lines); !ok {
+				pairs = append(pairs, pair{ia, ib}, pair{ib, ia})
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range pairs {
+			var m myers
+			m.main(p.a, p.b)
+		}
+	}
+}
