@@ -109,10 +109,12 @@ func (m *myers) bisect(r1, r2 []int32) []seg {
 	maxD := (n1 + n2 + 1) / 2
 	vOffset := maxD
 	vLength := 2 * maxD
-	if cap(m.v) < 2*vLength {
-		m.v = make([]int32, 2*vLength)
+	// One slot more than go-diff's arrays, past their end, always -1:
+	// see below.
+	if cap(m.v) < 2*(vLength+1) {
+		m.v = make([]int32, 2*(vLength+1))
 	}
-	v1, v2 := m.v[:vLength], m.v[vLength:2*vLength]
+	v1, v2 := m.v[:vLength+1], m.v[vLength+1:2*(vLength+1)]
 	for i := range v1 {
 		v1[i] = -1
 	}
@@ -126,18 +128,17 @@ func (m *myers) bisect(r1, r2 []int32) []seg {
 	for d := 0; d < maxD; d++ {
 		for k1 := -d + k1start; k1 <= d-k1end; k1 += 2 {
 			k1Offset := vOffset + k1
-			// go-diff: v1[k-1] < v1[k+1] ? v1[k+1] : v1[k-1]+1, which is
-			// their max; as max, a conditional move instead of a branch
-			// that goes either way half the time.
-			var x1 int
-			switch {
-			case k1 == -d:
-				x1 = int(v1[k1Offset+1])
-			case k1 == d:
-				x1 = int(v1[k1Offset-1]) + 1
-			default:
-				x1 = int(max(v1[k1Offset-1]+1, v1[k1Offset+1]))
-			}
+			// go-diff takes v1[k+1] at k = -d, v1[k-1]+1 at k = d, and
+			// else v1[k-1] < v1[k+1] ? v1[k+1] : v1[k-1]+1, which is
+			// max(v1[k-1]+1, v1[k+1]): a conditional move, not a branch
+			// that goes either way half the time. The max is also go-diff's
+			// choice at both ends: when k = -d is walked, k1start is 0, so
+			// -d+1 was walked at d-1 and v1[k+1] >= 0, while v1[k-1]
+			// (diagonal -d-1) was never written and is -1; when k = d is
+			// walked, k1end is 0, so v1[k-1] >= 0, and v1[k+1] (diagonal
+			// d+1, the extra slot when d = maxD-1) is -1. At d = 0 both
+			// give v1[vOffset+1] = 0.
+			x1 := int(max(v1[k1Offset-1]+1, v1[k1Offset+1]))
 			y1 := x1 - k1
 			if x1 < n1 && y1 < n2 && r1[x1] == r2[y1] {
 				n := 1 + commonPrefixIDs(r1[x1+1:], r2[y1+1:])
@@ -161,15 +162,7 @@ func (m *myers) bisect(r1, r2 []int32) []seg {
 		}
 		for k2 := -d + k2start; k2 <= d-k2end; k2 += 2 {
 			k2Offset := vOffset + k2
-			var x2 int
-			switch {
-			case k2 == -d:
-				x2 = int(v2[k2Offset+1])
-			case k2 == d:
-				x2 = int(v2[k2Offset-1]) + 1
-			default:
-				x2 = int(max(v2[k2Offset-1]+1, v2[k2Offset+1]))
-			}
+			x2 := int(max(v2[k2Offset-1]+1, v2[k2Offset+1])) // as x1
 			y2 := x2 - k2
 			if x2 < n1 && y2 < n2 && r1[n1-x2-1] == r2[n2-y2-1] {
 				n := 1 + commonSuffixIDs(r1[:n1-x2-1], r2[:n2-y2-1])
