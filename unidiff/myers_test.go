@@ -74,6 +74,7 @@ func TestMyersAsGoDiff(t *testing.T) {
 		{"", ""}, {"a", ""}, {"", "b"}, {"abc", "abc"}, {"abc", "b"}, {"b", "abc"}, {"abc", "ab"}, {"abc", "bc"},
 		{"ab", "ba"}, {"abcab", "cab"}, {"aba", "abba"}, {"xaby", "xbay"}, {"abcd", "efgh"}, {"aaaa", "aa"},
 		{"abab", "baba"}, {"acbd", "abcd"}, {"abcabba", "cbabac"}, {"aXbXc", "XaXbX"}, {"abcba", "abcbcba"},
+		{"abc", "xyz"}, {"ab", "xyz"}, {"abcd", "wxyz"}, {"abcde", "vwxyz"}, {"aaab", "bbba"}, {"ab", "ba"}, {"abc", "cba"},
 	} {
 		checkMyers(t, fmt.Sprint("crafted ", i), vocabIDs([]byte(c[0]), 255), vocabIDs([]byte(c[1]), 255))
 	}
