@@ -130,8 +130,9 @@ func FuzzMyers(f *testing.F) {
 	})
 }
 
-// BenchmarkMyers is myers.main on the fzf commits' file diffs that
-// soleDiff declines (the ones go-diff must search), both ways.
+// BenchmarkMyers is myers.main (impl=port) and go-diff's DiffMainRunes
+// on the same line numbers (impl=godiff) on the fzf commits' file diffs
+// that soleDiff declines (the ones go-diff must search), both ways.
 func BenchmarkMyers(b *testing.B) {
 	root := corpusDir(b)
 	entries, err := os.ReadDir(root)
@@ -154,11 +155,21 @@ func BenchmarkMyers(b *testing.B) {
 			}
 		}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, p := range pairs {
-			var m myers
-			m.main(p.a, p.b)
+	b.Run("impl=port", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, p := range pairs {
+				var m myers
+				m.main(p.a, p.b)
+			}
 		}
-	}
+	})
+	b.Run("impl=godiff", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, p := range pairs {
+				goDiffSegs(p.a, p.b)
+			}
+		}
+	})
 }
