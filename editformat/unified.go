@@ -110,8 +110,6 @@ type normalizer struct {
 	tols    []protocol.Tolerance
 }
 
-// splitLines splits b after every '\n' (strings.Lines), each line
-// keeping its line end; nil for no bytes.
 // crlfAndGit reports, for a diff that ends in '\n', whether every line
 // ends in "\r\n" and whether any line starts with "diff --git ": what
 // NormalizeDiff asked of splitLines(diff), without the lines.
@@ -137,6 +135,8 @@ func crlfAndGit(diff []byte) (crlf, git bool) {
 	return crlf, git
 }
 
+// splitLines splits b after every '\n' (strings.Lines), each line
+// keeping its line end; nil for no bytes.
 func splitLines(b []byte) []string {
 	return slices.Collect(strings.Lines(string(b)))
 }
