@@ -11,11 +11,11 @@ import (
 // contextLines is git's default -U3.
 const contextLines = 3
 
-// maxDiffLines bounds the line count handed to the line diff: go-diff,
-// whose output it reproduces, encodes each distinct line as one rune and
-// panics past ~1.1M distinct lines. Larger
-// inputs fall back to one replace-everything-between-common-ends hunk, which
-// is still a valid, deterministic diff.
+// maxDiffLines bounds the line count handed to the line diff. It was
+// go-diff's limit (one rune per distinct line, a panic past ~1.1M) and
+// stays, so that the canonical diff of a larger file stays what it was.
+// Larger inputs fall back to one replace-everything-between-common-ends
+// hunk, which is still a valid, deterministic diff.
 const maxDiffLines = 1 << 20
 
 // Lines splits b after every '\n', keeping the terminators, so that
@@ -387,9 +387,10 @@ func appendDiffMiddle(ops []op, a, b string) []op {
 
 // soleDiff appends to ops diffMiddle's script for a and b, numbered as
 // lineIDs numbers them (ia, ib; lines by number), when one edit script
-// is the only minimal one and can be read off without searching: every line of a that occurs nowhere in b is removed, every
-// line of b that occurs nowhere in a is added, and the lines left on each
-// side are the same sequence. false, with ops as it was, when they are
+// is the only minimal one and can be read off without searching: every
+// line of a that occurs nowhere in b is removed, every line of b that
+// occurs nowhere in a is added, and the lines left on each side are the
+// same sequence. false, with ops as it was, when they are
 // not (a changed line also occurs on the other side, or the shared lines
 // moved), and go-diff must search.
 //
