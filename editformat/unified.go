@@ -62,24 +62,14 @@ func NormalizeDiff(field string, diff []byte, opt DiffOptions) ([]byte, []protoc
 		n.tols = append(n.tols, protocol.Tolerance{Tolerance: "final-newline", PatchLine: bytes.Count(diff, []byte{'\n'})})
 		n.changed = true
 	}
-	n.lines = splitLines(diff)
-	n.crlf = true
-	for _, l := range n.lines {
-		if !strings.HasSuffix(l, "\r\n") {
-			n.crlf = false
-			break
-		}
-	}
+	// Whether every line ends in CRLF and whether any is a "diff --git"
+	// header, read on the bytes: a git diff that needs no change is
+	// returned as it is, without splitting it into lines.
+	crlf, git := crlfAndGit(diff)
+	n.crlf = crlf
 	if n.crlf {
 		n.tols = append(n.tols, protocol.Tolerance{Tolerance: "crlf"})
 		n.changed = true
-	}
-	git := false
-	for _, l := range n.lines {
-		if strings.HasPrefix(l, "diff --git ") {
-			git = true
-			break
-		}
 	}
 	var err error
 	if git {
@@ -90,8 +80,10 @@ func NormalizeDiff(field string, diff []byte, opt DiffOptions) ([]byte, []protoc
 		if !n.changed && !opt.Recount {
 			return diff, nil, nil
 		}
+		n.lines = splitLines(diff)
 		err = n.gitStyle()
 	} else {
+		n.lines = splitLines(diff)
 		err = n.traditional()
 	}
 	if errors.Is(err, errNoFiles) {
@@ -116,6 +108,31 @@ type normalizer struct {
 	changed bool
 	out     bytes.Buffer
 	tols    []protocol.Tolerance
+}
+
+// crlfAndGit reports, for a diff that ends in '\n', whether every line
+// ends in "\r\n" and whether any line starts with "diff --git ": what
+// NormalizeDiff asked of splitLines(diff), without the lines.
+func crlfAndGit(diff []byte) (crlf, git bool) {
+	crlf = true
+	for rest := diff; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			i = len(rest) - 1 // not reached: diff ends in '\n'
+		}
+		l := rest[:i+1]
+		rest = rest[i+1:]
+		if crlf && !bytes.HasSuffix(l, []byte("\r\n")) {
+			crlf = false
+		}
+		if !git && bytes.HasPrefix(l, []byte("diff --git ")) {
+			git = true
+		}
+		if !crlf && git {
+			break
+		}
+	}
+	return crlf, git
 }
 
 // splitLines splits b after every '\n' (strings.Lines), each line

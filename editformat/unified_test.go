@@ -246,3 +246,22 @@ func applyOurs(diff string, files map[string]string) (map[string]string, error) 
 	}
 	return res, nil
 }
+
+// TestCrlfAndGit: crlfAndGit reads on the bytes what NormalizeDiff read on
+// splitLines's lines (every line ends in CRLF; some line starts "diff
+// --git "), on crafted diffs ending in '\n'.
+func TestCrlfAndGit(t *testing.T) {
+	for _, d := range []string{
+		"\n", "\r\n", "a\r\nb\r\n", "a\r\nb\n", "a\nb\r\n", "diff --git a/x b/x\n", "x\ndiff --git a/x b/x\r\n",
+		"diff --git a/x b/x\r\n--- a/x\r\n", " diff --git a/x b/x\n", "diff --gitx\n", "\r\r\n\n", "diff --git \n",
+	} {
+		crlf, git := true, false
+		for _, l := range splitLines([]byte(d)) {
+			crlf = crlf && strings.HasSuffix(l, "\r\n")
+			git = git || strings.HasPrefix(l, "diff --git ")
+		}
+		if gc, gg := crlfAndGit([]byte(d)); gc != crlf || gg != git {
+			t.Errorf("%q: crlfAndGit = %v, %v; the lines say %v, %v", d, gc, gg, crlf, git)
+		}
+	}
+}

@@ -27,6 +27,13 @@ const BlobFile = "blobs"
 // encodeBlobs renders blobs (sha256 hex → bytes) as a BlobFile.
 func encodeBlobs(blobs map[string][]byte) []byte {
 	var buf bytes.Buffer
+	// One allocation of the pack's size (at most: the length is up to 20
+	// digits): a diff of megabytes is copied once, not once per doubling.
+	size := 0
+	for sum, data := range blobs {
+		size += len(sum) + 1 + 20 + 1 + len(data) + 1
+	}
+	buf.Grow(size)
 	for _, sum := range slices.Sorted(maps.Keys(blobs)) {
 		data := blobs[sum]
 		buf.WriteString(sum)

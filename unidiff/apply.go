@@ -140,6 +140,10 @@ type hunk struct {
 
 func newHunk(frag *gitdiff.TextFragment) *hunk {
 	h := &hunk{oldStart: clampInt(frag.OldPosition), search: clampInt(frag.NewPosition - 1)}
+	// Each side at once, to the header's count (go-gitdiff has checked
+	// it against the lines; bounded by them all the same).
+	h.pre = make([]string, 0, max(0, min(clampInt(frag.OldLines), len(frag.Lines))))
+	h.post = make([]string, 0, max(0, min(clampInt(frag.NewLines), len(frag.Lines))))
 	trailing := 0
 	for _, l := range frag.Lines {
 		if l.Old() {

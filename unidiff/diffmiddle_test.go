@@ -198,7 +198,8 @@ func BenchmarkDiffMiddle(b *testing.B) {
 // go-diff's (diffMiddleGoDiff); it reports whether soleDiff took them.
 func checkSoleDiff(t *testing.T, name string, a, b []string) bool {
 	t.Helper()
-	got, ok := soleDiff(lineRunes(a, b))
+	ia, ib, lines := lineIDs(strings.Join(a, ""), strings.Join(b, ""))
+	got, ok := soleDiff(nil, ia, ib, lines)
 	if !ok {
 		return false
 	}

@@ -3,6 +3,11 @@ package unidiff
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -134,4 +139,104 @@ func shiftForFuzz(old, ins []byte, where uint32) []byte {
 		b = append(b, l...)
 	}
 	return b
+}
+
+// checkParseParts fails t when parseGitdiffParts, cutting diff into n
+// parts, accepts it and its files differ from parseGitdiff's on the whole
+// diff (which must then parse too). It reports whether the parts were
+// taken.
+func checkParseParts(t *testing.T, name string, diff []byte, n int) bool {
+	t.Helper()
+	lines := Lines(diff)
+	headers, perr := scanLayout(lines)
+	if perr != nil {
+		return false
+	}
+	got, ok := parseGitdiffParts(diff, lines, headers, n)
+	if !ok {
+		return false
+	}
+	want, err := parseGitdiff(diff)
+	if err != nil {
+		t.Fatalf("%s: the parts parse, the whole diff does not: %v", name, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: %d parts give %d files, the whole diff %d, or they differ", name, n, len(got), len(want))
+	}
+	return true
+}
+
+// FuzzParseParts: whatever parseGitdiffParts accepts, cut into 2, 3 or 7
+// parts, is parseGitdiff's parse of the whole diff, file for file; and
+// Parse's result does not depend on the cut (it declines below
+// parallelParseBytes, so the fuzz calls the parts directly).
+func FuzzParseParts(f *testing.F) {
+	two := "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\ndiff --git a/g b/g\nnew file mode 100644\n--- /dev/null\n+++ b/g\n@@ -0,0 +1 @@\n+x\n"
+	f.Add([]byte(two))
+	f.Add([]byte("intro\n" + two + "diff --git a/a b/b\nrename from a\nrename to b\n-- \n2.39.0\n"))
+	f.Add([]byte(two + "-- \n2.39.0\ndiff --git a/h b/h\n--- a/h\n+++ b/h\n@@ -1 +1 @@\n-x\n+y\n"))
+	f.Fuzz(func(t *testing.T, diff []byte) {
+		for _, n := range []int{2, 3, 7} {
+			checkParseParts(t, "fuzz", diff, n)
+		}
+	})
+}
+
+// TestParsePartsCorpus: every fzf commit's diff, and all of them joined
+// as they are, parse in parts to the whole diff's files; and Parse of
+// them joined under distinct directories (a real multi-file diff of
+// 700 KB, as BenchmarkTurnStart joins the largest), which it cuts, gives
+// the whole diff's files.
+func TestParsePartsCorpus(t *testing.T) {
+	root := corpusDir(t)
+	dirs, _ := filepath.Glob(filepath.Join(root, "*", "patch.diff"))
+	var all, prefixed []byte
+	taken := 0
+	for i, p := range dirs {
+		d, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{2, 5} {
+			if checkParseParts(t, p, d, n) {
+				taken++
+			}
+		}
+		all = append(all, d...)
+		if bytes.Contains(d, []byte("\nrename from ")) {
+			continue
+		}
+		dir := strconv.Itoa(i) + "/"
+		for _, l := range Lines(d) {
+			switch {
+			case strings.HasPrefix(l, "diff --git a/"):
+				a, b, _ := strings.Cut(strings.TrimPrefix(l, "diff --git a/"), " b/")
+				l = "diff --git a/" + dir + a + " b/" + dir + b
+			case strings.HasPrefix(l, "--- a/"):
+				l = "--- a/" + dir + l[len("--- a/"):]
+			case strings.HasPrefix(l, "+++ b/"):
+				l = "+++ b/" + dir + l[len("+++ b/"):]
+			}
+			prefixed = append(prefixed, l...)
+		}
+	}
+	if !checkParseParts(t, "joined", all, 2) || !checkParseParts(t, "joined", all, 16) {
+		t.Fatalf("the %d joined fzf diffs (%d bytes) were not cut", len(dirs), len(all))
+	}
+	if taken == 0 {
+		t.Fatal("no fzf diff was cut")
+	}
+	ps, err := Parse(prefixed)
+	if err != nil || len(prefixed) < parallelParseBytes {
+		t.Fatalf("Parse of the joined diffs (%d bytes): %d files, %v", len(prefixed), len(ps), err)
+	}
+	want, err := parseGitdiff(prefixed)
+	if err != nil || len(want) != len(ps) {
+		t.Fatalf("parseGitdiff: %d files, %v; Parse %d", len(want), err, len(ps))
+	}
+	for i, p := range ps {
+		if !reflect.DeepEqual(p.file, want[i]) {
+			t.Fatalf("file %d (%s) differs from the whole diff's parse", i, p.NewPath)
+		}
+	}
 }

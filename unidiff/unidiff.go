@@ -8,10 +8,11 @@
 // each hunk where git apply without options would: at the line its header
 // gives or at the nearest offset where its context matches exactly, never
 // with fuzz, and reports each hunk's offset (FilePatch.ApplyWithOffsets).
-// Errors implement errs.Kinded (errors.go). Writing uses
-// github.com/sergi/go-diff in line mode with no timeout so that the same
-// inputs always give the same bytes, because the sha256 of a diff is used as
-// an approval fingerprint.
+// Errors implement errs.Kinded (errors.go). Writing gives the edit script
+// of github.com/sergi/go-diff in line mode with no timeout (its algorithm,
+// run on line numbers: myers.go; go-diff itself is the tests' reference)
+// so that the same inputs always give the same bytes, because the sha256
+// of a diff is used as an approval fingerprint.
 //
 // All content is treated as raw bytes: CR, NUL and invalid UTF-8 survive a
 // FileDiff → Parse → Apply round trip unchanged.
@@ -22,7 +23,9 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 )
@@ -99,13 +102,20 @@ func Parse(diff []byte) (patches []*FilePatch, err error) {
 	if me := checkModes(lines); me != nil {
 		return nil, me
 	}
-	files, err := parseGitdiff(diff)
-	if err != nil {
-		return nil, err
-	}
 	headers, perr := scanLayout(lines)
-	if perr != nil {
-		return nil, perr
+	var files []*gitdiff.File
+	ok := false
+	if perr == nil && len(diff) >= parallelParseBytes {
+		files, ok = parseGitdiffParts(diff, lines, headers, runtime.GOMAXPROCS(0))
+	}
+	if !ok {
+		// go-gitdiff's error first, as it always was, then the layout's.
+		if files, err = parseGitdiff(diff); err != nil {
+			return nil, err
+		}
+		if perr != nil {
+			return nil, perr
+		}
 	}
 	if len(files) == 0 {
 		return nil, &ParseError{Reason: "empty diff: no \"diff --git\" file headers found"}
@@ -153,6 +163,92 @@ func parseGitdiff(diff []byte) (files []*gitdiff.File, err error) {
 		return nil, &ParseError{Reason: gerr.Error()}
 	}
 	return files, nil
+}
+
+// parallelParseBytes is the diff size from which Parse runs go-gitdiff on
+// parts of the diff at once: below it, the goroutines cost more than
+// they save.
+const parallelParseBytes = 64 << 10
+
+// parseGitdiffParts is parseGitdiff(diff) on n parts of diff at once, for
+// a diff whose layout scanLayout accepted (headers): each part is a run of
+// whole file sections, cut at "diff --git" header lines, of about the
+// same size, the first with the preamble. ok is false, and files nil,
+// unless every part parses and gives one file per header it holds; the
+// caller then parses the whole diff (serially, for its error).
+//
+// Why the files are parseGitdiff's: go-gitdiff parses a file from its
+// "diff --git" line through its hunks, each of which ends after the
+// lines its header counts, and skips, as the next file's preamble,
+// whatever comes before the next "diff --git" line. scanLayout accepted
+// the diff, so no such line exists: every line from one header to the
+// next belongs to the first one's section, and a file's parse reads
+// nothing of the next section. Cut at those headers, each part parses to
+// the files it would have given in the whole diff. FuzzParseParts and
+// TestParsePartsCorpus compare both.
+func parseGitdiffParts(diff []byte, lines []string, headers []int, n int) (files []*gitdiff.File, ok bool) {
+	n = min(n, len(headers))
+	if n < 2 {
+		return nil, false
+	}
+	// Byte offset of every header line.
+	at := make([]int, len(headers))
+	off, next := 0, 0
+	for i, l := range lines {
+		if next < len(headers) && headers[next] == i+1 {
+			at[next] = off
+			next++
+		}
+		off += len(l)
+	}
+	if next != len(headers) {
+		return nil, false
+	}
+	// Part j starts at the first header at or after j/n of the diff.
+	type part struct {
+		start, end int // byte range
+		files      int // headers it holds
+		got        []*gitdiff.File
+		err        error
+	}
+	var parts []part
+	h := 0
+	for j := 0; j < n && h < len(headers); j++ {
+		start := at[h]
+		if j == 0 {
+			start = 0
+		}
+		first := h
+		h++
+		for h < len(headers) && at[h] < len(diff)/n*(j+1) {
+			h++
+		}
+		if j == n-1 {
+			h = len(headers)
+		}
+		parts = append(parts, part{start: start, files: h - first})
+	}
+	for j := range parts {
+		if j+1 < len(parts) {
+			parts[j].end = parts[j+1].start
+		} else {
+			parts[j].end = len(diff)
+		}
+	}
+	var wg sync.WaitGroup
+	for j := range parts {
+		wg.Go(func() {
+			parts[j].got, parts[j].err = parseGitdiff(diff[parts[j].start:parts[j].end])
+		})
+	}
+	wg.Wait()
+	for _, p := range parts {
+		if p.err != nil || len(p.got) != p.files {
+			return nil, false
+		}
+		files = append(files, p.got...)
+	}
+	return files, true
 }
 
 const devNull = "/dev/null"

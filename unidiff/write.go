@@ -3,19 +3,19 @@ package unidiff
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
-
-	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // contextLines is git's default -U3.
 const contextLines = 3
 
-// maxDiffLines bounds the line count handed to go-diff: it encodes each
-// distinct line as one rune and panics past ~1.1M distinct lines. Larger
-// inputs fall back to one replace-everything-between-common-ends hunk, which
-// is still a valid, deterministic diff.
+// maxDiffLines bounds the line count handed to the line diff. It was
+// go-diff's limit (one rune per distinct line, a panic past ~1.1M) and
+// stays, so that the canonical diff of a larger file stays what it was.
+// Larger inputs fall back to one replace-everything-between-common-ends
+// hunk, which is still a valid, deterministic diff.
 const maxDiffLines = 1 << 20
 
 // Lines splits b after every '\n', keeping the terminators, so that
@@ -82,8 +82,9 @@ func diffMode(perm uint32) uint32 {
 // name-final backslash written as \134, and in where an ambiguous change
 // sits when several minimal diffs exist (go-diff's Myers without git's
 // indent/slider heuristics; identical for 341 of 394 fzf corpus files).
-// The result is deterministic (go-diff runs with no timeout), byte-exact for
-// any content (CR, NUL, invalid UTF-8) and parses with Parse and "git apply".
+// The result is deterministic (go-diff's algorithm, myers.go, runs with no
+// timeout), byte-exact for any content (CR, NUL, invalid UTF-8) and parses
+// with Parse and "git apply".
 func FileDiff(oldPath, newPath string, old, new []byte, oldExists, newExists bool, oldMode, newMode uint32) []byte {
 	if !oldExists && !newExists {
 		return nil
@@ -208,7 +209,7 @@ type op struct {
 	line string
 }
 
-// lineOps computes a minimal line edit script with go-diff in line mode.
+// lineOps computes a minimal line edit script, go-diff's in line mode.
 // The lines both sides share at the start and at the end are found on the
 // bytes, without splitting them into lines, and only the last
 // contextLines of the shared start and the first contextLines of the
@@ -223,16 +224,19 @@ func lineOps(old, new []byte) (ops []op, skipped int) {
 	head := old[:pre]
 	keep := lastLines(head, contextLines)
 	skipped = bytes.Count(head[:keep], []byte{'\n'})
-	midA, midB := Lines(old[pre:len(old)-suf]), Lines(new[pre:len(new)-suf])
+	// The middles as one string each: their lines are substrings of it,
+	// not a slice of strings.
+	midA, midB := string(old[pre:len(old)-suf]), string(new[pre:len(new)-suf])
+	na, nb := lineCount(midA), lineCount(midB)
 	tail := firstLines(old[len(old)-suf:], contextLines)
-	ops = make([]op, 0, contextLines+len(midA)+len(midB)+contextLines)
+	ops = make([]op, 0, contextLines+na+nb+contextLines)
 	for _, l := range Lines(head[keep:]) {
 		ops = append(ops, op{' ', l})
 	}
-	if len(midA)+len(midB) > maxDiffLines {
-		ops = appendReplace(ops, midA, midB)
+	if na+nb > maxDiffLines {
+		ops = appendReplace(ops, linesOf(midA), linesOf(midB))
 	} else {
-		ops = append(ops, diffMiddle(midA, midB)...)
+		ops = appendDiffMiddle(ops, midA, midB)
 	}
 	for _, l := range Lines(tail) {
 		ops = append(ops, op{' ', l})
@@ -245,6 +249,11 @@ func lineOps(old, new []byte) (ops []op, skipped int) {
 func commonPrefixLines(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	// Blocks first (bytes.Equal is the runtime's vectorised compare),
+	// then the bytes of the block that differs.
+	for i+cmpBlock <= n && bytes.Equal(a[i:i+cmpBlock], b[i:i+cmpBlock]) {
+		i += cmpBlock
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
@@ -258,7 +267,11 @@ func commonPrefixLines(a, b []byte) int {
 // it while "x" and "x\n" do not.
 func commonSuffixLines(a, b []byte) int {
 	k := 0
-	for k < len(a) && k < len(b) && a[len(a)-1-k] == b[len(b)-1-k] {
+	n := min(len(a), len(b))
+	for k+cmpBlock <= n && bytes.Equal(a[len(a)-k-cmpBlock:len(a)-k], b[len(b)-k-cmpBlock:len(b)-k]) {
+		k += cmpBlock
+	}
+	for k < n && a[len(a)-1-k] == b[len(b)-1-k] {
 		k++
 	}
 	lineStart := func(s []byte, k int) bool { return k == len(s) || s[len(s)-k-1] == '\n' }
@@ -273,6 +286,10 @@ func commonSuffixLines(a, b []byte) int {
 	}
 	return k - i - 1
 }
+
+// cmpBlock is the block size commonPrefixLines and commonSuffixLines
+// compare at once before going byte by byte.
+const cmpBlock = 64
 
 // lastLines is the offset in s (whole lines) where its last n lines start.
 func lastLines(s []byte, n int) int {
@@ -309,60 +326,73 @@ func appendReplace(ops []op, a, b []string) []op {
 	return ops
 }
 
-// diffMiddle runs go-diff on line lists that share no common first or last
-// line and returns the edit script with each change run ordered deletions
+// diffMiddle is go-diff's line-mode edit script for line lists that share
+// no common first or last line, with each change run ordered deletions
 // first, as git prints it; when that script is the only minimal one
-// (soleDiff), without running go-diff. Each distinct line is one rune (lineRunes). go-diff compares
-// runes only for equality, so any one-to-one numbering gives the edit
-// script its own DiffLinesToRunes would; numbering the lines already split
-// here spares joining them into one string, splitting it again, and doing
-// both once more on the way back (TestDiffMiddleAsGoDiff checks the
-// bytes against go-diff's own line mode).
+// (soleDiff), it is read off without searching. go-diff compares lines
+// only for equality, so numbering the lines here (lineIDs) and running
+// its algorithm on the numbers (myers.go) gives the edit script its own
+// DiffLinesToRunes and DiffMainRunes would, without joining the lines
+// into one string, splitting it again, and converting runes to strings
+// and back at every level (TestDiffMiddleAsGoDiff and FuzzDiffMiddle check
+// the ops against go-diff's own line mode).
 func diffMiddle(a, b []string) []op {
-	if len(a) == 0 || len(b) == 0 {
-		return appendReplace(nil, a, b)
+	return appendDiffMiddle(nil, strings.Join(a, ""), strings.Join(b, ""))
+}
+
+// appendDiffMiddle appends diffMiddle's script to ops for the lines of the
+// texts a and b.
+func appendDiffMiddle(ops []op, a, b string) []op {
+	if a == "" || b == "" {
+		return appendReplace(ops, linesOf(a), linesOf(b))
 	}
-	ra, rb, lines := lineRunes(a, b)
-	if ops, ok := soleDiff(ra, rb, lines); ok {
+	ia, ib, lines := lineIDs(a, b)
+	var ok bool
+	if ops, ok = soleDiff(ops, ia, ib, lines); ok {
 		return ops
 	}
-	dmp := diffmatchpatch.New()
-	// No deadline: a timeout would make the output depend on machine
-	// speed, and the diff bytes are an approval fingerprint.
-	dmp.DiffTimeout = 0
-	diffs := dmp.DiffMainRunes(ra, rb, false)
+	// No deadline: go-diff's DiffTimeout is 0 in the reference, since a
+	// timeout would make the output depend on machine speed, and the
+	// diff bytes are an approval fingerprint.
+	var m myers
+	diffs := m.main(ia, ib)
 
-	var ops, dels, adds []op
+	// A change run is written removed lines first: its deletions are
+	// appended as they come, its insertions kept until the next equality.
+	var adds []int32
 	flush := func() {
-		ops = append(append(ops, dels...), adds...)
-		dels, adds = dels[:0], adds[:0]
+		for _, id := range adds {
+			ops = append(ops, op{'+', lines[id]})
+		}
+		adds = adds[:0]
 	}
 	for _, d := range diffs {
-		for _, r := range d.Text {
-			l := lines[runeLine(r)]
-			switch d.Type {
-			case diffmatchpatch.DiffEqual:
-				flush()
-				ops = append(ops, op{' ', l})
-			case diffmatchpatch.DiffDelete:
-				dels = append(dels, op{'-', l})
-			case diffmatchpatch.DiffInsert:
-				adds = append(adds, op{'+', l})
+		switch d.kind {
+		case segEqual:
+			flush()
+			for _, id := range d.text {
+				ops = append(ops, op{' ', lines[id]})
 			}
+		case segDelete:
+			for _, id := range d.text {
+				ops = append(ops, op{'-', lines[id]})
+			}
+		case segInsert:
+			adds = append(adds, d.text...)
 		}
 	}
 	flush()
 	return ops
 }
 
-// soleDiff is diffMiddle's script for a and b, numbered as lineRunes
-// numbers them (ra, rb; lines by number), without running go-diff, when
-// one edit script is the only minimal one and can be read off without
-// searching: every line of a that occurs nowhere in b is removed, every
-// line of b that occurs nowhere in a is added, and the lines left on each
-// side are the same sequence. false when they are not (a changed line
-// also occurs on the other side, or the shared lines moved), and go-diff
-// must search.
+// soleDiff appends to ops diffMiddle's script for a and b, numbered as
+// lineIDs numbers them (ia, ib; lines by number), when one edit script
+// is the only minimal one and can be read off without searching: every
+// line of a that occurs nowhere in b is removed, every line of b that
+// occurs nowhere in a is added, and the lines left on each side are the
+// same sequence. false, with ops as it was, when they are
+// not (a changed line also occurs on the other side, or the shared lines
+// moved), and go-diff must search.
 //
 // Why it is go-diff's answer: a removed line cannot be matched (it is not
 // in b), nor an added one (not in a), so a common subsequence matches
@@ -375,82 +405,103 @@ func diffMiddle(a, b []string) []op {
 // ones as the removed ones, then the added ones, in their order, which is
 // what soleDiff writes. TestSoleDiff and FuzzSoleDiff check it against
 // go-diff's line mode.
-func soleDiff(ra, rb []rune, lines []string) ([]op, bool) {
-	inA := make([]bool, len(lines))
-	for _, r := range ra {
-		inA[runeLine(r)] = true
+func soleDiff(ops []op, ia, ib []int32, lines []string) ([]op, bool) {
+	// in[n]&1: line n occurs in a; in[n]&2: in b.
+	in := make([]uint8, len(lines))
+	for _, n := range ia {
+		in[n] |= 1
 	}
-	inB := make([]bool, len(lines))
-	for _, r := range rb {
-		inB[runeLine(r)] = true
+	for _, n := range ib {
+		in[n] |= 2
 	}
-	ops := make([]op, 0, len(ra)+len(rb))
+	start := len(ops)
 	i, j := 0, 0
 	for {
-		for ; i < len(ra) && !inB[runeLine(ra[i])]; i++ {
-			ops = append(ops, op{'-', lines[runeLine(ra[i])]})
+		for ; i < len(ia) && in[ia[i]]&2 == 0; i++ {
+			ops = append(ops, op{'-', lines[ia[i]]})
 		}
-		for ; j < len(rb) && !inA[runeLine(rb[j])]; j++ {
-			ops = append(ops, op{'+', lines[runeLine(rb[j])]})
+		for ; j < len(ib) && in[ib[j]]&1 == 0; j++ {
+			ops = append(ops, op{'+', lines[ib[j]]})
 		}
-		if i == len(ra) && j == len(rb) {
+		if i == len(ia) && j == len(ib) {
 			return ops, true
 		}
-		if i == len(ra) || j == len(rb) || ra[i] != rb[j] {
-			return nil, false
+		if i == len(ia) || j == len(ib) || ia[i] != ib[j] {
+			return ops[:start], false
 		}
-		ops = append(ops, op{' ', lines[runeLine(ra[i])]})
+		ops = append(ops, op{' ', lines[ia[i]]})
 		i++
 		j++
 	}
 }
 
-// lineRunes numbers the distinct lines of a and b in order of first
-// appearance and returns both as runes (lineRune), with the lines by
-// number.
-func lineRunes(a, b []string) (ra, rb []rune, lines []string) {
-	num := make(map[string]int, len(a))
-	conv := func(side []string) []rune {
-		out := make([]rune, len(side))
-		for i, l := range side {
-			n, ok := num[l]
-			if !ok {
-				n = len(lines)
-				num[l] = n
-				lines = append(lines, l)
+// lineIDs numbers the distinct lines of the texts a and b (as Lines
+// splits them) in order of first appearance and returns both as numbers,
+// with the lines by number, substrings of a and b.
+func lineIDs(a, b string) (ia, ib []int32, lines []string) {
+	na, nb := lineCount(a), lineCount(b)
+	// An open-addressing table of line numbers (plus one; 0 is a free
+	// slot), at most half full: no per-entry allocation, and a probe
+	// compares a line with the one it found by length first. The hash
+	// seed only places lines in the table; the numbers are the order of
+	// first appearance whatever it is.
+	size := 16
+	for size < 2*(na+nb) {
+		size <<= 1
+	}
+	slots := make([]int32, size)
+	mask := uint64(size - 1)
+	seed := maphash.MakeSeed()
+	lines = make([]string, 0, na+nb/4)
+	conv := func(s string, n int) []int32 {
+		out := make([]int32, 0, n)
+		for len(s) > 0 {
+			l := s
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				l = s[:i+1]
 			}
-			out[i] = lineRune(n)
+			s = s[len(l):]
+			i := maphash.String(seed, l) & mask
+			for slots[i] != 0 && lines[slots[i]-1] != l {
+				i = (i + 1) & mask
+			}
+			if slots[i] == 0 {
+				lines = append(lines, l)
+				slots[i] = int32(len(lines))
+			}
+			out = append(out, slots[i]-1)
 		}
 		return out
 	}
-	ra = conv(a)
-	rb = conv(b)
-	return ra, rb, lines
+	ia = conv(a, na)
+	ib = conv(b, nb)
+	return ia, ib, lines
 }
 
-// surrogateLo and surrogateN bound the UTF-16 surrogate block, which holds no valid rune:
-// line numbers skip it, so every number survives go-diff's conversions
-// between runes and strings.
-const (
-	surrogateLo = 0xD800
-	surrogateN  = 0x800
-)
-
-// lineRune is line number n as a valid rune.
-func lineRune(n int) rune {
-	if n >= surrogateLo {
-		n += surrogateN
-	}
-	return rune(n)
-}
-
-// runeLine inverts lineRune.
-func runeLine(r rune) int {
-	n := int(r)
-	if n >= surrogateLo+surrogateN {
-		n -= surrogateN
+// lineCount is len(Lines(s)).
+func lineCount(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && s[len(s)-1] != '\n' {
+		n++
 	}
 	return n
+}
+
+// linesOf is Lines for a string: substrings of s.
+func linesOf(s string) []string {
+	if s == "" {
+		return nil
+	}
+	out := make([]string, 0, lineCount(s))
+	for len(s) > 0 {
+		l := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			l = s[:i+1]
+		}
+		out = append(out, l)
+		s = s[len(l):]
+	}
+	return out
 }
 
 // writeHunks groups ops into hunks with contextLines of context, merging
@@ -471,13 +522,18 @@ func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 			newAt[i+1]++
 		}
 	}
+	// The hunks' op ranges first, so that b grows once, to the size
+	// they take.
+	type span struct{ start, end int }
+	var spans []span
+	size := 0
 	i := 0
 	for {
 		for i < len(ops) && ops[i].kind == ' ' {
 			i++
 		}
 		if i == len(ops) {
-			return
+			break
 		}
 		start := max(i-contextLines, 0)
 		end := i
@@ -495,6 +551,16 @@ func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 			}
 			end = eq
 		}
+		spans = append(spans, span{start, end})
+		size += 64 // a header, and a "No newline" marker
+		for _, o := range ops[start:end] {
+			size += 1 + len(o.line)
+		}
+		i = end
+	}
+	b.Grow(size)
+	for _, h := range spans {
+		start, end := h.start, h.end
 		b.WriteString("@@ -" + hunkRange(oldAt[start], oldAt[end]-oldAt[start]) +
 			" +" + hunkRange(newAt[start], newAt[end]-newAt[start]) + " @@\n")
 		for _, o := range ops[start:end] {
@@ -504,7 +570,6 @@ func writeHunks(b *bytes.Buffer, ops []op, skipped int) {
 				b.WriteString("\n\\ No newline at end of file\n")
 			}
 		}
-		i = end
 	}
 }
 

@@ -64,16 +64,17 @@ func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findi
 func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
 	text := string(raw)
 	// ref locates the body of a content line in text (after its ' ', '+'
-	// or '-', before its '\n').
+	// or '-', before its '\n'); file indexes paths. Kept small: there is
+	// one per line of the diff.
 	type ref struct {
-		start, end int
-		path       string
-		newLine    int
-		added      bool
+		start, end, newLine int
+		file                int32
+		added               bool
 	}
 	n := strings.Count(text, "\n") + 1 // at most this many content lines
 	content := make([]string, 0, n)
 	refs := make([]ref, 0, n)
+	var paths []string
 	path, newLine := "", 0
 	oldLeft, newLeft := 0, 0 // lines of the current hunk still to come
 	for pos := 0; pos < len(text); {
@@ -89,7 +90,10 @@ func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
 			case ' ', '+', '-':
 				body := strings.TrimSuffix(l[1:], "\n")
 				content = append(content, body)
-				refs = append(refs, ref{start: start + 1, end: start + 1 + len(body), path: path, newLine: newLine, added: l[0] == '+'})
+				if len(paths) == 0 || paths[len(paths)-1] != path {
+					paths = append(paths, path)
+				}
+				refs = append(refs, ref{start: start + 1, end: start + 1 + len(body), file: int32(len(paths) - 1), newLine: newLine, added: l[0] == '+'})
 				if l[0] != '+' {
 					oldLeft--
 				}
@@ -123,16 +127,23 @@ func (w *Target) redactDiff(raw []byte) ([]byte, []protocol.SecretFinding) {
 	for _, f := range found {
 		r := refs[f.Line-1]
 		if r.added {
-			findings = append(findings, protocol.SecretFinding{Path: r.path, Rule: f.Rule, Line: r.newLine})
+			findings = append(findings, protocol.SecretFinding{Path: paths[r.file], Rule: f.Rule, Line: r.newLine})
 		}
 	}
-	out := make([]byte, 0, len(raw))
+	// Nothing redacted: the diff itself (the callers only read it).
+	var out []byte
 	last := 0
 	for j, r := range refs {
 		if red[j] != content[j] {
+			if out == nil {
+				out = make([]byte, 0, len(raw))
+			}
 			out = append(append(out, text[last:r.start]...), red[j]...)
 			last = r.end
 		}
+	}
+	if out == nil {
+		return raw, findings
 	}
 	return append(out, text[last:]...), findings
 }
