@@ -30,6 +30,29 @@ func corpusDir(t testing.TB) string {
 	}
 }
 
+// changedFiles calls fn with each file the fzf commits under root change
+// in place (in both base/ and expected/, with other bytes), named
+// "commit path", and returns how many there were.
+func changedFiles(t testing.TB, root string, fn func(name string, old, new []byte)) int {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		base := readTree(t, filepath.Join(root, e.Name(), "base"))
+		exp := readTree(t, filepath.Join(root, e.Name(), "expected"))
+		for p, old := range base {
+			if new, ok := exp[p]; ok && !bytes.Equal(old, new) {
+				fn(e.Name()+" "+p, old, new)
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // readTree maps slash-separated relative paths to contents.
 func readTree(t testing.TB, root string) map[string][]byte {
 	tree, _ := readTreeModes(t, root)

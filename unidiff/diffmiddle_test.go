@@ -103,22 +103,10 @@ func TestDiffMiddleAsGoDiff(t *testing.T) {
 		checkDiffMiddle(t, "crafted "+string(rune('0'+i)), []byte(c[0]), []byte(c[1]))
 	}
 	root := corpusDir(t)
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := 0
-	for _, e := range entries {
-		base := readTree(t, filepath.Join(root, e.Name(), "base"))
-		exp := readTree(t, filepath.Join(root, e.Name(), "expected"))
-		for p, old := range base {
-			if new, ok := exp[p]; ok && !bytes.Equal(old, new) {
-				checkDiffMiddle(t, e.Name()+" "+p, old, new)
-				checkDiffMiddle(t, e.Name()+" "+p+" (back)", new, old)
-				files++
-			}
-		}
-	}
+	files := changedFiles(t, root, func(name string, old, new []byte) {
+		checkDiffMiddle(t, name, old, new)
+		checkDiffMiddle(t, name+" (back)", new, old)
+	})
 	rfcs, _ := filepath.Glob(filepath.Join(root, "..", "..", "rust-rfcs", "text", "*.md"))
 	for i, p := range rfcs {
 		if i%4 != 0 {
