@@ -76,11 +76,12 @@ check-release: build
 PROCESS_PKGS = ./e2e/bench ./e2e/client ./e2e/crash ./e2e/framing ./e2e/host ./e2e/hostile ./e2e/mcp
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|framing|host|hostile|mcp)$$')
 # VOLUME_TESTS (package:TestName) are the volume tests (internal/testenv):
-# single-goroutine code over a real corpus, which skip under -race and
+# about a real corpus's size, not concurrency, they skip under -race and
 # which make test runs without it, at the same time as the rest
 # (internal/doccheck TestVolumeTestsListed keeps this list and the tests
 # that call testenv.Volume the same).
-VOLUME_TESTS = embedding:TestBuiltinSciFactTrain secrets:TestPrefiltersChangeNothing secrets:TestSharedCorporaFindings
+VOLUME_TESTS = corpus:TestCorpusDeleteRestore corpus:TestCorpusFolderRFCs corpus:TestCorpusSeedGates embedding:TestBuiltinSciFactTrain \
+  memory:TestMemorySmoke memory:TestMemorySmokePostgres secrets:TestPrefiltersChangeNothing secrets:TestSharedCorporaFindings
 empty :=
 space := $(empty) $(empty)
 VOLUME_PKGS = $(sort $(foreach v,$(VOLUME_TESTS),./$(firstword $(subst :, ,$(v)))))

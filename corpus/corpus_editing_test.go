@@ -14,6 +14,8 @@ import (
 
 	"github.com/txkernel/txkernel/e2e/harness"
 	"github.com/txkernel/txkernel/markdown"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 // TestCorpusUnclosedFence: a section whose code fence never closes does
@@ -119,7 +121,7 @@ func TestCorpusTagsInCode(t *testing.T) {
 // collision, a number filed twice, is logged once however often the log
 // is synced after.
 func TestCorpusDeleteRestore(t *testing.T) {
-	harness.SkipIfShort(t, "a 5,000-section log")
+	testenv.Volume(t) // a 5,000-section log
 	t.Parallel()
 	work := t.TempDir()
 	ws := filepath.Join(work, "ws")

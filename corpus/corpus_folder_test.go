@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 // copyDir copies the regular files of src (not recursive) into dst.
@@ -40,7 +42,7 @@ func copyDir(t testing.TB, src, dst string) {
 // chunks after it in the file keep their keys and hashes, and every
 // citation's excerpt is the file's bytes at its offsets.
 func TestCorpusFolderRFCs(t *testing.T) {
-	harness.SkipIfShort(t, "indexing the whole RFC folder")
+	testenv.Volume(t) // indexes the whole RFC folder
 	t.Parallel()
 	rfcs := harness.SharedDir(t, "corpora/rust-rfcs/text")
 	work := t.TempDir()

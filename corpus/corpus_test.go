@@ -22,6 +22,8 @@ import (
 
 	"github.com/txkernel/txkernel/e2e/harness"
 	"github.com/txkernel/txkernel/store"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 // fixtureSection is one entry of mkfixture's -truth file.
@@ -102,7 +104,7 @@ func strs(v any) []string {
 // .section_count, rejected headings reported, and the markdown never
 // written. Rebuild speed, gate 3, is a benchmark (corpus.BenchmarkRebuild).
 func TestCorpusSeedGates(t *testing.T) {
-	harness.SkipIfShort(t, "seed 004's gates on a 1,200-section log built from the RFC corpus")
+	testenv.Volume(t) // seed 004's gates on a 1,200-section log built from the RFC corpus
 	t.Parallel()
 	work := t.TempDir()
 	ws := filepath.Join(work, "ws")

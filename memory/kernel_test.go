@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+
+	"github.com/txkernel/txkernel/internal/testenv"
 )
 
 // TestMemorySmoke is seed 002's smoke (docs/DESIGN.md §7) through the
@@ -18,7 +20,7 @@ import (
 // permission trimming, a stale proposal that needs a rebase, no existence
 // leak, and verify_citations flagging an invented citation.
 func TestMemorySmoke(t *testing.T) {
-	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
+	testenv.Volume(t) // seed 002's smoke, which ingests the whole RFC backlog
 	t.Parallel()
 	memorySmoke(t)
 }
@@ -26,7 +28,7 @@ func TestMemorySmoke(t *testing.T) {
 // TestMemorySmokePostgres is the same smoke with memory in a PostgreSQL
 // database (--memory-store): the same answers, from the other store.
 func TestMemorySmokePostgres(t *testing.T) {
-	harness.SkipIfShort(t, "seed 002's smoke, which ingests the whole RFC backlog")
+	testenv.Volume(t) // seed 002's smoke, which ingests the whole RFC backlog
 	t.Parallel()
 	memorySmoke(t, teamDB(t)...)
 }
