@@ -66,6 +66,9 @@ check-release: build
 ## packages that ran, every skip grouped by its reason (a missing
 ## PostgreSQL, chromium, node, git or strace, or shared test data), and
 ## "N passed, N failed, N skipped".
+empty :=
+space := $(empty) $(empty)
+
 # PROCESS_PKGS are the e2e packages whose tests only drive processes (the
 # kernel, git, strace, the MCP SDK's client): make test runs them without
 # -race, beside the race run of every other package, at the same time.
@@ -73,8 +76,14 @@ check-release: build
 # the race detector would check the tests' own driver, at 4x the cost:
 # e2e/crash took 116 s under -race, 25 s without. What e2e/crash runs
 # in-process, recovery, tx's own tests run under -race.
-PROCESS_PKGS = ./e2e/bench ./e2e/client ./e2e/crash ./e2e/framing ./e2e/host ./e2e/hostile ./e2e/mcp
-RACE_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|framing|host|hostile|mcp)$$')
+#
+# go test starts packages in the order it is given them, -p at a time, so
+# each list names its longest packages first: a long package started last
+# ran alone at the end (unidiff and workspace, 27 s of a 137 s run).
+PROCESS_PKGS = ./e2e/crash ./e2e/hostile ./e2e/host ./e2e/bench ./e2e/mcp ./e2e/framing ./e2e/client
+RACE_FIRST = ./e2e/memory ./corpus ./e2e/desk ./store/postgres ./unidiff ./memory ./workspace ./kernel ./e2e/corpus ./tx
+RACE_PKGS = $(RACE_FIRST) $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|framing|host|hostile|mcp)$$' \
+  | grep -v -x -E '$(subst $(space),|,$(patsubst ./%,github.com/txkernel/txkernel/%,$(RACE_FIRST)))')
 # VOLUME_TESTS (package:TestName) are the volume tests (internal/testenv):
 # about a real corpus's size, not concurrency, they skip under -race and
 # which make test runs without it, at the same time as the rest
@@ -82,8 +91,6 @@ RACE_PKGS = $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|fram
 # that call testenv.Volume the same).
 VOLUME_TESTS = corpus:TestCorpusDeleteRestore corpus:TestCorpusFolderRFCs corpus:TestCorpusSeedGates embedding:TestBuiltinSciFactTrain \
   memory:TestMemorySmoke memory:TestMemorySmokePostgres secrets:TestPrefiltersChangeNothing secrets:TestSharedCorporaFindings
-empty :=
-space := $(empty) $(empty)
 VOLUME_PKGS = $(sort $(foreach v,$(VOLUME_TESTS),./$(firstword $(subst :, ,$(v)))))
 VOLUME_RUN = ^($(subst $(space),|,$(sort $(foreach v,$(VOLUME_TESTS),$(lastword $(subst :, ,$(v)))))))$$
 test: vet check-release doc-comments

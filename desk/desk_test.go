@@ -188,10 +188,14 @@ func TestGate(t *testing.T) {
 	}
 	// Sign out ends the session: its cookie opens nothing after.
 	sess := resp.Cookies()[0]
+	// This client's session, by its cookie: "right token" above made
+	// another one, and taking any session's token was right half the time.
 	csrf := ""
 	s.mu.Lock()
-	for _, ss := range s.sessions {
-		csrf = ss.csrf
+	for _, ck := range jar.Cookies(u) {
+		if ss, ok := s.sessions[ck.Value]; ok && ck.Name == sess.Name {
+			csrf = ss.csrf
+		}
 	}
 	s.mu.Unlock()
 	if resp := do(c, "POST", "/logout", same, url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
