@@ -55,7 +55,7 @@ func lockDataDir(dataDir string) (*dirLock, error) {
 		d.Close()
 		return nil, err
 	}
-	key := dirKey{st.Dev, st.Ino}
+	key := dirKey{uint64(st.Dev), uint64(st.Ino)} // Dev is int32 on darwin
 	if err := flockSelf(d, path, key); err != nil {
 		d.Close()
 		return nil, locked(err)
