@@ -80,6 +80,7 @@ space := $(empty) $(empty)
 # go test starts packages in the order it is given them, -p at a time, so
 # each list names its longest packages first: a long package started last
 # ran alone at the end (unidiff and workspace, 27 s of a 137 s run).
+#
 # TEST_LDFLAGS: make test's test binaries carry no DWARF (-w), which
 # nothing in a test run reads (stack traces and race reports use the
 # symbol table): linking the kernel's race test binary took 3.3 s of CPU
@@ -90,8 +91,8 @@ RACE_FIRST = ./e2e/memory ./corpus ./e2e/desk ./store/postgres ./unidiff ./memor
 RACE_PKGS = $(RACE_FIRST) $(shell $(GO) list ./... | grep -v -E '/e2e/(bench|client|crash|framing|host|hostile|mcp)$$' \
   | grep -v -x -E '$(subst $(space),|,$(patsubst ./%,github.com/txkernel/txkernel/%,$(RACE_FIRST)))')
 # VOLUME_TESTS (package:TestName) are the volume tests (internal/testenv):
-# about a real corpus's size, not concurrency, they skip under -race and
-# which make test runs without it, at the same time as the rest
+# about a real corpus's size, not concurrency, they skip under -race, and
+# make test runs them without it, at the same time as the rest
 # (internal/doccheck TestVolumeTestsListed keeps this list and the tests
 # that call testenv.Volume the same).
 VOLUME_TESTS = corpus:TestCorpusDeleteRestore corpus:TestCorpusFolderRFCs corpus:TestCorpusSeedGates embedding:TestBuiltinSciFactTrain \
