@@ -365,22 +365,6 @@ func (e *env) mcpTools(t *testing.T) []*sdk.Tool {
 	return e.tools
 }
 
-// callTool calls a tool and returns its structured content and whether it
-// is a tool error.
-func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) (map[string]any, bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return out, res.IsError
-}
-
 // treeHash hashes a directory's files.
 func treeHash(t *testing.T, dir string) string {
 	t.Helper()

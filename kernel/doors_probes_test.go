@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/mcpserver"
 )
@@ -106,7 +107,7 @@ func probeProposalWritesNothing(t *testing.T, e *env, door string) {
 	if door == "mcp:turn_start" {
 		cs := e.mcp(t)
 		before := treeHash(t, e.mcpWS)
-		if res, isErr := callTool(t, cs, "turn_start", filesProposal("a.txt", "changed by mcp\n")); isErr {
+		if res, isErr := mcpfix.Call(t, cs, "turn_start", filesProposal("a.txt", "changed by mcp\n")); isErr {
 			t.Fatalf("turn_start: %v", res)
 		}
 		if treeHash(t, e.mcpWS) != before {
@@ -168,7 +169,7 @@ func probeApplyNeedsApproval(t *testing.T, e *env, door string) {
 		if door == "mcp:edit" {
 			args = map[string]any{"command": "create", "path": "tool.txt", "file_text": "x\n"}
 		}
-		res, isErr := callTool(t, cs, strings.TrimPrefix(door, "mcp:"), args)
+		res, isErr := mcpfix.Call(t, cs, strings.TrimPrefix(door, "mcp:"), args)
 		if isErr || res["ok"] == true {
 			t.Errorf("%s without a person's approval answered %v", door, res)
 		}
@@ -179,12 +180,12 @@ func probeApplyNeedsApproval(t *testing.T, e *env, door string) {
 	}
 	if door == "mcp:apply_execute" {
 		cs := e.mcp(t)
-		res, isErr := callTool(t, cs, "turn_start", filesProposal("a.txt", "needs approval\n"))
+		res, isErr := mcpfix.Call(t, cs, "turn_start", filesProposal("a.txt", "needs approval\n"))
 		if isErr {
 			t.Fatalf("turn_start: %v", res)
 		}
 		before := treeHash(t, e.mcpWS)
-		app, _ := callTool(t, cs, "apply_execute", map[string]any{"transactionId": res["transactionId"]})
+		app, _ := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": res["transactionId"]})
 		if app["ok"] == true {
 			t.Errorf("apply_execute without a person's approval answered %v", app)
 		}
@@ -296,21 +297,21 @@ func probeReadOnly(t *testing.T, e *env, door string) {
 		before := treeHash(t, e.mcpROWS)
 		switch door {
 		case "mcp:apply_execute":
-			res, isErr := callTool(t, cs, "turn_start", filesProposal("a.txt", "read-only\n"))
+			res, isErr := mcpfix.Call(t, cs, "turn_start", filesProposal("a.txt", "read-only\n"))
 			if !isErr {
-				if app, isErr := callTool(t, cs, "apply_execute", map[string]any{"transactionId": res["transactionId"]}); !isErr {
+				if app, isErr := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": res["transactionId"]}); !isErr {
 					t.Errorf("apply_execute under read-only answered %v", app)
 				}
 			}
 		case "mcp:patch_apply":
 			env := envelope("ro-mcp", 0, "", op("replace", "/a", 9))
-			val, isErr := callTool(t, cs, "patch_validate", map[string]any{"docId": "j", "patch": env})
+			val, isErr := mcpfix.Call(t, cs, "patch_validate", map[string]any{"docId": "j", "patch": env})
 			if !isErr {
-				if app, isErr := callTool(t, cs, "patch_apply", map[string]any{"validationId": val["validationId"], "patch": env}); !isErr {
+				if app, isErr := mcpfix.Call(t, cs, "patch_apply", map[string]any{"validationId": val["validationId"], "patch": env}); !isErr {
 					t.Errorf("patch_apply under read-only answered %v", app)
 				}
 			}
-			doc, _ := callTool(t, cs, "doc_get", map[string]any{"docId": "j"})
+			doc, _ := mcpfix.Call(t, cs, "doc_get", map[string]any{"docId": "j"})
 			if harness.Num(doc["revision"]) != 0 {
 				t.Errorf("patch_apply under read-only moved the document to %v", doc)
 			}
@@ -415,7 +416,7 @@ func findSecret(t *testing.T, data, stderr, secret string, msgs ...[]byte) []str
 func probeNoRawSecret(t *testing.T, e *env, door string) {
 	secret := secretFor(door)
 	if door == "mcp:turn_start" {
-		res, _ := callTool(t, e.mcp(t), "turn_start", filesProposal("aws.env", "AWS_ACCESS_KEY_ID="+secret+"\n"))
+		res, _ := mcpfix.Call(t, e.mcp(t), "turn_start", filesProposal("aws.env", "AWS_ACCESS_KEY_ID="+secret+"\n"))
 		raw, _ := json.Marshal(res)
 		if strings.Contains(string(raw), secret) {
 			t.Errorf("turn_start's result shows the secret: %s", raw)

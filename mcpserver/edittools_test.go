@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 // TestEditTools: apply_patch (Codex's envelope in input) and edit
@@ -20,7 +21,7 @@ import (
 // the new kinds.
 func TestEditTools(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	cs := connect(t, d, nil)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -43,12 +44,12 @@ func TestEditTools(t *testing.T) {
 	}
 
 	patch := "*** Begin Patch\n*** Update File: a.txt\n@@\n-A1\n+A2\n*** Add File: b.txt\n+B\n*** End Patch\n"
-	ap, isErr := call(t, cs, "apply_patch", map[string]any{"input": patch})
+	ap, isErr := mcpfix.Call(t, cs, "apply_patch", map[string]any{"input": patch})
 	pending, _ := ap["pendingApprovals"].([]any)
 	if isErr || ap["ok"] != false || len(pending) == 0 {
 		t.Fatalf("apply_patch without elicitation: %v", ap)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt")); string(b) != "A1\n" {
+	if b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt")); string(b) != "A1\n" {
 		t.Fatalf("the workspace changed without approval: %q", b)
 	}
 	cs.Close()
@@ -58,7 +59,7 @@ func TestEditTools(t *testing.T) {
 		asked = append(asked, req.Params.Message)
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
 	})
-	ap, isErr = call(t, cs2, "apply_patch", map[string]any{"input": patch})
+	ap, isErr = mcpfix.Call(t, cs2, "apply_patch", map[string]any{"input": patch})
 	if isErr || ap["ok"] != true || ap["state"] != "completed" {
 		t.Fatalf("apply_patch with an approving person: %v", ap)
 	}
@@ -66,16 +67,16 @@ func TestEditTools(t *testing.T) {
 		t.Fatalf("the person was asked %q", asked)
 	}
 	for name, want := range map[string]string{"a.txt": "A2\n", "b.txt": "B\n"} {
-		if b, _ := os.ReadFile(filepath.Join(d.ws, name)); string(b) != want {
+		if b, _ := os.ReadFile(filepath.Join(d.WS, name)); string(b) != want {
 			t.Errorf("%s is %q, want %q", name, b, want)
 		}
 	}
 
-	ap, isErr = call(t, cs2, "edit", map[string]any{"command": "str_replace", "path": "a.txt", "old_str": "A2", "new_str": "A3"})
+	ap, isErr = mcpfix.Call(t, cs2, "edit", map[string]any{"command": "str_replace", "path": "a.txt", "old_str": "A2", "new_str": "A3"})
 	if isErr || ap["ok"] != true {
 		t.Fatalf("edit str_replace: %v", ap)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt")); string(b) != "A3\n" {
+	if b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt")); string(b) != "A3\n" {
 		t.Errorf("a.txt is %q after the edit", b)
 	}
 	if len(asked) != 2 {
@@ -83,7 +84,7 @@ func TestEditTools(t *testing.T) {
 	}
 	// Two transactions in all: the retried calls carrying the person's
 	// answers applied the proposed transaction instead of proposing again.
-	list, _ := call(t, cs2, "tx_list", map[string]any{})
+	list, _ := mcpfix.Call(t, cs2, "tx_list", map[string]any{})
 	if items, _ := list["transactions"].([]any); len(items) != 3 { // the unapproved first one, and the two applied
 		t.Errorf("tx_list holds %d transactions, want 3: %v", len(items), list)
 	}
@@ -100,13 +101,13 @@ func TestEditTools(t *testing.T) {
 		{map[string]any{"command": "delete", "path": "../x"}, -32004, "escape"},
 		{map[string]any{"command": "str_replace", "path": "a.txt", "old_string": "A3", "new_str": "x"}, -32602, "invalid"}, // a misspelt member is no silent no-op
 	} {
-		res, isErr := call(t, cs2, "edit", tc.args)
+		res, isErr := mcpfix.Call(t, cs2, "edit", tc.args)
 		data, _ := res["data"].(map[string]any)
 		if !isErr || res["code"] != tc.code || data["reason"] != tc.reason {
 			t.Errorf("edit %v: %v, want error %v %s", tc.args, res, tc.code, tc.reason)
 		}
 	}
-	if res, isErr := call(t, cs2, "apply_patch", map[string]any{"input": "*** Begin Patch\n*** Update File: a.txt\n@@\n-zzz\n+y\n*** End Patch\n"}); !isErr || res["code"] != float64(-32005) {
+	if res, isErr := mcpfix.Call(t, cs2, "apply_patch", map[string]any{"input": "*** Begin Patch\n*** Update File: a.txt\n@@\n-zzz\n+y\n*** End Patch\n"}); !isErr || res["code"] != float64(-32005) {
 		t.Errorf("apply_patch with missing context: %v", res)
 	}
 }

@@ -21,29 +21,17 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
-
-// kernelDirs are one workspace and data dir, shared by the kernels a
-// test starts one after the other.
-type kernelDirs struct{ ws, data string }
-
-func newDirs(t *testing.T) kernelDirs {
-	t.Helper()
-	d := kernelDirs{ws: t.TempDir(), data: filepath.Join(t.TempDir(), "data")}
-	if err := os.WriteFile(filepath.Join(d.ws, "a.txt"), []byte("A1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // connect runs `txkernel mcp` on d with extra flags in-process and
 // connects the SDK's client to it over its stdio (harness.ServeConn);
 // elicit, when not nil, answers elicitation requests. Closing the session
 // closes the kernel's stdin and waits for it to end, so a kernel started
 // next on the same dirs finds them free.
-func connect(t *testing.T, d kernelDirs, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), extra ...string) *sdk.ClientSession {
+func connect(t *testing.T, d mcpfix.Dirs, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), extra ...string) *sdk.ClientSession {
 	t.Helper()
-	args := append([]string{"mcp", "--workspace", d.ws, "--data-dir", d.data, "--log-level", "error"}, extra...)
+	args := append([]string{"mcp", "--workspace", d.WS, "--data-dir", d.Data, "--log-level", "error"}, extra...)
 	conn := harness.ServeConn(t, nil, args...)
 	client := sdk.NewClient(&sdk.Implementation{Name: "txkernel-test", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: elicit})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -56,30 +44,13 @@ func connect(t *testing.T, d kernelDirs, elicit func(context.Context, *sdk.Elici
 	return cs
 }
 
-// call calls a tool and returns its structured content as a map.
-func call(t *testing.T, cs *sdk.ClientSession, name string, args any) (map[string]any, bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s: structured content %s: %v", name, raw, err)
-	}
-	return out, res.IsError
-}
-
 // TestToolsFromTable: the tools are the table's agent-facing methods with
 // explicit schemas and annotations; no decision is a tool; a member that
 // holds any JSON is an anyOf of the six JSON types; memory tools exist
 // only with a fixed principal and never take one.
 func TestToolsFromTable(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	pol := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(pol, []byte(`{"grants": [{"principal_id": "agent-1", "actions": ["read", "propose"], "scope": {"tenant_id": "t", "organization_id": "o", "repository_id": "r"}}]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -89,7 +60,7 @@ func TestToolsFromTable(t *testing.T) {
 		if withPrincipal {
 			extra = append(extra, "--principal-id", "agent-1", "--principal-roles", "agent", "--principal-purpose", "coding")
 		}
-		cs := connect(t, kernelDirs{ws: d.ws, data: filepath.Join(t.TempDir(), "data")}, nil, extra...)
+		cs := connect(t, mcpfix.Dirs{WS: d.WS, Data: filepath.Join(t.TempDir(), "data")}, nil, extra...)
 		res, err := cs.ListTools(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -138,20 +109,20 @@ func TestToolsFromTable(t *testing.T) {
 // (source elicitation) and applied.
 func TestApprovalAcrossSessions(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	cs := connect(t, d, nil)
-	turn, isErr := call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
+	turn, isErr := mcpfix.Call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
 	if isErr {
 		t.Fatalf("turn_start: %v", turn)
 	}
 	id := turn["transactionId"].(string)
-	ap, _ := call(t, cs, "apply_execute", map[string]any{"transactionId": id})
+	ap, _ := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": id})
 	pending, _ := ap["pendingApprovals"].([]any)
 	if ap["ok"] != false || len(pending) == 0 {
 		t.Fatalf("apply_execute without elicitation: %v", ap)
 	}
 	aprID := pending[0].(map[string]any)["approvalRequestId"]
-	if b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt")); string(b) != "A1\n" {
+	if b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt")); string(b) != "A1\n" {
 		t.Fatalf("the workspace changed without approval: %q", b)
 	}
 	cs.Close()
@@ -161,21 +132,21 @@ func TestApprovalAcrossSessions(t *testing.T) {
 		asked = append(asked, req.Params.Message)
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
 	})
-	st, _ := call(t, cs2, "tx_status", map[string]any{"transactionId": id})
+	st, _ := mcpfix.Call(t, cs2, "tx_status", map[string]any{"transactionId": id})
 	if p := st["pendingApprovals"].([]any); len(p) != 1 || p[0].(map[string]any)["approvalRequestId"] != aprID {
 		t.Fatalf("after a restart the pending approval is %v, want %v", p, aprID)
 	}
-	ap, _ = call(t, cs2, "apply_execute", map[string]any{"transactionId": id})
+	ap, _ = mcpfix.Call(t, cs2, "apply_execute", map[string]any{"transactionId": id})
 	if ap["ok"] != true || ap["state"] != "completed" {
 		t.Fatalf("apply_execute with an approving person: %v", ap)
 	}
 	if len(asked) != 1 || !strings.Contains(asked[0], id) || !strings.Contains(asked[0], "a.txt") || !strings.Contains(asked[0], "Fingerprint: patchset:") {
 		t.Fatalf("the person was asked %q", asked)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt")); string(b) != "A2\n" {
+	if b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt")); string(b) != "A2\n" {
 		t.Fatalf("a.txt is %q after the apply", b)
 	}
-	st, _ = call(t, cs2, "tx_status", map[string]any{"transactionId": id})
+	st, _ = mcpfix.Call(t, cs2, "tx_status", map[string]any{"transactionId": id})
 	dec := st["decisions"].([]any)
 	if len(dec) != 1 || dec[0].(map[string]any)["source"] != "elicitation" || dec[0].(map[string]any)["decision"] != "approve" {
 		t.Fatalf("decisions %v, want one approve from elicitation", dec)
@@ -190,48 +161,48 @@ func TestElicitationDecisions(t *testing.T) {
 	answer := "deny"
 	action := "accept"
 	asked := 0
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	cs := connect(t, d, func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		asked++
 		return &sdk.ElicitResult{Action: action, Content: map[string]any{"decision": answer}}, nil
 	})
 	propose := func(content string) string {
-		turn, isErr := call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": content}}}})
+		turn, isErr := mcpfix.Call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": content}}}})
 		if isErr {
 			t.Fatalf("turn_start: %v", turn)
 		}
 		return turn["transactionId"].(string)
 	}
 	denied := propose("denied\n")
-	res, isErr := call(t, cs, "apply_execute", map[string]any{"transactionId": denied})
+	res, isErr := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": denied})
 	if !isErr || asked != 1 {
 		t.Fatalf("a denied apply: isError %v, asked %d: %v", isErr, asked, res)
 	}
 	if code, _ := res["code"].(float64); code >= 0 || res["message"] == "" {
 		t.Fatalf("a denied apply's tool error has no kernel code: %v", res)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt")); string(b) != "A1\n" {
+	if b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt")); string(b) != "A1\n" {
 		t.Fatalf("a denied change was written: %q", b)
 	}
 
 	action = "cancel"
 	dismissed := propose("dismissed\n")
-	res, _ = call(t, cs, "apply_execute", map[string]any{"transactionId": dismissed})
+	res, _ = mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": dismissed})
 	if res["ok"] != false || len(res["pendingApprovals"].([]any)) != 1 {
 		t.Fatalf("a dismissed question: %v", res)
 	}
 
 	action, answer = "accept", "approve_for_session"
 	first := propose("B\n")
-	if res, _ := call(t, cs, "apply_execute", map[string]any{"transactionId": first}); res["ok"] != true {
+	if res, _ := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": first}); res["ok"] != true {
 		t.Fatalf("approve_for_session: %v", res)
 	}
-	st, _ := call(t, cs, "tx_status", map[string]any{"transactionId": first})
+	st, _ := mcpfix.Call(t, cs, "tx_status", map[string]any{"transactionId": first})
 	dec := st["decisions"].([]any)
 	if len(dec) != 1 || dec[0].(map[string]any)["decision"] != "approve_for_session" || dec[0].(map[string]any)["source"] != "elicitation" {
 		t.Fatalf("decisions %v", dec)
 	}
-	st, _ = call(t, cs, "tx_status", map[string]any{"transactionId": denied})
+	st, _ = mcpfix.Call(t, cs, "tx_status", map[string]any{"transactionId": denied})
 	if st["state"] != "denied" {
 		t.Fatalf("the denied transaction is %v", st["state"])
 	}
@@ -242,27 +213,27 @@ func TestElicitationDecisions(t *testing.T) {
 // fixed principal whatever the arguments claim.
 func TestToolErrorsAndPrincipal(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	pol := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(pol, []byte(`{"grants": [{"principal_id": "agent-1", "actions": ["read"], "scope": {"tenant_id": "t", "organization_id": "o", "repository_id": "r"}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cs := connect(t, d, nil, "--memory-policy", pol, "--principal-id", "agent-1", "--principal-roles", "")
-	res, isErr := call(t, cs, "tx_status", map[string]any{"transactionId": "tx-00000000000000000000"})
+	res, isErr := mcpfix.Call(t, cs, "tx_status", map[string]any{"transactionId": "tx-00000000000000000000"})
 	if !isErr || res["code"] != float64(-32002) {
 		t.Fatalf("tx_status of an unknown transaction: isError %v %v", isErr, res)
 	}
-	res, isErr = call(t, cs, "corpus_search", map[string]any{"corpusId": "c", "query": "x", "mode": "keyword", "filters": map[string]any{"author": []string{"a"}}})
+	res, isErr = mcpfix.Call(t, cs, "corpus_search", map[string]any{"corpusId": "c", "query": "x", "mode": "keyword", "filters": map[string]any{"author": []string{"a"}}})
 	if !isErr || res["code"] != float64(-32602) {
 		t.Fatalf("corpus_search with a misspelt filter: isError %v %v", isErr, res)
 	}
 	scope := map[string]any{"tenant_id": "t", "organization_id": "o", "repository_id": "r"}
-	res, isErr = call(t, cs, "memory_read_context", map[string]any{"scope": scope, "query": "anything", "principal": map[string]any{"principal_id": "curator-9", "roles": []string{"curator"}}})
+	res, isErr = mcpfix.Call(t, cs, "memory_read_context", map[string]any{"scope": scope, "query": "anything", "principal": map[string]any{"principal_id": "curator-9", "roles": []string{"curator"}}})
 	if isErr {
 		t.Fatalf("memory_read_context as the fixed principal: %v", res)
 	}
 	other := map[string]any{"tenant_id": "t", "organization_id": "o", "repository_id": "secret"}
-	res, isErr = call(t, cs, "memory_read_context", map[string]any{"scope": other, "query": "anything", "principal": map[string]any{"principal_id": "curator-9", "roles": []string{"curator"}}})
+	res, isErr = mcpfix.Call(t, cs, "memory_read_context", map[string]any{"scope": other, "query": "anything", "principal": map[string]any{"principal_id": "curator-9", "roles": []string{"curator"}}})
 	data, _ := res["data"].(map[string]any)
 	if !isErr || data["principal_id"] != "agent-1" {
 		t.Fatalf("a claimed principal outside the fixed one's grants: isError %v %v", isErr, res)

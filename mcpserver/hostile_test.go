@@ -24,6 +24,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 // connectHTTP connects the SDK's client to url with the test token;
@@ -52,7 +53,7 @@ func TestHTTPSelfApproval(t *testing.T) {
 	for _, flag := range []bool{false, true} {
 		t.Run(fmt.Sprintf("approve-by-elicitation=%v", flag), func(t *testing.T) {
 			t.Parallel()
-			d := newDirs(t)
+			d := mcpfix.NewDirs(t)
 			var extra []string
 			if flag {
 				extra = []string{"--approve-by-elicitation"}
@@ -66,15 +67,15 @@ func TestHTTPSelfApproval(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			turn, isErr := call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
+			turn, isErr := mcpfix.Call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
 			if isErr {
 				t.Fatalf("turn_start: %v", turn)
 			}
 			id := turn["transactionId"].(string)
-			ap, _ := call(t, cs, "apply_execute", map[string]any{"transactionId": id})
-			st, _ := call(t, cs, "tx_status", map[string]any{"transactionId": id})
+			ap, _ := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": id})
+			st, _ := mcpfix.Call(t, cs, "tx_status", map[string]any{"transactionId": id})
 			dec, _ := st["decisions"].([]any)
-			b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt"))
+			b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt"))
 			if !flag && strings.Contains(k.stderr(), testToken) {
 				t.Errorf("the token reached the log")
 			}
@@ -128,7 +129,7 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // body, and the connection closed (not drained, not kept alive).
 func TestHTTPSlowPeers(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	k := startHTTPKernel(t, d, 0o600, "--http-read-timeout", "1s", "--http-idle-timeout", "1s")
 	host := strings.TrimSuffix(strings.TrimPrefix(k.url, "http://"), "/mcp")
 
@@ -190,9 +191,9 @@ func TestHTTPSlowPeers(t *testing.T) {
 // operator's --allow-origin and --allow-host lists are honoured.
 func TestHTTPOriginAndHost(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	k := startHTTPKernel(t, d, 0o600, "--allow-host", "kernel.test", "--allow-origin", "https://editor.test")
-	d2 := newDirs(t)
+	d2 := mcpfix.NewDirs(t)
 	k2 := startHTTPKernel(t, d2, 0o600)
 	own := func(url string) string { return strings.TrimSuffix(url, "/mcp") }
 	cases := []struct {
@@ -240,7 +241,7 @@ func TestHTTPOriginAndHost(t *testing.T) {
 // used session is closed and the others keep working.
 func TestHTTPSessionsAndStreams(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	k := startHTTPKernel(t, d, 0o600, "--max-sessions", "4", "--max-in-flight", "3")
 	var sessions []*sdk.ClientSession
 	for i := range 6 {
@@ -255,7 +256,7 @@ func TestHTTPSessionsAndStreams(t *testing.T) {
 			// stream (a use) after Connect returns: let those of the
 			// first three sessions arrive first.
 			time.Sleep(500 * time.Millisecond)
-			if _, isErr := call(t, sessions[0], "tx_list", map[string]any{}); isErr {
+			if _, isErr := mcpfix.Call(t, sessions[0], "tx_list", map[string]any{}); isErr {
 				t.Fatal("tx_list on the first session")
 			}
 		}
@@ -279,17 +280,17 @@ func TestHTTPSessionsAndStreams(t *testing.T) {
 // TestApprovalAcrossSessions).
 func TestStdioApproveByElicitationOff(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	var asked atomic.Int32
 	cs := connect(t, d, func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		asked.Add(1)
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
 	}, "--approve-by-elicitation=false")
-	turn, isErr := call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
+	turn, isErr := mcpfix.Call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
 	if isErr {
 		t.Fatalf("turn_start: %v", turn)
 	}
-	ap, _ := call(t, cs, "apply_execute", map[string]any{"transactionId": turn["transactionId"]})
+	ap, _ := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": turn["transactionId"]})
 	if pending, _ := ap["pendingApprovals"].([]any); ap["ok"] != false || len(pending) != 1 || asked.Load() != 0 {
 		t.Fatalf("apply_execute with --approve-by-elicitation=false: %v, asked %d", ap, asked.Load())
 	}
@@ -326,7 +327,7 @@ func TestHTTPTLS(t *testing.T) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k := startHTTPKernel(t, newDirs(t), 0o600, "--tls-cert", certFile, "--tls-key", keyFile)
+	k := startHTTPKernel(t, mcpfix.NewDirs(t), 0o600, "--tls-cert", certFile, "--tls-key", keyFile)
 	if !strings.HasPrefix(k.url, "https://") {
 		t.Fatalf("with TLS the URL is %s", k.url)
 	}

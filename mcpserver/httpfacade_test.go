@@ -14,13 +14,14 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 const testToken = "s3cret-token-for-the-http-test"
 
 // startHTTP runs `txkernel mcp --http 127.0.0.1:0` on d with a token
 // file, in-process, and returns the endpoint URL and the kernel.
-func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, k *httpKernel) {
+func startHTTP(t *testing.T, d mcpfix.Dirs, tokenMode os.FileMode) (url string, k *httpKernel) {
 	t.Helper()
 	k = startHTTPKernel(t, d, tokenMode)
 	return k.url, k
@@ -52,15 +53,15 @@ var urlLine = regexp.MustCompile(`url=(https?://\S+/mcp)`)
 // startHTTPKernel runs `txkernel mcp --http 127.0.0.1:0 [extra...]` on d
 // with a token file in-process (harness.ServeConn) and waits for the URL
 // it logs.
-func startHTTPKernel(t *testing.T, d kernelDirs, tokenMode os.FileMode, extra ...string) *httpKernel {
+func startHTTPKernel(t *testing.T, d mcpfix.Dirs, tokenMode os.FileMode, extra ...string) *httpKernel {
 	t.Helper()
 	return startHTTPKernelAt(t, d, "127.0.0.1:0", tokenMode, extra...)
 }
 
 // startHTTPKernelAt is startHTTPKernel at another address.
-func startHTTPKernelAt(t *testing.T, d kernelDirs, addr string, tokenMode os.FileMode, extra ...string) *httpKernel {
+func startHTTPKernelAt(t *testing.T, d mcpfix.Dirs, addr string, tokenMode os.FileMode, extra ...string) *httpKernel {
 	t.Helper()
-	args := append([]string{"mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", addr, "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
+	args := append([]string{"mcp", "--workspace", d.WS, "--data-dir", d.Data, "--http", addr, "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
 	conn := harness.ServeConn(t, nil, args...)
 	m := conn.WaitStderr(t, urlLine, time.Minute)
 	return &httpKernel{url: m[1], conn: conn}
@@ -81,8 +82,8 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // the token never reaches the log.
 func TestHTTPBearerToken(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
-	if err := os.WriteFile(filepath.Join(d.ws, "log.md"), []byte("## I. One (a, 2026-01-01)\n\nfirst\n\n## II. Two (b, 2026-01-02)\n\nsecond\n"), 0o644); err != nil {
+	d := mcpfix.NewDirs(t)
+	if err := os.WriteFile(filepath.Join(d.WS, "log.md"), []byte("## I. One (a, 2026-01-01)\n\nfirst\n\n## II. Two (b, 2026-01-02)\n\nsecond\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	url, k := startHTTP(t, d, 0o600)
@@ -114,11 +115,11 @@ func TestHTTPBearerToken(t *testing.T) {
 	if err != nil || len(tools.Tools) < 20 {
 		t.Fatalf("tools/list over HTTP: %v, %v", tools, err)
 	}
-	open, isErr := call(t, cs, "corpus_open", map[string]any{"path": "log.md", "watch": false})
+	open, isErr := mcpfix.Call(t, cs, "corpus_open", map[string]any{"path": "log.md", "watch": false})
 	if isErr {
 		t.Fatalf("corpus_open: %v", open)
 	}
-	q, _ := call(t, cs, "corpus_query", map[string]any{"corpusId": open["corpusId"]})
+	q, _ := mcpfix.Call(t, cs, "corpus_query", map[string]any{"corpusId": open["corpusId"]})
 	if q["caller"] != "external" || q["route"] != "linear_tail" {
 		t.Errorf("an HTTP caller: caller %v route %v, want external and linear_tail", q["caller"], q["route"])
 	}

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 // TestProgressAndResourceUpdates: corpus_open with a progress token
@@ -20,8 +21,8 @@ import (
 // the ledger.
 func TestProgressAndResourceUpdates(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
-	dir := filepath.Join(d.ws, "notes")
+	d := mcpfix.NewDirs(t)
+	dir := filepath.Join(d.WS, "notes")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestProgressAndResourceUpdates(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	conn := harness.ServeConn(t, nil, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--log-level", "error")
+	conn := harness.ServeConn(t, nil, "mcp", "--workspace", d.WS, "--data-dir", d.Data, "--log-level", "error")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: conn, Writer: conn}, nil)
@@ -68,13 +69,13 @@ func TestProgressAndResourceUpdates(t *testing.T) {
 		t.Error("corpus_open with a progress token sent no progress")
 	}
 
-	turn, _ := call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
+	turn, _ := mcpfix.Call(t, cs, "turn_start", map[string]any{"proposal": map[string]any{"kind": "files", "files": []any{map[string]any{"path": "a.txt", "content": "A2\n"}}}})
 	id := turn["transactionId"].(string)
 	uri := "txkernel://tx/" + id
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
 	}
-	call(t, cs, "apply_execute", map[string]any{"transactionId": id}) // appends approval/request
+	mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": id}) // appends approval/request
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 // TestToolArgumentsRefused: a tool's arguments are its method's params,
@@ -17,13 +19,13 @@ import (
 // naming it.
 func TestToolArgumentsRefused(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	pol := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(pol, []byte(`{"grants": [{"principal_id": "agent-1", "actions": ["read", "propose"], "scope": {"tenant_id": "t", "organization_id": "o", "repository_id": "r"}}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	free := connect(t, d, nil, "--memory-policy", pol, "--principal-id", "agent-1", "--principal-roles", "")
-	fixed := connect(t, kernelDirs{ws: d.ws, data: filepath.Join(t.TempDir(), "data")}, nil, "--memory-policy", pol, "--principal-id", "agent-1", "--principal-roles", "", "--scope", "t/o/r")
+	fixed := connect(t, mcpfix.Dirs{WS: d.WS, Data: filepath.Join(t.TempDir(), "data")}, nil, "--memory-policy", pol, "--principal-id", "agent-1", "--principal-roles", "", "--scope", "t/o/r")
 	scope := map[string]any{"tenant_id": "t", "organization_id": "o", "repository_id": "r"}
 	secret := map[string]any{"tenant_id": "t", "organization_id": "o", "repository_id": "secret"}
 	curator := map[string]any{"principal_id": "curator-9", "roles": []string{"curator"}}
@@ -53,7 +55,7 @@ func TestToolArgumentsRefused(t *testing.T) {
 		if c.fixed {
 			cs = fixed
 		}
-		res, isErr := call(t, cs, c.tool, c.args)
+		res, isErr := mcpfix.Call(t, cs, c.tool, c.args)
 		if c.code == 0 {
 			if isErr {
 				t.Errorf("%s: %s %v: %v", c.name, c.tool, c.args, res)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 // inspector is the official MCP Inspector's CLI, pinned.
@@ -51,9 +52,9 @@ func TestInspectorCLI(t *testing.T) {
 	if _, err := exec.LookPath("npx"); err != nil {
 		t.Fatal("TXKERNEL_INSPECTOR=1 but npx is not on PATH")
 	}
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	// No --log-level: the Inspector takes that flag as its own.
-	server := []string{harness.PlainBin(t), "mcp", "--workspace", d.ws, "--data-dir", d.data}
+	server := []string{harness.PlainBin(t), "mcp", "--workspace", d.WS, "--data-dir", d.Data}
 	if out, code := runInspector(t, append(server, "--method", "tools/list", "--strict")...); code != 0 || strings.Contains(string(out), "Warning:") {
 		t.Fatalf("tools/list --strict: exit %d, %d warnings (want none): %s", code, strings.Count(string(out), "Warning:"), out)
 	}
@@ -77,14 +78,14 @@ func TestInspectorCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal(out, &ap) != nil || ap.StructuredContent.OK || len(ap.StructuredContent.PendingApprovals) != 1 {
 		t.Fatalf("apply_execute: exit %d: %s", code, out)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.ws, "a.txt")); string(b) != "A1\n" {
+	if b, _ := os.ReadFile(filepath.Join(d.WS, "a.txt")); string(b) != "A1\n" {
 		t.Fatalf("the workspace changed without an approval: %q", b)
 	}
 	if out, code := runInspector(t, append(server, "--method", "tools/call", "--tool-name", "tx_status", "--tool-arg", "transactionId=tx-00000000000000000000")...); code != 5 {
 		t.Fatalf("tx_status of an unknown transaction: exit %d, want 5 (a tool error): %s", code, out)
 	}
 
-	url, _ := startHTTP(t, kernelDirs{ws: d.ws, data: filepath.Join(t.TempDir(), "data")}, 0o600)
+	url, _ := startHTTP(t, mcpfix.Dirs{WS: d.WS, Data: filepath.Join(t.TempDir(), "data")}, 0o600)
 	if out, code := runInspector(t, url, "--transport", "http", "--header", "Authorization: Bearer "+testToken, "--method", "tools/list", "--strict"); code != 0 {
 		t.Fatalf("tools/list over HTTP: exit %d: %s", code, out)
 	}

@@ -11,7 +11,6 @@ package mcp
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,43 +29,14 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
-
-// kernelDirs are one workspace and data dir, shared by the kernels a
-// test starts one after the other.
-type kernelDirs struct{ ws, data string }
-
-func newDirs(t *testing.T) kernelDirs {
-	t.Helper()
-	d := kernelDirs{ws: t.TempDir(), data: filepath.Join(t.TempDir(), "data")}
-	if err := os.WriteFile(filepath.Join(d.ws, "a.txt"), []byte("A1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// call calls a tool and returns its structured content as a map.
-func call(t *testing.T, cs *sdk.ClientSession, name string, args any) (map[string]any, bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s: structured content %s: %v", name, raw, err)
-	}
-	return out, res.IsError
-}
 
 const testToken = "s3cret-token-for-the-http-test"
 
 // startHTTP starts `txkernel mcp --http 127.0.0.1:0` on d with a token
 // file and returns the endpoint URL and the kernel's stderr so far.
-func startHTTP(t *testing.T, d kernelDirs, tokenMode os.FileMode) (url string, stderr *syncBuffer) {
+func startHTTP(t *testing.T, d mcpfix.Dirs, tokenMode os.FileMode) (url string, stderr *syncBuffer) {
 	t.Helper()
 	k := startHTTPKernel(t, d, tokenMode, nil)
 	return k.url, k.stderr
@@ -93,9 +63,9 @@ func writeToken(t *testing.T, tokenMode os.FileMode) string {
 // d with a token file and waits for the URL it logs. wrap, when not nil,
 // turns the kernel's argv into the command run (a shell that lowers
 // RLIMIT_NOFILE first, say).
-func startHTTPKernel(t *testing.T, d kernelDirs, tokenMode os.FileMode, wrap func(argv []string) []string, extra ...string) *httpKernel {
+func startHTTPKernel(t *testing.T, d mcpfix.Dirs, tokenMode os.FileMode, wrap func(argv []string) []string, extra ...string) *httpKernel {
 	t.Helper()
-	argv := append([]string{harness.Bin(t), "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
+	argv := append([]string{harness.Bin(t), "mcp", "--workspace", d.WS, "--data-dir", d.Data, "--http", "127.0.0.1:0", "--token-file", writeToken(t, tokenMode), "--log-level", "debug"}, extra...)
 	if wrap != nil {
 		argv = wrap(argv)
 	}
@@ -193,7 +163,7 @@ func fdCount(pid int) int {
 func TestHTTPJunkConnections(t *testing.T) {
 	t.Parallel()
 	const junk, nofile = 1000, 512
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	k := startHTTPKernel(t, d, 0o600, func(argv []string) []string {
 		// The shell lowers the soft and hard limit, so that the Go
 		// runtime cannot raise it again.
@@ -234,7 +204,7 @@ func TestHTTPJunkConnections(t *testing.T) {
 	if err != nil || len(tools.Tools) < 20 {
 		t.Fatalf("tools/list with %d junk connections open: %v", junk, err)
 	}
-	if _, isErr := call(t, cs, "tx_list", map[string]any{}); isErr {
+	if _, isErr := mcpfix.Call(t, cs, "tx_list", map[string]any{}); isErr {
 		t.Fatal("tx_list failed")
 	}
 	served := time.Since(callStart)

@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
 // TestReadmeSnippet runs the README's stdio MCP configuration as written
@@ -108,7 +109,7 @@ func TestReadmeSnippet(t *testing.T) {
 		{"memory_read_context", map[string]any{"query": "closures"}},
 		{"memory_proposals", map[string]any{}},
 	} {
-		res, isErr := call(t, cs, c.tool, c.args)
+		res, isErr := mcpfix.Call(t, cs, c.tool, c.args)
 		if isErr {
 			t.Fatalf("%s with the README's snippet and PROTOCOL's policy: %v", c.tool, res)
 		}
