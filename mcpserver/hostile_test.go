@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,10 +32,17 @@ import (
 // elicit, when not nil, answers elicitation requests.
 func connectHTTP(t *testing.T, url string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) (*sdk.ClientSession, error) {
 	t.Helper()
+	return connectHTTPClient(t, url, elicit, &http.Client{Transport: bearerTransport{testToken}})
+}
+
+// connectHTTPClient is connectHTTP through client, which must send the
+// bearer token itself.
+func connectHTTPClient(t *testing.T, url string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), hc *http.Client) (*sdk.ClientSession, error) {
+	t.Helper()
 	client := sdk.NewClient(&sdk.Implementation{Name: "hostile-test", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: elicit})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}, MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -245,17 +253,32 @@ func TestHTTPSessionsAndStreams(t *testing.T) {
 	k := startHTTPKernel(t, d, 0o600, "--max-sessions", "4", "--max-in-flight", "3")
 	var sessions []*sdk.ClientSession
 	for i := range 6 {
-		cs, err := connectHTTP(t, k.url, nil)
+		// The SDK's client opens its GET stream (a use of the session)
+		// after Connect returns; wait until the kernel has answered it,
+		// so that the uses arrive in the order this test makes them, not
+		// in the scheduler's (a fixed sleep lost that race under load).
+		streamed := make(chan struct{})
+		var once sync.Once
+		client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := bearerTransport{testToken}.RoundTrip(r)
+			if r.Method == http.MethodGet {
+				once.Do(func() { close(streamed) })
+			}
+			return resp, err
+		})}
+		cs, err := connectHTTPClient(t, k.url, nil, client)
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
+		}
+		select {
+		case <-streamed:
+		case <-time.After(time.Minute):
+			t.Fatalf("session %d: the SDK's client opened no GET stream", i)
 		}
 		sessions = append(sessions, cs)
 		if i == 2 {
 			// Use the first session, so that the second and third are
-			// the least recently used. The SDK's client opens its GET
-			// stream (a use) after Connect returns: let those of the
-			// first three sessions arrive first.
-			time.Sleep(500 * time.Millisecond)
+			// the least recently used.
 			if _, isErr := mcpfix.Call(t, sessions[0], "tx_list", map[string]any{}); isErr {
 				t.Fatal("tx_list on the first session")
 			}
@@ -362,3 +385,8 @@ func (b bearerOver) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.base.RoundTrip(r)
 }
+
+// roundTripFunc is an http.RoundTripper from a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
