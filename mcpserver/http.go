@@ -357,7 +357,11 @@ const sessionIDHeader = "Mcp-Session-Id"
 // trackSessions keeps the MCP sessions in least-recently-used order and
 // closes the least recently used beyond MaxSessions. A request naming a
 // session uses it; a response that names a session the request did not
-// (the SDK sets the header on the initialize response) is a new one.
+// (the SDK sets the header on the initialize response) is a new one. The
+// new session is listed, and the sessions beyond MaxSessions closed, when
+// that response's header is written, before the client can read it: a
+// client's next request (its GET stream, its first call) then finds its
+// session listed, and every other client's later use is ordered after it.
 func (s *HTTPServer) trackSessions(srv *mcp.Server, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get(sessionIDHeader); id != "" {
@@ -365,26 +369,62 @@ func (s *HTTPServer) trackSessions(srv *mcp.Server, next http.Handler) http.Hand
 			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
-		id := w.Header().Get(sessionIDHeader)
-		if id == "" {
-			return
-		}
-		live := map[string]*mcp.ServerSession{}
-		for ss := range srv.Sessions() {
-			live[ss.ID()] = ss
-		}
-		if live[id] == nil {
-			return // the initialize failed and the SDK closed the session
-		}
-		for _, old := range s.sessions.add(id, func(id string) bool { return live[id] != nil }) {
-			if ss := live[old]; ss != nil {
-				s.opts.Logger.Info("MCP session closed: least recently used beyond --max-sessions", "maxSessions", s.opts.MaxSessions)
-				_ = ss.Close()
-			}
-		}
+		next.ServeHTTP(&sessionStart{ResponseWriter: w, start: func(id string) { s.startSession(srv, id) }}, r)
 	})
 }
+
+// startSession lists the new session id and closes the least recently
+// used sessions beyond MaxSessions.
+func (s *HTTPServer) startSession(srv *mcp.Server, id string) {
+	live := map[string]*mcp.ServerSession{}
+	for ss := range srv.Sessions() {
+		live[ss.ID()] = ss
+	}
+	if live[id] == nil {
+		return // the initialize failed and the SDK closed the session
+	}
+	for _, old := range s.sessions.add(id, func(id string) bool { return live[id] != nil }) {
+		if ss := live[old]; ss != nil {
+			s.opts.Logger.Info("MCP session closed: least recently used beyond --max-sessions", "maxSessions", s.opts.MaxSessions)
+			_ = ss.Close()
+		}
+	}
+}
+
+// sessionStart calls start with the session id its response's header
+// names, once, as that header is written.
+type sessionStart struct {
+	http.ResponseWriter
+	start   func(id string)
+	written bool
+}
+
+func (w *sessionStart) WriteHeader(code int) {
+	if !w.written {
+		w.written = true
+		if id := w.Header().Get(sessionIDHeader); id != "" {
+			w.start(id)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionStart) Write(b []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionStart) Flush() {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *sessionStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // isLoopbackHost reports whether host (no port) names the loopback
 // interface: localhost, a name under .localhost (RFC 6761), 127.0.0.0/8
