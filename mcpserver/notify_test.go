@@ -75,7 +75,13 @@ func TestProgressAndResourceUpdates(t *testing.T) {
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
 	}
-	mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": id}) // appends approval/request
+	// apply_execute appends approval/request (or, approved, the apply's
+	// events): either way the ledger grows, unless the call failed.
+	if out, isErr := mcpfix.Call(t, cs, "apply_execute", map[string]any{"transactionId": id}); isErr {
+		t.Fatalf("apply_execute: %v", out)
+	} else if out["ok"] != false || out["pendingApprovals"] == nil {
+		t.Logf("apply_execute: %v", out)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
@@ -85,7 +91,9 @@ func TestProgressAndResourceUpdates(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no resources/updated for %s", uri)
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("no resources/updated for %s in 10 s (updates received: %v)", uri, updated)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
