@@ -58,8 +58,14 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The socket path must fit in sun_path (about 107 bytes).
-	dir, err := os.MkdirTemp("/tmp", "txkpg")
+	// The socket path must fit in sun_path (about 107 bytes): the
+	// temporary directory ($TMPDIR: make test puts it on tmpfs) when its
+	// name is short, /tmp otherwise.
+	root := os.TempDir()
+	if len(root) > 48 {
+		root = "/tmp"
+	}
+	dir, err := os.MkdirTemp(root, "txkpg")
 	if err != nil {
 		return nil, err
 	}
