@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"strings"
 )
@@ -109,13 +110,7 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 			continue
 		}
 		w := &scanned{v: v}
-		if !s.clean.has(v) {
-			w.lines = strings.Split(v, "\n")
-			w.spans = s.scan(w.lines)
-			if len(w.spans) == 0 {
-				s.clean.add(v)
-			}
-		}
+		w.lines, w.spans = s.scanUnlessClean(v)
 		if l.key >= 0 {
 			if name, ok := lits[l.key].decode(data); ok {
 				first, _, _ := strings.Cut(v, "\n")
@@ -183,6 +178,31 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 	}
 	buf.Write(data[pos:])
 	return buf.Bytes(), true
+}
+
+// scanUnlessClean is scan of v's lines, except for a large v found
+// clean lately (clean.go) or found clean line by line on every core
+// (cleanText), for which the scan would find nothing: then it returns no
+// lines (the caller splits v only if it needs them) and no spans. v's
+// SHA-256 is taken once for the lookup and the memory of a clean result.
+func (s *Scanner) scanUnlessClean(v string) ([]string, []span) {
+	var sum [sha256.Size]byte
+	if len(v) >= minClean {
+		sum = sha256.Sum256([]byte(v))
+		if s.clean.hasSum(sum) {
+			return nil, nil
+		}
+		if !s.serial && len(v) >= minParallelClean && s.cleanText(v) {
+			s.clean.addSum(sum)
+			return nil, nil
+		}
+	}
+	lines := strings.Split(v, "\n")
+	spans := s.scan(lines)
+	if len(spans) == 0 && len(v) >= minClean {
+		s.clean.addSum(sum)
+	}
+	return lines, spans
 }
 
 // memberSpans are the generic rule's findings in first, the first line of
