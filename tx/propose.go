@@ -142,6 +142,16 @@ func sha256Hex(b []byte) string {
 }
 
 func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan *Plan) (*Proposed, error) {
+	// What the host reviews is stored redacted and shown redacted, whatever
+	// the target rendered (a memory body's diff, a document's values).
+	// Nothing below reads it until the directory's files are listed, so it
+	// is redacted on another goroutine meanwhile: on a large diff the scan
+	// (record.RedactText: a SHA-256 of the text, then its lines) is the
+	// longest step here, and the hashing and encoding below would
+	// otherwise leave the second core idle. The buffered channel lets the
+	// goroutine end even when an error returns first.
+	redactedC := make(chan []byte, 1)
+	go func() { redactedC <- record.RedactText(plan.Redacted) }()
 	patchID := sha256Hex(plan.Canonical)
 	txID := e.ids.newTxID()
 	turnID := newID("turn")
@@ -162,9 +172,6 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		return nil, err
 	}
 	ptr = *stored
-	// What the host reviews is stored redacted and shown redacted, whatever
-	// the target rendered (a memory body's diff, a document's values).
-	redacted := record.RedactText(plan.Redacted)
 
 	tmp := filepath.Join(e.txRoot, ".tmp-"+txID)
 	final := filepath.Join(e.txRoot, txID)
@@ -203,6 +210,11 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	if err != nil {
 		return nil, err
 	}
+	var blobs []byte
+	if len(plan.Blobs) > 0 {
+		blobs = encodeBlobs(plan.Blobs) // before the wait, for the same reason
+	}
+	redacted := <-redactedC
 	files := []dirFile{
 		{name: LedgerFile, flag: os.O_APPEND, write: func(f *os.File) error { return t.led.write(f, pending) }},
 		// No fsync: transaction.json is rebuilt from the ledger whenever it
@@ -212,7 +224,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		{name: patchFile, data: redacted, sync: true},
 	}
 	if len(plan.Blobs) > 0 {
-		files = append(files, dirFile{name: BlobFile, data: encodeBlobs(plan.Blobs), sync: true})
+		files = append(files, dirFile{name: BlobFile, data: blobs, sync: true})
 	}
 	// The active/ marker is independent of the directory's files: it is
 	// created and its directory fsynced in the same round. It is durable
