@@ -101,27 +101,54 @@ const minParallelClean = 64 << 10
 // finding first). False says only that the full scan must run: a
 // selection of the lines may still be clean.
 func (s *Scanner) CleanLines(text string, skip int) bool {
+	facts := literalsIn(text)
 	for line := range strings.SplitSeq(text, "\n") {
 		if len(line) < skip {
 			continue
 		}
-		if !s.cleanLine(line[skip:]) {
+		if !s.cleanLine(line[skip:], facts) {
 			return false
 		}
 	}
 	return true
 }
 
-// cleanLine is CleanLines for one line: scan's per-line work (lineRules)
-// and the private key rule's first test, the BEGIN marker, which needs
-// five dashes (the Contains spares most lines the regexp).
-func (s *Scanner) cleanLine(line string) bool {
-	if strings.Contains(line, "-----") && s.keyBegin.MatchString(line) {
+// textLiterals records which literals some rule needs a text holds
+// anywhere. Every line CleanLines checks is a substring of the text, so
+// a literal the text lacks is in none of them, and the per-line search
+// for it can be left out: one pass over the text instead of one call per
+// line, most lines being short.
+type textLiterals struct {
+	dashes bool // "-----", in every private key marker
+	prefix bool // an AWS key id or a GitHub token prefix (hasAWSPrefix, hasGitHubPrefix)
+	folds  bool // a rune the generic rule's folding or lowering makes a keyword letter (mayBeGeneric)
+}
+
+func literalsIn(text string) textLiterals {
+	return textLiterals{
+		dashes: strings.Contains(text, "-----"),
+		prefix: hasAWSPrefix(text) || hasGitHubPrefix(text),
+		folds:  strings.Contains(text, "\u0130") || strings.Contains(text, "\u212a") || strings.Contains(text, "\u017f"),
+	}
+}
+
+// cleanLine is CleanLines for one line of a text with the literals lit:
+// scan's per-line work (lineRules) and the private key rule's first
+// test, the BEGIN marker, which needs five dashes. Without a token
+// prefix or a folding rune in the text (and with the one-pass
+// prefilters), lineRules reduces to the generic rule on the line's bytes:
+// awsMatches and githubMatches return nothing without their prefixes,
+// and mayBeGeneric is then its length test and mayBeGenericBytes.
+func (s *Scanner) cleanLine(line string, lit textLiterals) bool {
+	if lit.dashes && strings.Contains(line, "-----") && s.keyBegin.MatchString(line) {
 		return false
 	}
-	clean := true
-	s.lineRules(line, func(int, int, string) { clean = false })
-	return clean
+	if lit.prefix || lit.folds || s.reference {
+		clean := true
+		s.lineRules(line, func(int, int, string) { clean = false })
+		return clean
+	}
+	return len(line) < minGenericLine || !mayBeGenericBytes(line) || len(s.genericMatchesAll(line)) == 0
 }
 
 // cleanText is CleanLines(text, 0) on every core for a text of at least

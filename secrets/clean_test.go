@@ -137,3 +137,60 @@ func FuzzRedactStringShortcut(f *testing.F) {
 		checkShortcut(t, "fuzz", filler[:k]+marks.Replace(text)+filler[k:])
 	})
 }
+
+// BenchmarkCleanLines: the line check on the content lines of the real
+// fzf patches (about 1 MB), as one text. MB/s counts its bytes.
+func BenchmarkCleanLines(b *testing.B) {
+	text := strings.Join(diffContentLines(b, 0), "\n")
+	s := NewScanner()
+	if !s.CleanLines(text, 0) {
+		b.Fatal("the fzf lines are not clean")
+	}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		s.CleanLines(text, 0)
+	}
+}
+
+// FuzzCleanLines: CleanLines, which searches the text once for the
+// literals some rules need, answers as the check of every line with all
+// of scan's per-line rules (lineRules) and the BEGIN marker, and when it
+// finds a text clean the whole scan finds nothing in it.
+func FuzzCleanLines(f *testing.F) {
+	p := secretstest.Secrets(13)
+	for _, s := range []string{
+		"x\napi_key = " + p[1].Secret[4:] + "\n",
+		"AKIA in prose\nsecret_token: " + p[1].Secret[4:],
+		"\u212aey = " + p[1].Secret[4:] + "\nplain",
+		"ghp_ is a prefix\n" + p[1].Secret,
+		"---- not a marker\n-----BEGIN PRIVATE KEY-----",
+		"+" + p[0].Secret + "\n",
+	} {
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(1))
+	}
+	s := NewScanner()
+	f.Fuzz(func(t *testing.T, text string, skip uint8) {
+		k := int(skip % 3)
+		want := true
+		for line := range strings.SplitSeq(text, "\n") {
+			if len(line) < k {
+				continue
+			}
+			line = line[k:]
+			if strings.Contains(line, "-----") && s.keyBegin.MatchString(line) {
+				want = false
+			}
+			s.lineRules(line, func(int, int, string) { want = false })
+		}
+		got := s.CleanLines(text, k)
+		if got != want {
+			t.Fatalf("CleanLines(%q, %d) = %v, the check of each line says %v", text, k, got, want)
+		}
+		if got && k == 0 {
+			if red, found := NewScanner().RedactString(text); red != text || found != nil {
+				t.Fatalf("CleanLines(%q) is true, but the scan finds %+v", text, found)
+			}
+		}
+	})
+}
