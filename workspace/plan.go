@@ -82,7 +82,28 @@ func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, err
 		return f.kind == protocol.ChangeModify && f.oldMode == f.newMode && bytes.Equal(f.old, f.new)
 	})
 	slices.SortFunc(files, func(a, b plannedFile) int { return strings.Compare(a.path, b.path) })
+	// A unified diff keeps the diff rather than every new content: the
+	// apply applies it again to the same bases (their hashes are checked
+	// first) and checks each result's hash. For a sweeping edit the diff is
+	// a fraction of the files it touches, and the proposal's durable write
+	// shrinks with it. Its SHA-256 is taken on another goroutine while the
+	// files are diffed: a serial pass over the whole diff otherwise.
+	var diff []byte
+	var diffSum string
+	summed := make(chan struct{})
+	if kind == protocol.KindUnifiedDiff {
+		if diff, err = normalizedDiff(in); err != nil {
+			return nil, err
+		}
+		go func() {
+			diffSum = sha256Hex(diff)
+			close(summed)
+		}()
+	} else {
+		close(summed)
+	}
 	raw, redacted, findings := w.canonicalDiff(files)
+	<-summed
 	out := &tx.Plan{
 		Pointer:    record.Proposal{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
 		Canonical:  raw,
@@ -93,18 +114,9 @@ func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, err
 		Tolerances: in.tolerances,
 		Changes:    make([]protocol.FileChange, 0, len(files)),
 	}
-	// A unified diff keeps the diff rather than every new content: the
-	// apply applies it again to the same bases (their hashes are checked
-	// first) and checks each result's hash. For a sweeping edit the diff is
-	// a fraction of the files it touches, and the proposal's durable write
-	// shrinks with it.
-	var diff []byte
 	if kind == protocol.KindUnifiedDiff {
-		if diff, err = normalizedDiff(in); err != nil {
-			return nil, err
-		}
-		out.Pointer.DiffSHA256 = sha256Hex(diff)
-		out.Blobs[out.Pointer.DiffSHA256] = diff
+		out.Pointer.DiffSHA256 = diffSum
+		out.Blobs[diffSum] = diff
 	}
 	for _, f := range files {
 		out.Pointer.TargetFiles = append(out.Pointer.TargetFiles, f.path)
