@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -364,6 +365,21 @@ func unquoteKey(key []byte) (string, bool) {
 	return k, json.Unmarshal(key, &k) == nil
 }
 
+// plainWord reports whether none of the eight bytes of w is a control
+// character (< 0x20), a non-ASCII byte (>= 0x80), '"' or '\\': the bytes
+// fastString copies as they are. The tests are the exact "some byte
+// is zero" and "some byte is below n" word tricks (Hacker's Delight
+// 6-1; Anderson's Bit Twiddling Hacks, haszero and hasless), which may
+// misplace which byte but never miss or invent one, and only the
+// answer for the whole word is used.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) bool { return (v-ones)&^v&highs != 0 }
+	return w&highs == 0 && // no byte >= 0x80
+		(w-0x20*ones)&^w&highs == 0 && // no byte < 0x20
+		!hasZero(w^('"'*ones)) && !hasZero(w^('\\'*ones))
+}
+
 // fastString decodes val, a JSON string, into dst, a string or *string,
 // as json.Unmarshal would, in one pass, and reports whether it did. It
 // takes the strings a diff or a file is sent as: any bytes but control
@@ -389,8 +405,14 @@ func fastString(val []byte, dst reflect.Value) bool {
 	out.Grow(len(body))
 	ascii := true
 	for i := 0; i < len(body); i++ {
-		// A run of plain ASCII is copied at once.
+		// A run of plain ASCII is copied at once. It is found eight bytes
+		// at a time (plainWord) up to the word that holds its end, then
+		// byte by byte: a diff's runs are its lines, between the escapes
+		// of their tabs and newlines.
 		j := i
+		for j+8 <= len(body) && plainWord(binary.LittleEndian.Uint64(body[j:])) {
+			j += 8
+		}
 		for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '"' && body[j] != '\\' {
 			j++
 		}
