@@ -44,7 +44,24 @@ func (c *cleanCache) has(text string) bool {
 	if len(text) < minClean {
 		return false
 	}
-	return c.hasSum(sha256.Sum256([]byte(text)))
+	return c.hasSum(sumString(text))
+}
+
+// sumString is sha256.Sum256([]byte(text)) without the copy of the whole
+// text that the conversion allocates (the text is often a diff of
+// hundreds of KB, hashed on every turn/start): it goes through a small
+// buffer instead.
+func sumString(text string) [sha256.Size]byte {
+	h := sha256.New()
+	buf := make([]byte, min(len(text), 16<<10))
+	for len(text) > 0 {
+		n := copy(buf, text)
+		h.Write(buf[:n])
+		text = text[n:]
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // hasSum is has for a text whose SHA-256 the caller holds (and whose
@@ -61,7 +78,7 @@ func (c *cleanCache) add(text string) {
 	if len(text) < minClean {
 		return
 	}
-	c.addSum(sha256.Sum256([]byte(text)))
+	c.addSum(sumString(text))
 }
 
 // addSum is add for a text of at least minClean bytes whose SHA-256 the

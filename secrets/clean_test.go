@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -193,4 +194,15 @@ func FuzzCleanLines(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSumString: sumString is SHA-256 of the text, at the lengths around
+// its buffer's.
+func TestSumString(t *testing.T) {
+	for _, n := range []int{0, 1, 16<<10 - 1, 16 << 10, 16<<10 + 1, 100 << 10} {
+		text := strings.Repeat("diff line\n", n/10+1)[:n]
+		if got, want := sumString(text), sha256.Sum256([]byte(text)); got != want {
+			t.Errorf("%d bytes: sumString %x, want %x", n, got, want)
+		}
+	}
 }

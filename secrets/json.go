@@ -188,7 +188,7 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 func (s *Scanner) scanUnlessClean(v string) ([]string, []span) {
 	var sum [sha256.Size]byte
 	if len(v) >= minClean {
-		sum = sha256.Sum256([]byte(v))
+		sum = sumString(v)
 		if s.clean.hasSum(sum) {
 			return nil, nil
 		}

@@ -229,7 +229,7 @@ func (s *Scanner) RedactLines(lines []string) ([]string, []Finding) {
 func (s *Scanner) RedactString(text string) (string, []Finding) {
 	var sum [sha256.Size]byte
 	if len(text) >= minClean {
-		sum = sha256.Sum256([]byte(text))
+		sum = sumString(text)
 		if s.clean.hasSum(sum) {
 			return text, nil
 		}
