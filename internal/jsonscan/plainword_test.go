@@ -1,4 +1,4 @@
-package kernel
+package jsonscan
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 )
 
 // TestPlainWord: plainWord of eight bytes is true exactly when each byte
-// is one fastString copies as it is, for every byte value at every
+// is one Unquote copies as it is, for every byte value at every
 // position of an otherwise plain word, and for random words (mostly
 // plain bytes, so that both answers come up).
 func TestPlainWord(t *testing.T) {
