@@ -141,6 +141,8 @@ type textLiterals struct {
 	folds  bool // a rune the generic rule's folding or lowering makes a keyword letter (mayBeGeneric)
 }
 
+// literalsIn returns the textLiterals of text: three searches of the
+// whole text, each cheaper than its per-line calls.
 func literalsIn(text string) textLiterals {
 	return textLiterals{
 		dashes: strings.Contains(text, "-----"),

@@ -146,7 +146,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	// the target rendered (a memory body's diff, a document's values).
 	// Nothing below reads it until the directory's files are listed, so it
 	// is redacted on another goroutine meanwhile: on a large diff the scan
-	// (record.RedactText: a SHA-256 of the text, then its lines) is the
+	// (record.RedactTextString: a SHA-256 of the text, then its lines) is the
 	// longest step here, and the hashing and encoding below would
 	// otherwise leave the second core idle. The buffered channel lets the
 	// goroutine end even when an error returns first.
