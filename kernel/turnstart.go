@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -365,13 +364,11 @@ func unquoteKey(key []byte) (string, bool) {
 }
 
 // fastString decodes val, a JSON string, into dst, a string or *string,
-// as json.Unmarshal would, in one pass, and reports whether it did. It
-// takes the strings a diff or a file is sent as: any bytes but control
-// characters, with the escapes \" \\ \/ \b \f \n \r \t and \uXXXX
-// (but surrogates), and valid UTF-8. Anything else (a surrogate escape,
-// bytes that are not UTF-8, which encoding/json replaces, a malformed
-// string, another type) it leaves to json.Unmarshal: false. json.Unmarshal checks the whole value before
-// decoding it, a second pass over a diff of megabytes.
+// as json.Unmarshal would, in one pass (jsonscan.Unquote), and reports
+// whether it did. Anything Unquote leaves to json.Unmarshal (a surrogate
+// escape, bytes that are not UTF-8, which encoding/json replaces, a
+// malformed string), or another type, is false. json.Unmarshal checks the
+// whole value before decoding it, a second pass over a diff of megabytes.
 // FuzzFastString checks it against json.Unmarshal.
 func fastString(val []byte, dst reflect.Value) bool {
 	// Exactly string and *string: a named type may decode itself.
@@ -379,73 +376,8 @@ func fastString(val []byte, dst reflect.Value) bool {
 	if !ptr && dst.Type() != reflect.TypeFor[string]() {
 		return false
 	}
-	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
-		return false
-	}
-	body := val[1 : len(val)-1]
-	// A Builder hands its bytes over as the string without copying
-	// them: one copy of a diff of megabytes, not two.
-	var out strings.Builder
-	out.Grow(len(body))
-	ascii := true
-	for i := 0; i < len(body); i++ {
-		// A run of plain ASCII is copied at once.
-		j := i
-		for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '"' && body[j] != '\\' {
-			j++
-		}
-		if j > i {
-			out.Write(body[i:j])
-			if i = j; i == len(body) {
-				break
-			}
-		}
-		c := body[i]
-		switch {
-		case c < 0x20 || c == '"':
-			return false
-		case c >= utf8.RuneSelf:
-			ascii = false
-			out.WriteByte(c)
-		case c != '\\':
-			out.WriteByte(c)
-		default:
-			if i++; i == len(body) {
-				return false
-			}
-			switch body[i] {
-			case '"', '\\', '/':
-				out.WriteByte(body[i])
-			case 'b':
-				out.WriteByte('\b')
-			case 'f':
-				out.WriteByte('\f')
-			case 'n':
-				out.WriteByte('\n')
-			case 'r':
-				out.WriteByte('\r')
-			case 't':
-				out.WriteByte('\t')
-			case 'u':
-				// Go hosts' encoding/json writes <, > and & as \u003c,
-				// \u003e and \u0026. A surrogate (a pair, or one alone,
-				// which encoding/json replaces) is left to it.
-				if i+4 >= len(body) {
-					return false
-				}
-				r, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 32)
-				if err != nil || r >= 0xD800 && r < 0xE000 {
-					return false
-				}
-				out.WriteRune(rune(r))
-				i += 4
-			default:
-				return false
-			}
-		}
-	}
-	s := out.String()
-	if !ascii && !utf8.ValidString(s) {
+	s, ok := jsonscan.Unquote(val)
+	if !ok {
 		return false
 	}
 	if ptr {

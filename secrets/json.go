@@ -2,8 +2,11 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"strings"
+
+	"github.com/txkernel/txkernel/internal/jsonscan"
 )
 
 // RedactJSON returns data, one JSON text as encoding/json writes it, with
@@ -109,13 +112,7 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 			continue
 		}
 		w := &scanned{v: v}
-		if !s.clean.has(v) {
-			w.lines = strings.Split(v, "\n")
-			w.spans = s.scan(w.lines)
-			if len(w.spans) == 0 {
-				s.clean.add(v)
-			}
-		}
+		w.lines, w.spans = s.scanUnlessClean(v)
 		if l.key >= 0 {
 			if name, ok := lits[l.key].decode(data); ok {
 				first, _, _ := strings.Cut(v, "\n")
@@ -185,6 +182,31 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 	return buf.Bytes(), true
 }
 
+// scanUnlessClean is scan of v's lines, except for a large v found
+// clean lately (clean.go) or found clean line by line on every core
+// (cleanText), for which the scan would find nothing: then it returns no
+// lines (the caller splits v only if it needs them) and no spans. v's
+// SHA-256 is taken once for the lookup and the memory of a clean result.
+func (s *Scanner) scanUnlessClean(v string) ([]string, []span) {
+	var sum [sha256.Size]byte
+	if len(v) >= minClean {
+		sum = sumString(v)
+		if s.clean.hasSum(sum) {
+			return nil, nil
+		}
+		if !s.serial && len(v) >= minParallelClean && s.cleanText(v) {
+			s.clean.addSum(sum)
+			return nil, nil
+		}
+	}
+	lines := strings.Split(v, "\n")
+	spans := s.scan(lines)
+	if len(spans) == 0 && len(v) >= minClean {
+		s.clean.addSum(sum)
+	}
+	return lines, spans
+}
+
 // memberSpans are the generic rule's findings in first, the first line of
 // a member's string value, when the member's name is its identifier:
 // `"api_key": "…"` in a JSON text, seen as name=value; never for a name
@@ -233,11 +255,44 @@ func (l jsonString) decode(data []byte) (string, bool) {
 	if bytes.IndexByte(lit, '\\') < 0 {
 		return string(lit[1 : len(lit)-1]), true
 	}
+	// One pass for the common escapes (an answer's diff is hundreds of
+	// KB of them); json.Unmarshal, which checks the literal and then
+	// decodes it, for the rest.
+	if v, ok := jsonscan.Unquote(lit); ok {
+		return v, true
+	}
 	var v string
 	if err := json.Unmarshal(lit, &v); err != nil {
 		return "", false
 	}
 	return v, true
+}
+
+// closingQuote returns the index of the quote that closes the string
+// literal opened at data[open], or -1 when none does. A quote closes it
+// when the run of backslashes right before it is even: each backslash
+// escapes the byte after it, so a run pairs up and an odd one escapes the
+// quote (the byte before a run is no backslash, the opening quote at
+// worst, and the scan is in no escape there). Quotes are found with
+// IndexByte rather than byte by byte: a diff in an answer is hundreds of
+// KB of one string. Each backslash is counted for one quote at most, so
+// the search stays linear.
+func closingQuote(data []byte, open int) int {
+	for j := open + 1; ; {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := j + k
+		n := 0
+		for q-1-n > open && data[q-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		j = q + 1
+	}
 }
 
 // jsonStrings finds the string literals of data, outside of which no
@@ -259,14 +314,8 @@ func jsonStrings(data []byte) []jsonString {
 			afterColon = false
 			continue
 		}
-		j := i + 1
-		for j < len(data) && data[j] != '"' {
-			if data[j] == '\\' {
-				j++
-			}
-			j++
-		}
-		if j >= len(data) {
+		j := closingQuote(data, i)
+		if j < 0 {
 			break
 		}
 		l := jsonString{start: i, end: j + 1, key: -1}

@@ -181,3 +181,37 @@ func TestCleanCache(t *testing.T) {
 }
 
 var mixedSecret = rnd(5, 32, alnum)
+
+// closingQuoteByBytes is the byte-by-byte search closingQuote replaced:
+// the reference it must equal.
+func closingQuoteByBytes(data []byte, open int) int {
+	j := open + 1
+	for j < len(data) && data[j] != '"' {
+		if data[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	if j >= len(data) {
+		return -1
+	}
+	return j
+}
+
+// FuzzClosingQuote: closingQuote finds the quote the byte-by-byte search
+// finds, from every quote of any input.
+func FuzzClosingQuote(f *testing.F) {
+	for _, s := range []string{`"a"`, `"a\"b"`, `"a\\"b"`, `"\\\\\"x"`, `"\`, `"abc`, `{"k":"v\\\\","w":"\"\""}`, `""`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for i, c := range data {
+			if c != '"' {
+				continue
+			}
+			if got, want := closingQuote(data, i), closingQuoteByBytes(data, i); got != want {
+				t.Fatalf("%q from %d: closingQuote %d, want %d", data, i, got, want)
+			}
+		}
+	})
+}

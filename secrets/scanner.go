@@ -9,10 +9,12 @@
 // heuristics.go the value filters that keep placeholders, hashes and
 // prose out; json.go the redaction of every string of a JSON text, which
 // the record layer and the kernel apply to everything they store or emit;
-// clean.go the memory of large texts found clean.
+// clean.go the memory of large texts found clean and the line-by-line
+// check (CleanLines) that lets a large clean text skip the serial scan.
 package secrets
 
 import (
+	"crypto/sha256"
 	"regexp"
 	"slices"
 	"strings"
@@ -71,6 +73,10 @@ type Scanner struct {
 	// for the generic rule, the key regexp on every line): tests check
 	// the two agree, and a benchmark compares them in one run.
 	reference bool
+	// serial makes RedactString and RedactJSON scan a large text whole,
+	// without first checking its lines on every core (cleanText): tests
+	// compare the two.
+	serial bool
 }
 
 // NewScanner returns a Scanner with all rules compiled. It never fails: the
@@ -216,15 +222,27 @@ func (s *Scanner) RedactLines(lines []string) ([]string, []Finding) {
 // RedactString redacts text as RedactLines does, treating "\n" as the line
 // separator. Every "\n" and "\r" outside a redacted span is kept exactly,
 // so a text without secrets comes back byte-for-byte.
+//
+// A large text is first checked line by line on every core (cleanText):
+// when no line can hold anything, the text is the answer, which is what
+// the full scan would return, without its serial pass.
 func (s *Scanner) RedactString(text string) (string, []Finding) {
-	if s.clean.has(text) {
-		return text, nil
+	var sum [sha256.Size]byte
+	if len(text) >= minClean {
+		sum = sumString(text)
+		if s.clean.hasSum(sum) {
+			return text, nil
+		}
+		if !s.serial && len(text) >= minParallelClean && s.cleanText(text) {
+			s.clean.addSum(sum)
+			return text, nil
+		}
 	}
 	lines := strings.Split(text, "\n")
 	out, findings := s.RedactLines(lines)
 	red := strings.Join(out, "\n")
-	if len(findings) == 0 && red == text {
-		s.clean.add(text)
+	if len(findings) == 0 && red == text && len(text) >= minClean {
+		s.clean.addSum(sum)
 	}
 	return red, findings
 }
@@ -303,32 +321,40 @@ func (s *Scanner) scan(lines []string) []span {
 			lineSpans = append(lineSpans, sp)
 			spans = append(spans, sp)
 		}
-		// The AWS and GitHub patterns are case-sensitive and start with
-		// literal prefixes: a line without one cannot match.
-		for _, m := range awsMatches(s, line) {
-			// AWS's documentation keys (AKIAIOSFODNN7EXAMPLE and the
-			// other "…EXAMPLE" ids, allowlisted by gitleaks too: they are
-			// published, so not secret), and placeholders.
-			t := line[m[0]:m[1]]
-			if !strings.HasSuffix(t, "EXAMPLE") && !placeholderBody(t[4:], minAWSEntropy) {
-				add(m[0], m[1], RuleAWSAccessKeyID)
-			}
-		}
-		for _, m := range githubMatches(s, line) {
-			t := line[m[0]:m[1]]
-			body := t[strings.IndexByte(t, '_')+1:]
-			if strings.HasPrefix(t, "github_pat_") {
-				body = t[len("github_pat_"):]
-			}
-			if !placeholderBody(body, minGitHubEntropy) && !allWordish(body) {
-				add(m[0], m[1], githubRule(t))
-			}
-		}
-		for _, m := range s.genericMatches(line) {
-			add(m[0], m[1], RuleGenericAPIKey)
-		}
+		s.lineRules(line, add)
 	}
 	return propagate(lines, spans)
+}
+
+// lineRules calls add for each secret the single-line rules (AWS, GitHub,
+// generic) accept in line, in the order scan records them. It is the
+// whole of scan's work on a line outside private key blocks, shared with
+// CleanLines so that the two can never disagree.
+func (s *Scanner) lineRules(line string, add func(start, end int, rule string)) {
+	// The AWS and GitHub patterns are case-sensitive and start with
+	// literal prefixes: a line without one cannot match.
+	for _, m := range awsMatches(s, line) {
+		// AWS's documentation keys (AKIAIOSFODNN7EXAMPLE and the
+		// other "…EXAMPLE" ids, allowlisted by gitleaks too: they are
+		// published, so not secret), and placeholders.
+		t := line[m[0]:m[1]]
+		if !strings.HasSuffix(t, "EXAMPLE") && !placeholderBody(t[4:], minAWSEntropy) {
+			add(m[0], m[1], RuleAWSAccessKeyID)
+		}
+	}
+	for _, m := range githubMatches(s, line) {
+		t := line[m[0]:m[1]]
+		body := t[strings.IndexByte(t, '_')+1:]
+		if strings.HasPrefix(t, "github_pat_") {
+			body = t[len("github_pat_"):]
+		}
+		if !placeholderBody(body, minGitHubEntropy) && !allWordish(body) {
+			add(m[0], m[1], githubRule(t))
+		}
+	}
+	for _, m := range s.genericMatches(line) {
+		add(m[0], m[1], RuleGenericAPIKey)
+	}
 }
 
 // propagate adds a finding for every other occurrence of each found

@@ -142,6 +142,23 @@ func sha256Hex(b []byte) string {
 }
 
 func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan *Plan) (*Proposed, error) {
+	// What the host reviews is stored redacted and shown redacted, whatever
+	// the target rendered (a memory body's diff, a document's values).
+	// Nothing below reads it until the directory's files are listed, so it
+	// is redacted on another goroutine meanwhile: on a large diff the scan
+	// (record.RedactTextString: a SHA-256 of the text, then its lines) is the
+	// longest step here, and the hashing and encoding below would
+	// otherwise leave the second core idle. The buffered channel lets the
+	// goroutine end even when an error returns first.
+	type redactedDiff struct {
+		data []byte
+		text string
+	}
+	redactedC := make(chan redactedDiff, 1)
+	go func() {
+		data, text := record.RedactTextString(plan.Redacted)
+		redactedC <- redactedDiff{data, text}
+	}()
 	patchID := sha256Hex(plan.Canonical)
 	txID := e.ids.newTxID()
 	turnID := newID("turn")
@@ -162,9 +179,6 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		return nil, err
 	}
 	ptr = *stored
-	// What the host reviews is stored redacted and shown redacted, whatever
-	// the target rendered (a memory body's diff, a document's values).
-	redacted := record.RedactText(plan.Redacted)
 
 	tmp := filepath.Join(e.txRoot, ".tmp-"+txID)
 	final := filepath.Join(e.txRoot, txID)
@@ -203,6 +217,12 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	if err != nil {
 		return nil, err
 	}
+	var blobs []byte
+	if len(plan.Blobs) > 0 {
+		blobs = encodeBlobs(plan.Blobs) // before the wait, for the same reason
+	}
+	red := <-redactedC
+	redacted := red.data
 	files := []dirFile{
 		{name: LedgerFile, flag: os.O_APPEND, write: func(f *os.File) error { return t.led.write(f, pending) }},
 		// No fsync: transaction.json is rebuilt from the ledger whenever it
@@ -212,7 +232,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		{name: patchFile, data: redacted, sync: true},
 	}
 	if len(plan.Blobs) > 0 {
-		files = append(files, dirFile{name: BlobFile, data: encodeBlobs(plan.Blobs), sync: true})
+		files = append(files, dirFile{name: BlobFile, data: blobs, sync: true})
 	}
 	// The active/ marker is independent of the directory's files: it is
 	// created and its directory fsynced in the same round. It is durable
@@ -247,7 +267,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	e.mu.Lock()
 	e.txs[txID] = t
 	e.mu.Unlock()
-	e.emit(withDiff(evs, redacted))
+	e.emit(withDiff(evs, red.text))
 	t.publish() // now tx/list shows it (see transaction.summary)
 	t.release()
 
@@ -271,8 +291,8 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		Hunks:                       plan.Hunks,
 		Tolerances:                  plan.Tolerances,
 	}
-	if utf8.Valid(redacted) {
-		sum.Diff = string(redacted)
+	if utf8.ValidString(red.text) {
+		sum.Diff = red.text
 	} else {
 		sum.DiffBase64 = base64.StdEncoding.EncodeToString(redacted)
 	}
@@ -285,12 +305,12 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 
 // withDiff returns evs with diff put back into the turnDiff item that
 // names its file (Event.DiffFile), for the host; evs is not modified.
-func withDiff(evs []record.Event, diff []byte) []record.Event {
+func withDiff(evs []record.Event, diff string) []record.Event {
 	out := slices.Clone(evs)
 	for i, ev := range out {
 		if ev.DiffFile != "" && ev.Item != nil {
 			item := *ev.Item
-			item.Diff = string(diff)
+			item.Diff = diff
 			out[i].Item = &item
 		}
 	}
@@ -315,7 +335,7 @@ func loadDiffs(t *transaction, evs []record.Event) ([]record.Event, error) {
 			return nil, corrupt(CorruptData{TransactionID: t.id, File: path, Reason: "unreadable"},
 				"transaction %s: the turnDiff item's diff: %v", t.id, err)
 		}
-		return withDiff(evs, diff), nil
+		return withDiff(evs, string(diff)), nil
 	}
 	return evs, nil
 }

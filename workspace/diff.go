@@ -18,9 +18,16 @@ import (
 // The files are diffed on every core: each one's diff depends on its own
 // bytes only, and the line diff is most of turn/start's work on a
 // proposal of hundreds of files. Each file's sha256s (oldSum, newSum) are
-// taken in the same job, on the same core, while its bytes are at hand.
+// taken in the same job, on the same core, while its bytes are at hand,
+// and so is the check that its diff holds nothing to redact (allClean).
 func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findings []protocol.SecretFinding) {
 	diffs := make([][]byte, len(files))
+	// clean[i]: no line of diffs[i], past its first byte, can hold a
+	// secret (secrets.Scanner.CleanLines). The check runs in each file's
+	// job, on the core that made the diff and while the largest file's
+	// line diff still keeps another core busy, instead of a serial scan
+	// of the joined diff after the last job.
+	clean := make([]bool, len(files))
 	// The largest files first: the line diff of one large file is the
 	// longest job, and started last it would run alone on one core while
 	// the others idle.
@@ -37,6 +44,7 @@ func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findi
 		f := &files[i]
 		g.Go(func() error {
 			diffs[i] = unidiff.FileDiff(f.path, f.path, f.old, f.new, f.oldExists, f.kind != protocol.ChangeDelete, f.oldMode, f.newMode)
+			clean[i] = w.scanner.CleanLines(string(diffs[i]), 1)
 			if f.oldExists {
 				f.oldSum = sha256Hex(f.old)
 			}
@@ -48,8 +56,29 @@ func (w *Target) canonicalDiff(files []plannedFile) (raw, redacted []byte, findi
 	}
 	g.Wait() // the jobs return no error
 	raw = bytes.Join(diffs, nil)
+	if allClean(diffs, clean) {
+		return raw, raw, nil
+	}
 	redacted, findings = w.redactDiff(raw)
 	return raw, redacted, findings
+}
+
+// allClean reports whether redactDiff would return the joined diffs
+// unchanged and no findings, from each one's clean check: every line
+// redactDiff scans is a content line's body, the line past its first
+// byte, and when each diff but the last ends in "\n" every line of the
+// join is a line of one diff, which its check covered
+// (secrets.Scanner.CleanLines holds for any selection of checked lines).
+// A diff that does not end a line, or any check that failed, leaves the
+// answer to redactDiff, whose scan also sees the secrets that span files
+// (a private key block, copies of a found secret).
+func allClean(diffs [][]byte, clean []bool) bool {
+	for i, d := range diffs {
+		if !clean[i] || i < len(diffs)-1 && len(d) > 0 && d[len(d)-1] != '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 // redactDiff redacts secrets in every content line of a diff we rendered

@@ -67,6 +67,30 @@ func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, err
 	// directory on the way is checked once, not once per file.
 	dirs := w.ws.OpenDirs()
 	defer dirs.Close()
+	// A unified diff keeps the diff rather than every new content: the
+	// apply applies it again to the same bases (their hashes are checked
+	// first) and checks each result's hash. For a sweeping edit the diff is
+	// a fraction of the files it touches, and the proposal's durable write
+	// shrinks with it. Its SHA-256 (the blob's name) is taken on another
+	// goroutine from the start: the diff's parse has serial stretches that
+	// leave a core idle, and the hash was a serial pass of its own. The
+	// diff is normalized here, as planDiff would first (the same call, its
+	// result cached in in), so its errors are planDiff's.
+	var diff []byte
+	var diffSum string
+	summed := make(chan struct{})
+	if kind == protocol.KindUnifiedDiff {
+		var err error
+		if diff, err = normalizedDiff(in); err != nil {
+			return nil, w.classify(err)
+		}
+		go func() {
+			diffSum = sha256Hex(diff)
+			close(summed)
+		}()
+	} else {
+		close(summed)
+	}
 	files, hunks, err := plan(w, dirs, in)
 	if err != nil {
 		return nil, w.classify(err)
@@ -83,6 +107,7 @@ func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, err
 	})
 	slices.SortFunc(files, func(a, b plannedFile) int { return strings.Compare(a.path, b.path) })
 	raw, redacted, findings := w.canonicalDiff(files)
+	<-summed
 	out := &tx.Plan{
 		Pointer:    record.Proposal{WorkspaceRoot: w.ws.Dir(), Needle: in.Needle, BaseSHA256ByPath: map[string]string{}},
 		Canonical:  raw,
@@ -93,18 +118,9 @@ func (w *Target) Plan(ctx context.Context, kind string, body any) (*tx.Plan, err
 		Tolerances: in.tolerances,
 		Changes:    make([]protocol.FileChange, 0, len(files)),
 	}
-	// A unified diff keeps the diff rather than every new content: the
-	// apply applies it again to the same bases (their hashes are checked
-	// first) and checks each result's hash. For a sweeping edit the diff is
-	// a fraction of the files it touches, and the proposal's durable write
-	// shrinks with it.
-	var diff []byte
 	if kind == protocol.KindUnifiedDiff {
-		if diff, err = normalizedDiff(in); err != nil {
-			return nil, err
-		}
-		out.Pointer.DiffSHA256 = sha256Hex(diff)
-		out.Blobs[out.Pointer.DiffSHA256] = diff
+		out.Pointer.DiffSHA256 = diffSum
+		out.Blobs[diffSum] = diff
 	}
 	for _, f := range files {
 		out.Pointer.TargetFiles = append(out.Pointer.TargetFiles, f.path)

@@ -11,12 +11,19 @@
 // large to read and turn/start's proposal with it (kernel/stream.go,
 // kernel/framing.go, kernel/turnstart.go). FuzzMembers checks Members and
 // KeyName against json.Unmarshal.
+//
+// One decoder is here too: Unquote, a string literal's text in one pass,
+// for the large strings (a diff, a file) that json.Unmarshal would
+// validate and then decode; FuzzUnquote checks it against json.Unmarshal.
 package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"iter"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -117,4 +124,109 @@ func KeyName(key []byte) []byte {
 		return nil
 	}
 	return []byte(k)
+}
+
+// Unquote decodes lit, a JSON string literal with its quotes, as
+// json.Unmarshal into a string would, in one pass, and reports whether it
+// did. It takes the strings a diff or a file is sent as: any bytes but
+// control characters, with the escapes \" \\ \/ \b \f \n \r \t and
+// \uXXXX (but surrogates), and valid UTF-8. Anything else (a surrogate
+// escape, bytes that are not UTF-8, which encoding/json replaces, a
+// malformed literal) it leaves to json.Unmarshal: false. json.Unmarshal
+// checks the whole value before decoding it, a second pass over a diff of
+// megabytes, at some 200 MB/s. The kernel decodes turn/start's diff with
+// it, and the secrets scanner every string of an answer it redacts.
+// FuzzUnquote checks it against json.Unmarshal.
+func Unquote(lit []byte) (string, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return "", false
+	}
+	body := lit[1 : len(lit)-1]
+	// A Builder hands its bytes over as the string without copying
+	// them: one copy of a diff of megabytes, not two.
+	var out strings.Builder
+	out.Grow(len(body))
+	ascii := true
+	for i := 0; i < len(body); i++ {
+		// A run of plain ASCII is copied at once. It is found eight bytes
+		// at a time (plainWord) up to the word that holds its end, then
+		// byte by byte: a diff's runs are its lines, between the escapes
+		// of their tabs and newlines.
+		j := i
+		for j+8 <= len(body) && plainWord(binary.LittleEndian.Uint64(body[j:])) {
+			j += 8
+		}
+		for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '"' && body[j] != '\\' {
+			j++
+		}
+		if j > i {
+			out.Write(body[i:j])
+			if i = j; i == len(body) {
+				break
+			}
+		}
+		c := body[i]
+		switch {
+		case c < 0x20 || c == '"':
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+			out.WriteByte(c)
+		case c != '\\':
+			out.WriteByte(c)
+		default:
+			if i++; i == len(body) {
+				return "", false
+			}
+			switch body[i] {
+			case '"', '\\', '/':
+				out.WriteByte(body[i])
+			case 'b':
+				out.WriteByte('\b')
+			case 'f':
+				out.WriteByte('\f')
+			case 'n':
+				out.WriteByte('\n')
+			case 'r':
+				out.WriteByte('\r')
+			case 't':
+				out.WriteByte('\t')
+			case 'u':
+				// Go hosts' encoding/json writes <, > and & as \u003c,
+				// \u003e and \u0026. A surrogate (a pair, or one alone,
+				// which encoding/json replaces) is left to it.
+				if i+4 >= len(body) {
+					return "", false
+				}
+				r, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 32)
+				if err != nil || r >= 0xD800 && r < 0xE000 {
+					return "", false
+				}
+				out.WriteRune(rune(r))
+				i += 4
+			default:
+				return "", false
+			}
+		}
+	}
+	s := out.String()
+	if !ascii && !utf8.ValidString(s) {
+		return "", false
+	}
+	return s, true
+}
+
+// plainWord reports whether none of the eight bytes of w is a control
+// character (< 0x20), a non-ASCII byte (>= 0x80), '"' or '\\': the bytes
+// Unquote copies as they are. The tests are the exact "some byte
+// is zero" and "some byte is below n" word tricks (Hacker's Delight
+// 6-1; Anderson's Bit Twiddling Hacks, haszero and hasless), which may
+// misplace which byte but never miss or invent one, and only the
+// answer for the whole word is used.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) bool { return (v-ones)&^v&highs != 0 }
+	return w&highs == 0 && // no byte >= 0x80
+		(w-0x20*ones)&^w&highs == 0 && // no byte < 0x20
+		!hasZero(w^('"'*ones)) && !hasZero(w^('\\'*ones))
 }

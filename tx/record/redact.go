@@ -27,11 +27,21 @@ func RedactJSON(data []byte) ([]byte, bool) {
 // RedactText returns text (lines separated by "\n", any bytes) with every
 // secret redacted, as proposal.patch and the turnDiff item keep it.
 func RedactText(text []byte) []byte {
-	out, findings := scanner.RedactString(string(text))
+	out, _ := RedactTextString(text)
+	return out
+}
+
+// RedactTextString is RedactText that also returns the result as a
+// string, for a caller that needs both, the bytes for a file and the
+// string for a JSON value (the engine's turnDiff item and turn/start
+// answer): one copy of a large diff, not three.
+func RedactTextString(text []byte) ([]byte, string) {
+	s := string(text)
+	out, findings := scanner.RedactString(s)
 	if len(findings) == 0 && !strings.Contains(out, "[REDACTED:") {
-		return text
+		return text, s
 	}
-	return []byte(out)
+	return []byte(out), out
 }
 
 // Redacted returns p as it is persisted: every string of it redacted,
