@@ -97,6 +97,27 @@ func (c *cleanCache) addSum(sum [sha256.Size]byte) {
 	}
 }
 
+// knownClean reports whether text holds nothing to redact without a scan
+// of its lines: a large text found clean lately (cleanCache), or one
+// found clean line by line on every core (cleanText), which is then
+// remembered. sum is text's SHA-256 when text has at least minClean bytes
+// (the caller remembers a clean scan by it: one hash per text), zero
+// otherwise.
+func (s *Scanner) knownClean(text string) (sum [sha256.Size]byte, clean bool) {
+	if len(text) < minClean {
+		return sum, false
+	}
+	sum = sumString(text)
+	if s.clean.hasSum(sum) {
+		return sum, true
+	}
+	if !s.serial && len(text) >= minParallelClean && s.cleanText(text) {
+		s.clean.addSum(sum)
+		return sum, true
+	}
+	return sum, false
+}
+
 // minParallelClean is the shortest text whose lines cleanText checks on
 // every core: below it the goroutines cost more than the halved scan
 // (about 4.5 ms of CPU per MB, so some 0.3 ms at 64 KB).

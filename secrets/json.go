@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"strings"
 
@@ -188,16 +187,9 @@ func (s *Scanner) redactJSON(data []byte) (out []byte, changed bool) {
 // lines (the caller splits v only if it needs them) and no spans. v's
 // SHA-256 is taken once for the lookup and the memory of a clean result.
 func (s *Scanner) scanUnlessClean(v string) ([]string, []span) {
-	var sum [sha256.Size]byte
-	if len(v) >= minClean {
-		sum = sumString(v)
-		if s.clean.hasSum(sum) {
-			return nil, nil
-		}
-		if !s.serial && len(v) >= minParallelClean && s.cleanText(v) {
-			s.clean.addSum(sum)
-			return nil, nil
-		}
+	sum, clean := s.knownClean(v)
+	if clean {
+		return nil, nil
 	}
 	lines := strings.Split(v, "\n")
 	spans := s.scan(lines)

@@ -14,7 +14,6 @@
 package secrets
 
 import (
-	"crypto/sha256"
 	"regexp"
 	"slices"
 	"strings"
@@ -227,16 +226,9 @@ func (s *Scanner) RedactLines(lines []string) ([]string, []Finding) {
 // when no line can hold anything, the text is the answer, which is what
 // the full scan would return, without its serial pass.
 func (s *Scanner) RedactString(text string) (string, []Finding) {
-	var sum [sha256.Size]byte
-	if len(text) >= minClean {
-		sum = sumString(text)
-		if s.clean.hasSum(sum) {
-			return text, nil
-		}
-		if !s.serial && len(text) >= minParallelClean && s.cleanText(text) {
-			s.clean.addSum(sum)
-			return text, nil
-		}
+	sum, clean := s.knownClean(text)
+	if clean {
+		return text, nil
 	}
 	lines := strings.Split(text, "\n")
 	out, findings := s.RedactLines(lines)
