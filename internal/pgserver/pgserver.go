@@ -149,6 +149,25 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// StopImmediate stops the server with PostgreSQL's immediate shutdown
+// (SIGQUIT): every process exits at once, rolling nothing back and
+// releasing no lock on the way, as a crash would; the next Restart runs
+// crash recovery. Its files stay. Stopping a stopped server does nothing.
+func (s *Server) StopImmediate() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.signalGroup(syscall.SIGCONT) // a frozen server cannot shut down
+	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+}
+
 // SmartShutdown asks the server for a smart shutdown (SIGTERM): it
 // refuses new connections (57P03, "the database system is shutting
 // down") and waits for its sessions to end before it stops.

@@ -116,6 +116,11 @@ func Private(tb testing.TB) *Server {
 // end); its files stay, for Restart.
 func (s *Server) Stop() { s.local.Stop() }
 
+// StopImmediate stops s with PostgreSQL's immediate shutdown (every
+// process exits at once, as in a crash: no session releases its locks on
+// the way out); its files stay, for Restart, which runs crash recovery.
+func (s *Server) StopImmediate() { s.local.StopImmediate() }
+
 // Freeze stops every process of s with SIGSTOP (a paused VM, a silent
 // partition: connections stay open and nothing answers) until Thaw; the
 // server is thawed when tb ends.
