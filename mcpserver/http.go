@@ -392,7 +392,9 @@ func (s *HTTPServer) startSession(srv *mcp.Server, id string) {
 }
 
 // sessionStart calls start with the session id its response's header
-// names, once, as that header is written.
+// names, once, as that header is written with a success status (an
+// initialize that failed starts no session; an informational 1xx header
+// is not yet the response's).
 type sessionStart struct {
 	http.ResponseWriter
 	start   func(id string)
@@ -400,9 +402,9 @@ type sessionStart struct {
 }
 
 func (w *sessionStart) WriteHeader(code int) {
-	if !w.written {
+	if !w.written && code >= 200 {
 		w.written = true
-		if id := w.Header().Get(sessionIDHeader); id != "" {
+		if id := w.Header().Get(sessionIDHeader); id != "" && code < 300 {
 			w.start(id)
 		}
 	}
