@@ -58,14 +58,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The socket path must fit in sun_path (about 107 bytes): the
-	// temporary directory ($TMPDIR: make test puts it on tmpfs) when its
-	// name is short, /tmp otherwise.
-	root := os.TempDir()
-	if len(root) > 48 {
-		root = "/tmp"
-	}
-	dir, err := os.MkdirTemp(root, "txkpg")
+	dir, err := os.MkdirTemp(tempRoot(), "txkpg")
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +81,28 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// tempRoot is where a server's directory is made: the temporary
+// directory ($TMPDIR: make test puts it on tmpfs) when the server's user
+// can reach it and its name is short enough, /tmp otherwise. The socket's
+// path must fit in sun_path (about 107 bytes), and the server runs as
+// postgres, which must be able to enter every directory on the way (a
+// TMPDIR under a 0700 home is not).
+func tempRoot() string {
+	root := os.TempDir()
+	if len(root) > 48 {
+		return "/tmp"
+	}
+	for d := root; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if d == filepath.Dir(d) {
+			return root
+		}
+	}
 }
 
 // URL is the URL of database db as user, over the socket, with no
