@@ -149,12 +149,16 @@ func (s *Server) Restart() error {
 // transactions are rolled back and every session ends), killing it after
 // 10 s. Its files stay, for Restart. Stopping a stopped server does
 // nothing.
-func (s *Server) Stop() {
+func (s *Server) Stop() { s.shutdown(syscall.SIGINT) }
+
+// shutdown sends the postmaster sig (PostgreSQL's shutdown modes are its
+// signals) and waits for it to exit, killing it after 10 s.
+func (s *Server) shutdown(sig syscall.Signal) {
 	if s.cmd == nil {
 		return
 	}
 	_ = s.signalGroup(syscall.SIGCONT) // a frozen server cannot shut down
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	_ = s.cmd.Process.Signal(sig)
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
@@ -168,20 +172,7 @@ func (s *Server) Stop() {
 // (SIGQUIT): every process exits at once, rolling nothing back and
 // releasing no lock on the way, as a crash would; the next Restart runs
 // crash recovery. Its files stay. Stopping a stopped server does nothing.
-func (s *Server) StopImmediate() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.signalGroup(syscall.SIGCONT) // a frozen server cannot shut down
-	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
-	s.cmd = nil
-}
+func (s *Server) StopImmediate() { s.shutdown(syscall.SIGQUIT) }
 
 // SmartShutdown asks the server for a smart shutdown (SIGTERM): it
 // refuses new connections (57P03, "the database system is shutting
