@@ -32,7 +32,7 @@ import (
 // elicit, when not nil, answers elicitation requests.
 func connectHTTP(t *testing.T, url string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) (*sdk.ClientSession, error) {
 	t.Helper()
-	return connectHTTPClient(t, url, elicit, &http.Client{Transport: bearerTransport{testToken}})
+	return connectHTTPClient(t, url, elicit, &http.Client{Transport: mcpfix.Bearer{Token: testToken}})
 }
 
 // connectHTTPClient is connectHTTP through client, which must send the
@@ -260,7 +260,7 @@ func TestHTTPSessionsAndStreams(t *testing.T) {
 		streamed := make(chan struct{})
 		var once sync.Once
 		client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			resp, err := bearerTransport{testToken}.RoundTrip(r)
+			resp, err := mcpfix.Bearer{Token: testToken}.RoundTrip(r)
 			if r.Method == http.MethodGet {
 				once.Do(func() { close(streamed) })
 			}

@@ -67,15 +67,6 @@ func startHTTPKernelAt(t *testing.T, d mcpfix.Dirs, addr string, tokenMode os.Fi
 	return &httpKernel{url: m[1], conn: conn}
 }
 
-// bearerTransport adds an Authorization header to every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // TestHTTPBearerToken: every request needs the token; a missing or wrong
 // one is 401 with no body; with it the SDK's client lists the tools and
 // an HTTP caller is external (the corpus's default route is linear_tail);
@@ -106,7 +97,7 @@ func TestHTTPBearerToken(t *testing.T) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "http-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcpfix.Bearer{Token: testToken}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ package desk
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,30 +16,16 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 )
 
-// bearerTransport adds the MCP bearer token to every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// tool calls an MCP tool and returns its structured content.
+// tool calls an MCP tool and returns its structured content; a tool
+// error fails t.
 func tool(t *testing.T, cs *sdk.ClientSession, name string, args any) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil || res.IsError {
-		t.Fatalf("%s: %s (%v)", name, raw, err)
+	out, isErr := mcpfix.Call(t, cs, name, args)
+	if isErr {
+		t.Fatalf("%s: tool error %v", name, out)
 	}
 	return out
 }
@@ -61,7 +46,7 @@ func TestMCPOverHTTPApprovedOnDesk(t *testing.T) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "desk-test", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: &http.Client{Transport: bearerTransport{agentToken}}}, nil)
+	cs, err := client.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: mcpURL, HTTPClient: &http.Client{Transport: mcpfix.Bearer{Token: agentToken}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,15 +122,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// bearerTransport adds an Authorization header to every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // connectHTTP connects the SDK's client to url with the test token;
 // elicit, when not nil, answers elicitation requests.
 func connectHTTP(t *testing.T, url string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)) (*sdk.ClientSession, error) {
@@ -138,7 +129,7 @@ func connectHTTP(t *testing.T, url string, elicit func(context.Context, *sdk.Eli
 	client := sdk.NewClient(&sdk.Implementation{Name: "hostile-test", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: elicit})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{testToken}}, MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: mcpfix.Bearer{Token: testToken}}, MaxRetries: -1}, nil)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}

@@ -9,6 +9,7 @@ package mcpfix
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,4 +50,16 @@ func Call(t *testing.T, cs *sdk.ClientSession, name string, args any) (map[strin
 		t.Fatalf("%s: structured content %s: %v", name, raw, err)
 	}
 	return out, res.IsError
+}
+
+// Bearer is an http.RoundTripper that adds "Authorization: Bearer Token"
+// to every request, as an MCP client of the kernel's HTTP endpoint
+// (--token-file) does, and sends it with http.DefaultTransport.
+type Bearer struct{ Token string }
+
+// RoundTrip sends a copy of r with the bearer token set.
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Token)
+	return http.DefaultTransport.RoundTrip(r)
 }
