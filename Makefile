@@ -53,7 +53,7 @@ check-release: build
 	@if grep -q TXKERNEL_FAILPOINTS $(BIN); then \
 	  echo "$(BIN) contains TXKERNEL_FAILPOINTS: failpoints are compiled into the release build"; exit 1; fi
 
-## test: vet, check-release and doc-comments, then every test, with the race
+## test: vet, check-release and doc-comments (at once), then every test, with the race
 ## detector but for PROCESS_PKGS and VOLUME_TESTS
 ## (the end-to-end tests, under e2e/, drive the real binary, built once
 ## for all of them in bin/test, without -race unless TXKERNEL_RACE_PROCESS=1:
@@ -113,14 +113,16 @@ VOLUME_TESTS = corpus:TestCorpusDeleteRestore corpus:TestCorpusFolderRFCs corpus
 SCRATCH ?= /dev/shm
 VOLUME_PKGS = $(sort $(foreach v,$(VOLUME_TESTS),./$(firstword $(subst :, ,$(v)))))
 VOLUME_RUN = ^($(subst $(space),|,$(sort $(foreach v,$(VOLUME_TESTS),$(lastword $(subst :, ,$(v)))))))$$
-test: vet check-release doc-comments
+test:
+	@$(MAKE) --no-print-directory -j3 vet check-release doc-comments
 	@if [ "$$($(GO) list -race -tags "$(TEST_TAGS)" -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" = true ]; then \
 	  echo "(first race build: compiling SQLite's C amalgamation with -race takes 2-4 minutes on 2 cores before any test prints)"; fi
 	@$(GO) build -o bin/testreport ./internal/testreport
 	@set -e; d=$(CURDIR)/bin/test; mkdir -p $$d; \
 	  $(GO) build $(if $(filter 1,$(TXKERNEL_RACE_PROCESS)),-race) -tags "$(TEST_TAGS)" -o $$d/txkernel ./cmd/txkernel & a=$$!; \
-	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/txkernel-norace ./cmd/txkernel & b=$$!; \
-	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/jsonrpcecho ./internal/jsonrpcecho; wait $$a; wait $$b
+	  b=; if [ "$(TXKERNEL_RACE_PROCESS)" = 1 ]; then $(GO) build -tags "$(TEST_TAGS)" -o $$d/txkernel-norace ./cmd/txkernel & b=$$!; fi; \
+	  $(GO) build -tags "$(TEST_TAGS)" -o $$d/jsonrpcecho ./internal/jsonrpcecho; wait $$a; \
+	  if [ -n "$$b" ]; then wait $$b; else cp $$d/txkernel $$d/txkernel-norace; fi
 	@scratch=$$(mktemp -d $(SCRATCH)/txktest.XXXXXX 2>/dev/null) && trap 'rm -rf "$$scratch"' EXIT && chmod 1777 $$scratch \
 	  && [ "$$(df -Pk $$scratch | awk 'NR==2{print $$4}')" -ge 1048576 ] \
 	  && printf '#!/bin/sh\n' > $$scratch/exec && chmod +x $$scratch/exec && $$scratch/exec && rm $$scratch/exec \
