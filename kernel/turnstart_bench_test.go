@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/approvals"
+	"github.com/txkernel/txkernel/internal/heapgoal"
 	"github.com/txkernel/txkernel/protocol"
 	"github.com/txkernel/txkernel/sandbox"
 	"github.com/txkernel/txkernel/tx"
@@ -91,14 +92,25 @@ func dirExists(p string) bool {
 // size, so MB/s is diff proposed per second (issue 39: ≥ 30 MB/s at
 // 300 KB). The "-tmpfs" runs keep the workspace and the data dir on
 // /dev/shm, where fsync costs nothing: the CPU of the proposal alone,
-// apart from the disk's floor.
+// apart from the disk's floor. Each run keeps the kernel process's heap
+// goal (heapgoal.DefaultHeadroom, as internal/cli does) but the
+// "-gogc100" ones, which run at the Go runtime's default for a side by
+// side comparison.
 func BenchmarkTurnStart(b *testing.B) {
 	for _, tc := range []struct {
-		name  string
-		min   int
-		tmpfs bool
-	}{{"fzf025", 1, false}, {"fzf300k", 300 << 10, false}, {"fzf025-tmpfs", 1, true}, {"fzf300k-tmpfs", 300 << 10, true}} {
+		name    string
+		min     int
+		tmpfs   bool
+		gogc100 bool
+	}{
+		{"fzf025", 1, false, false}, {"fzf300k", 300 << 10, false, false},
+		{"fzf025-tmpfs", 1, true, false}, {"fzf300k-tmpfs", 300 << 10, true, false},
+		{"fzf300k-gogc100", 300 << 10, false, true}, {"fzf300k-tmpfs-gogc100", 300 << 10, true, true},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
+			if !tc.gogc100 {
+				defer heapgoal.Keep(heapgoal.DefaultHeadroom)()
+			}
 			tmp := b.TempDir
 			if tc.tmpfs {
 				if !dirExists("/dev/shm") {

@@ -21,6 +21,7 @@ import (
 	"github.com/txkernel/txkernel/document"
 	"github.com/txkernel/txkernel/errs"
 	"github.com/txkernel/txkernel/internal/failpoint"
+	"github.com/txkernel/txkernel/internal/heapgoal"
 	"github.com/txkernel/txkernel/jsondoc"
 	"github.com/txkernel/txkernel/kernel"
 	"github.com/txkernel/txkernel/memory"
@@ -123,6 +124,10 @@ func (f *serveFlags) open(ctx context.Context, c *Command, stderr io.Writer) (k 
 	}
 	if !c.Embedded {
 		setMemoryLimit(*f.maxInflight, log)
+		// Between collections the heap grows by at least
+		// heapgoal.DefaultHeadroom, unless GOGC is set; the memory limit
+		// above still caps it.
+		k.closers = append(k.closers, heapgoal.Keep(heapgoal.DefaultHeadroom))
 	}
 	if *f.docMaxBytes <= 0 || *f.docMaxDepth <= 0 || *f.validationTTL <= 0 {
 		return fail("--doc-max-bytes, --doc-max-depth and --validation-ttl must be positive")
