@@ -116,7 +116,13 @@ func (s *Server) URL(db, user string) string {
 // first time) and waits up to 30 s for it to accept connections.
 func (s *Server) Restart() error {
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.Dir, "data"), "-k", s.Dir, "-p", strconv.Itoa(Port),
-		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
+		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB",
+		// Dynamic shared memory in files under the data directory rather
+		// than POSIX segments in /dev/shm: a server killed with SIGKILL
+		// (Pdeathsig below, StopImmediate's crash) leaves its segments
+		// behind, and those in /dev/shm outlived every test run, where
+		// make test's scratch TMPDIR lives too.
+		"-c", "dynamic_shared_memory_type=mmap")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
