@@ -3,11 +3,12 @@
 //
 // With GOGC=100 the collector runs each time the heap has grown by the
 // live heap (plus the stacks and globals it scans). The kernel's live heap
-// is small, about 10 MB, while one turn/start of a 300 KB diff allocates
-// about 10 MB: every proposal paid about one collection, the largest CPU
-// cost left in it (BenchmarkTurnStart: 25–27 MB/s at GOGC=100, 32–34 MB/s
-// at GOGC=300, 2026-11-27). A headroom of a few tens of MiB lets most
-// proposals finish between collections, and costs at most that much
+// is small, 8–10 MB, while one turn/start of a 300 KB diff allocates about
+// 10 MB: at GOGC=100, 100 such proposals ran 194 collections, the largest
+// CPU cost left in them, and 40 with a headroom of 32 MiB
+// (BenchmarkTurnStart/fzf300k-tmpfs and its -gogc100 twin, 2026-11-27:
+// 35.6–38.9 against 24.6–30.2 MB/s). A headroom of a few tens of MiB lets
+// most proposals finish between collections, and costs at most that much
 // memory more, whatever the live heap: on a large live heap GOGC's own
 // growth is the larger, and the goal is GOGC's.
 //

@@ -119,9 +119,9 @@ func (s *Server) Restart() error {
 		"-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=64MB",
 		// Dynamic shared memory in files under the data directory rather
 		// than POSIX segments in /dev/shm: a server killed with SIGKILL
-		// (Pdeathsig below, StopImmediate's crash) leaves its segments
-		// behind, and those in /dev/shm outlived every test run, where
-		// make test's scratch TMPDIR lives too.
+		// (Pdeathsig below, when the test binary that started it dies)
+		// leaves its segments behind, and those in /dev/shm outlived every
+		// test run, in the tmpfs where make test's scratch TMPDIR lives too.
 		"-c", "dynamic_shared_memory_type=mmap")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
