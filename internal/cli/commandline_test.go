@@ -23,6 +23,7 @@ import (
 
 	"github.com/txkernel/txkernel/desk"
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/e2e/harness/mcpfix"
 	"github.com/txkernel/txkernel/internal/cli"
 )
 
@@ -49,18 +50,6 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	return "", "", -1
 }
 
-// kernelDirs are one workspace and data dir.
-type kernelDirs struct{ ws, data string }
-
-func newDirs(t *testing.T) kernelDirs {
-	t.Helper()
-	d := kernelDirs{ws: t.TempDir(), data: filepath.Join(t.TempDir(), "data")}
-	if err := os.WriteFile(filepath.Join(d.ws, "a.txt"), []byte("A1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // writeToken writes the test token to a file of mode tokenMode.
 func writeToken(t *testing.T, tokenMode os.FileMode) string {
 	t.Helper()
@@ -77,7 +66,7 @@ func writeToken(t *testing.T, tokenMode os.FileMode) string {
 // --insecure-plaintext starts with a warning.
 func TestHTTPStartupRefusals(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -102,13 +91,13 @@ func TestHTTPStartupRefusals(t *testing.T) {
 	for _, c := range cases {
 		start := time.Now()
 		// run fails the test if the start-up still runs after 20 s.
-		stdout, stderr, code := run(t, append([]string{"mcp", "--workspace", d.ws, "--data-dir", d.data}, c.args...)...)
+		stdout, stderr, code := run(t, append([]string{"mcp", "--workspace", d.WS, "--data-dir", d.Data}, c.args...)...)
 		if out := stdout + stderr; code != c.wantCode || !strings.Contains(out, c.want) {
 			t.Errorf("%s: exit %d after %v: %s; want exit %d saying %q", c.name, code, time.Since(start), out, c.wantCode, c.want)
 		}
 	}
-	d2 := newDirs(t)
-	k := harness.ServeConn(t, nil, "mcp", "--workspace", d2.ws, "--data-dir", d2.data, "--http", "0.0.0.0:0", "--token-file", tok, "--log-level", "debug", "--insecure-plaintext")
+	d2 := mcpfix.NewDirs(t)
+	k := harness.ServeConn(t, nil, "mcp", "--workspace", d2.WS, "--data-dir", d2.Data, "--http", "0.0.0.0:0", "--token-file", tok, "--log-level", "debug", "--insecure-plaintext")
 	k.WaitStderr(t, regexp.MustCompile(`url=(https?://\S+/mcp)`), time.Minute)
 	if !strings.Contains(k.StderrText(), "--insecure-plaintext") || !strings.Contains(k.StderrText(), "level=WARN") {
 		t.Errorf("--insecure-plaintext logged no warning: %s", k.StderrText())
@@ -120,7 +109,7 @@ func TestHTTPStartupRefusals(t *testing.T) {
 // TestAgentTokenCannotOpenDesk).
 func TestReviewerTokenNotTheAgents(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	tf := writeToken(t, 0o600)
 	bad := desk.Reviewer{PrincipalID: "mallory", TokenSHA256: desk.TokenHash([]byte(testToken))}
 	b, err := json.Marshal([]desk.Reviewer{bad})
@@ -131,7 +120,7 @@ func TestReviewerTokenNotTheAgents(t *testing.T) {
 	if err := os.WriteFile(reviewers, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := run(t, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", tf,
+	stdout, stderr, code := run(t, "mcp", "--workspace", d.WS, "--data-dir", d.Data, "--http", "127.0.0.1:0", "--token-file", tf,
 		"--review", "127.0.0.1:0", "--reviewers", reviewers)
 	if out := stdout + stderr; code == 0 || !strings.Contains(out, "never an agent's") {
 		t.Fatalf("a reviewer with the agent's token: exit %d\n%s", code, out)
@@ -141,12 +130,12 @@ func TestReviewerTokenNotTheAgents(t *testing.T) {
 // TestHTTPTokenFileMode: a token file others may read is refused.
 func TestHTTPTokenFileMode(t *testing.T) {
 	t.Parallel()
-	d := newDirs(t)
+	d := mcpfix.NewDirs(t)
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte(testToken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := run(t, "mcp", "--workspace", d.ws, "--data-dir", d.data, "--http", "127.0.0.1:0", "--token-file", tok)
+	stdout, stderr, code := run(t, "mcp", "--workspace", d.WS, "--data-dir", d.Data, "--http", "127.0.0.1:0", "--token-file", tok)
 	if out := stdout + stderr; code == 0 || !strings.Contains(out, "readable by group or others") {
 		t.Fatalf("a world-readable token file: exit %d %s", code, out)
 	}
