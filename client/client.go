@@ -40,6 +40,13 @@ type Options struct {
 	// OnProgress receives $/progress notifications, in order, under the
 	// same rule as OnEvent.
 	OnProgress func(protocol.ProgressParams)
+	// OptOutNotificationMethods are notification methods the kernel is
+	// asked at initialize not to send (PROTOCOL.md §3), for a host that
+	// does not read them: a host that takes each proposal from turn/start's
+	// result can leave out protocol.EventTurnItem, whose turnDiff item
+	// repeats the diff. Init.Capabilities.OptOutNotificationMethods says
+	// which took effect.
+	OptOutNotificationMethods []string
 }
 
 // Client is one session with a kernel. Its methods are safe for
@@ -105,7 +112,11 @@ func newClient(ctx context.Context, rwc io.ReadWriteCloser, opts Options, cmd *e
 		info.Name = "txkernel-go-client"
 	}
 	var init protocol.InitializeResult
-	if err := c.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{ClientInfo: &info, Caller: opts.Caller, ProtocolVersion: protocol.Version}, &init); err != nil {
+	params := protocol.InitializeParams{ClientInfo: &info, Caller: opts.Caller, ProtocolVersion: protocol.Version}
+	if len(opts.OptOutNotificationMethods) > 0 {
+		params.Capabilities = &protocol.ClientCapabilities{OptOutNotificationMethods: opts.OptOutNotificationMethods}
+	}
+	if err := c.Call(ctx, protocol.MethodInitialize, params, &init); err != nil {
 		c.conn.Close()
 		return nil, err
 	}

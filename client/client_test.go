@@ -257,3 +257,36 @@ func TestErrorDecoding(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestClientOptOut: Options.OptOutNotificationMethods reaches initialize,
+// Init says what took effect, and OnEvent is not called for those methods
+// while the others still arrive.
+func TestClientOptOut(t *testing.T) {
+	t.Parallel()
+	ws, data := newWorkspace(t)
+	ctx := context.Background()
+	rec := &recorder{}
+	conn := harness.ServeConn(t, nil, "serve", "--workspace", ws, "--data-dir", data)
+	c, err := client.New(ctx, conn, client.Options{OnEvent: rec.add, OptOutNotificationMethods: []string{protocol.EventTurnItem, protocol.EventTxStatus}})
+	if err != nil {
+		t.Fatalf("client.New: %v\n%s", err, conn.StderrText())
+	}
+	defer c.Close()
+	if got := c.Init.Capabilities.OptOutNotificationMethods; strings.Join(got, ",") != "turn/item,tx/status" {
+		t.Errorf("Init.Capabilities.OptOutNotificationMethods = %v", got)
+	}
+	turn, err := c.TurnStart(ctx, &protocol.TurnStartParams{Proposal: &protocol.ProposalInput{Kind: protocol.KindFiles, Files: []protocol.FileInput{{Path: "a.txt", Content: ptr("A2\n")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap, err := c.ApplyExecute(ctx, &protocol.TxParams{TransactionID: turn.TransactionID}); err != nil || ap.OK {
+		t.Fatalf("apply/execute: %+v, %v", ap, err)
+	}
+	var types []string
+	for _, ev := range rec.of(turn.TransactionID) {
+		types = append(types, ev.Type)
+	}
+	if strings.Join(types, ",") != "turn/start,approval/request" {
+		t.Errorf("events received: %v, want turn/start and approval/request only", types)
+	}
+}

@@ -34,6 +34,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,6 +112,38 @@ type Server struct {
 	// makes itself: a token is unique within its connection (LSP), and a
 	// connection's first is method/1 whatever else runs in the process.
 	progressSeq atomic.Int64
+
+	// optOut is the set of notification methods the host opted out of at
+	// its last initialize (capabilities.optOutNotificationMethods); nil
+	// before. Every notification reads it, so it is not under mu.
+	optOut atomic.Pointer[map[string]bool]
+}
+
+// optedOut reports whether the host asked, at initialize, not to be sent
+// notifications of method.
+func (s *Server) optedOut(method string) bool {
+	set := s.optOut.Load()
+	return set != nil && (*set)[method]
+}
+
+// setOptOut records the notification methods of p's
+// capabilities.optOutNotificationMethods that this kernel sends, and
+// returns them sorted. A name it does not send is logged and ignored.
+func (s *Server) setOptOut(p *protocol.InitializeParams) []string {
+	set := map[string]bool{}
+	if p.Capabilities != nil {
+		sent := protocol.NotificationMethods()
+		for _, m := range p.Capabilities.OptOutNotificationMethods {
+			if slices.Contains(sent, m) {
+				set[m] = true
+			} else {
+				s.log.Info("initialize: opt-out of a notification this kernel does not send, ignored", "method", m)
+			}
+		}
+	}
+	s.optOut.Store(&set)
+	// [] rather than null when none: the result lists what took effect.
+	return append([]string{}, slices.Sorted(maps.Keys(set))...)
 }
 
 func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeResult {
@@ -121,6 +155,7 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 	}
 	caller := s.callerKind
 	s.mu.Unlock()
+	optedOut := s.setOptOut(p)
 	if p.ClientInfo != nil {
 		s.log.Info("client connected", "client", p.ClientInfo.Name, "version", p.ClientInfo.Version, "protocolVersion", p.ProtocolVersion)
 	}
@@ -140,19 +175,21 @@ func (s *Server) initialize(p *protocol.InitializeParams) *protocol.InitializeRe
 		ProtocolVersion: protocol.Version,
 		ServerInfo:      protocol.Implementation{Name: "txkernel", Version: s.cfg.Version},
 		Capabilities: protocol.Capabilities{
-			SandboxMode:     string(s.cfg.Workspace.Mode()),
-			ApprovalPolicy:  string(s.cfg.Policy),
-			Framing:         string(s.stream.Framing()), // as detected from the first bytes, or pinned
-			WorkspaceRoot:   s.cfg.Workspace.Dir(),
-			DataDir:         s.cfg.Engine.DataDir(),
-			MaxMessageBytes: s.cfg.MaxMessageBytes,
-			Methods:         s.servedMethods(),
-			ProposalKinds:   s.cfg.Engine.Kinds(),
-			Decisions:       []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
-			Caller:          caller,
-			Memory:          mem,
-			Embedding:       emb,
-			DocumentTypes:   docTypes,
+			SandboxMode:               string(s.cfg.Workspace.Mode()),
+			ApprovalPolicy:            string(s.cfg.Policy),
+			Framing:                   string(s.stream.Framing()), // as detected from the first bytes, or pinned
+			WorkspaceRoot:             s.cfg.Workspace.Dir(),
+			DataDir:                   s.cfg.Engine.DataDir(),
+			MaxMessageBytes:           s.cfg.MaxMessageBytes,
+			Methods:                   s.servedMethods(),
+			ProposalKinds:             s.cfg.Engine.Kinds(),
+			Decisions:                 []string{protocol.DecisionApprove, protocol.DecisionApproveForSession, protocol.DecisionDeny},
+			Caller:                    caller,
+			NotificationMethods:       protocol.NotificationMethods(),
+			OptOutNotificationMethods: optedOut,
+			Memory:                    mem,
+			Embedding:                 emb,
+			DocumentTypes:             docTypes,
 		},
 	}
 }
@@ -177,8 +214,10 @@ func Serve(ctx context.Context, cfg Config, r io.Reader, w io.Writer) error {
 		if ev.Type == protocol.EventApprovalRequest && cfg.ReviewURL != nil {
 			ev.ReviewURL = cfg.ReviewURL(ev.TransactionID)
 		}
-		if err := s.stream.Notify(ev.Type, ev); err != nil {
-			s.log.Debug("notification not sent", "type", ev.Type, "err", err)
+		if !s.optedOut(ev.Type) {
+			if err := s.stream.Notify(ev.Type, ev); err != nil {
+				s.log.Debug("notification not sent", "type", ev.Type, "err", err)
+			}
 		}
 		if cfg.Observe != nil {
 			cfg.Observe(ev)

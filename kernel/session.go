@@ -33,6 +33,9 @@ func (s *Server) progress(token any, method string) (any, func(protocol.Progress
 		token = fmt.Sprintf("%s/%d", method, s.progressSeq.Add(1))
 	}
 	return token, func(v protocol.ProgressValue) {
+		if s.optedOut(protocol.MethodProgress) {
+			return
+		}
 		if err := s.stream.Notify(protocol.MethodProgress, protocol.ProgressParams{Token: token, Value: v}); err != nil {
 			s.log.Debug("progress not sent", "err", err)
 		}

@@ -18,6 +18,20 @@ const (
 	EventTxClose          = "tx/close"
 )
 
+// NotificationMethods returns every notification method the kernel sends
+// a host over its connection, sorted: the ledger event types above and
+// $/progress. They are what initialize's
+// capabilities.optOutNotificationMethods may name (PROTOCOL.md §3).
+func NotificationMethods() []string {
+	return []string{
+		MethodProgress,
+		EventApplyCommit, EventApplyComplete, EventApplyStart,
+		EventApprovalDecision, EventApprovalRequest,
+		EventTurnItem, EventTurnStart,
+		EventTxClose, EventTxStatus,
+	}
+}
+
 // Event is one notification (PROTOCOL.md §5) and one element of
 // tx/events' result: a ledger event as the host sees it. Every appended
 // ledger line is sent as a notification whose method is Type and whose

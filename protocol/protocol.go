@@ -62,6 +62,25 @@ type InitializeParams struct {
 	// modes: PROTOCOL.md §12). corpus/query answers both with linear_tail; the
 	// kind is echoed on every corpus result.
 	Caller string `json:"caller,omitempty"`
+	// Capabilities are what the host asks of this connection; absent:
+	// nothing.
+	Capabilities *ClientCapabilities `json:"capabilities,omitempty"`
+}
+
+// ClientCapabilities are what a host asks of its connection at initialize.
+// A later initialize replaces them.
+type ClientCapabilities struct {
+	// OptOutNotificationMethods names notification methods this
+	// connection is not sent, as the Codex app-server's initialize
+	// capability of the same name: a host that reads a proposal from
+	// turn/start's result need not be sent its turn/item notifications,
+	// whose turnDiff item repeats the whole diff. Nothing else changes: the
+	// events are still in the ledger and in tx/events, and apply/execute
+	// still answers ok:false with pendingApprovals. A name the kernel does
+	// not send is ignored (a host written for a later kernel may name more);
+	// the result's capabilities.optOutNotificationMethods says which took
+	// effect.
+	OptOutNotificationMethods []string `json:"optOutNotificationMethods,omitempty"`
 }
 
 // Implementation names a client or server: {name, version}.
@@ -89,6 +108,13 @@ type Capabilities struct {
 	ProposalKinds   []string `json:"proposalKinds"`   // accepted proposal.kind values
 	Decisions       []string `json:"decisions"`       // accepted approval decisions
 	Caller          string   `json:"caller"`          // external | resident, as declared
+	// NotificationMethods are every notification method this kernel may
+	// send, sorted (protocol.NotificationMethods).
+	NotificationMethods []string `json:"notificationMethods"`
+	// OptOutNotificationMethods are the host's
+	// capabilities.optOutNotificationMethods that this kernel sends and
+	// so no longer sends to this connection, sorted; [] when none.
+	OptOutNotificationMethods []string `json:"optOutNotificationMethods"`
 	// Memory says whether memory is served (only under a
 	// --memory-policy), where it is stored, and how roles are established.
 	Memory MemoryCapabilities `json:"memory"`
@@ -430,6 +456,12 @@ type Open interface {
 
 // OpenMembers marks InitializeParams as Open.
 func (InitializeParams) OpenMembers() {}
+
+// OpenMembers marks ClientCapabilities (initialize's capabilities) as
+// Open: hosts send capabilities of their own (LSP's workspace and
+// textDocument, the Codex app-server's experimentalApi), which ask nothing
+// of this kernel.
+func (ClientCapabilities) OpenMembers() {}
 
 // OpenMembers marks Implementation (initialize's clientInfo) as Open:
 // hosts add members of their own (MCP's title, icons, websiteUrl).

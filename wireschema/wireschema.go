@@ -51,6 +51,9 @@ var options = &jsonschema.ForOptions{
 	},
 }
 
+// openType is protocol.Open: params objects that keep a host's own members.
+var openType = reflect.TypeFor[protocol.Open]()
+
 // progressToken is LSP's ProgressToken: an integer or a string.
 func progressToken() *jsonschema.Schema {
 	return &jsonschema.Schema{Types: []string{"string", "integer"}, Description: "a progress token (LSP's ProgressToken): an integer or a string"}
@@ -260,6 +263,11 @@ func pinEnums(t reflect.Type, s *jsonschema.Schema, seen map[reflect.Type]bool) 
 		return
 	}
 	seen[t] = true
+	if t.Implements(openType) || reflect.PointerTo(t).Implements(openType) {
+		// The kernel takes members it does not know here (protocol.Open):
+		// the schema must not refuse what the kernel accepts.
+		s.AdditionalProperties = nil
+	}
 	for name, values := range enums[t] {
 		if p := s.Properties[name]; p != nil {
 			p.Enum = values

@@ -207,3 +207,31 @@ func messages(body string) []json.RawMessage {
 	}
 	return []json.RawMessage{b}
 }
+
+// TestOpenParamsSchemas: initialize's params, its clientInfo and its
+// capabilities keep members the kernel does not know (protocol.Open), so
+// their schema takes them too, while the members it knows keep their
+// types.
+func TestOpenParamsSchemas(t *testing.T) {
+	s := compiled(t)["methods/initialize.params.json"]
+	if s == nil {
+		t.Fatal("no methods/initialize.params.json")
+	}
+	for _, c := range []struct {
+		params string
+		ok     bool
+	}{
+		{`{"processId":1,"rootUri":null,"clientInfo":{"name":"h","title":"H"},"capabilities":{"experimentalApi":true,"optOutNotificationMethods":["turn/item"]}}`, true},
+		{`{"capabilities":{"optOutNotificationMethods":"turn/item"}}`, false},
+		{`{"caller":5}`, false},
+		{`{"clientInfo":{"version":"1"}}`, false},
+	} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(c.params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v); (err == nil) != c.ok {
+			t.Errorf("%s: valid = %v (%v), want %v", c.params, err == nil, err, c.ok)
+		}
+	}
+}

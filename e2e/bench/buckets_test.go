@@ -555,7 +555,7 @@ func BenchmarkHostSessionBuckets(b *testing.B) {
 	}
 	// TXKERNEL_BENCH_CPUPROFILE=FILE writes the kernel's CPU profile.
 	p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")}, "serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
-	p.Initialize()
+	initializeHost(p)
 	type sample struct {
 		tx, git, dgit, floor, propose, apply time.Duration
 		pfloor                               [nPhases]time.Duration // promiseFloorTx, by phase

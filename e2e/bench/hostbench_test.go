@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/protocol"
 )
 
 // This file measures the main job as a host does it: one long-lived kernel
@@ -34,6 +35,29 @@ import (
 var hostbenchDir = flag.String("hostbench.dir", "",
 	"where BenchmarkHostSession makes its workspaces and data dirs (default: the test's temp dir); "+
 		"a tmpfs such as /dev/shm, where fsync costs nothing, shows the time that is not fsync")
+
+var hostbenchNotify = flag.Bool("hostbench.notifications", false,
+	"the host benchmarks' host is sent every notification; by default it opts out of all of them at initialize "+
+		"(capabilities.optOutNotificationMethods), as a host does that drives each transaction from the answers")
+
+// initializeHost is the host benchmarks' initialize and initialized. The
+// host reads only answers (hostTx: the proposal from turn/start's result,
+// the approvals from apply/execute's pendingApprovals), so unless
+// -hostbench.notifications is set it opts out of every notification, and
+// neither side spends time on messages nobody reads (PROTOCOL.md §3).
+func initializeHost(p *harness.Proc) {
+	p.T.Helper()
+	params := map[string]any{"clientInfo": map[string]any{"name": "hostbench"}}
+	if !*hostbenchNotify {
+		params["capabilities"] = map[string]any{"optOutNotificationMethods": protocol.NotificationMethods()}
+	}
+	res := p.MustResult("initialize", params)
+	caps, _ := res["capabilities"].(map[string]any)
+	if got, _ := caps["optOutNotificationMethods"].([]any); !*hostbenchNotify && len(got) != len(protocol.NotificationMethods()) {
+		p.T.Fatalf("initialize: the kernel opted out of %v, want every notification method", got)
+	}
+	p.Send(`{"jsonrpc":"2.0","method":"initialized"}`)
+}
 
 // hostTempDir is a new directory under -hostbench.dir, or b.TempDir().
 func hostTempDir(b *testing.B) string {
@@ -379,7 +403,7 @@ func BenchmarkHostSession(b *testing.B) {
 		ws, dd := hostTempDir(b), hostTempDir(b)
 		p := harness.Start(b, []string{"TXKERNEL_CPUPROFILE=" + os.Getenv("TXKERNEL_BENCH_CPUPROFILE")},
 			"serve", "--workspace", ws, "--data-dir", dd, "--log-level", "warn")
-		p.Initialize()
+		initializeHost(p)
 		gws := hostTempDir(b)
 		_, gitErr := exec.LookPath("git")
 		var tx, paired durations
