@@ -4,7 +4,8 @@ import "encoding/json"
 
 // Ledger event types. Each appended event is also sent to the host as a
 // notification whose method is the event type and whose params are the Event
-// (without its checksum). Seed 001 names the proposal and apply events; the
+// (without its checksum), unless the host opted out of that method at
+// initialize (ClientCapabilities). Seed 001 names the proposal and apply events; the
 // commit record apply/commit is the apply protocol's commit point (DESIGN.md §4).
 const (
 	EventTurnStart        = "turn/start"
@@ -35,7 +36,7 @@ func NotificationMethods() []string {
 // Event is one notification (PROTOCOL.md §5) and one element of
 // tx/events' result: a ledger event as the host sees it. Every appended
 // ledger line is sent as a notification whose method is Type and whose
-// params are this Event. Seq is per transaction, starts at 1 and has no
+// params are this Event, to a host that did not opt out of Type. Seq is per transaction, starts at 1 and has no
 // gaps; TS is RFC 3339 with nanoseconds, UTC. Exactly the members that
 // belong to Type are set. The engine's on-disk line (tx/record.Event)
 // also carries a checksum, which is not sent.
