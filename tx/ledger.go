@@ -29,6 +29,10 @@ type ledger struct {
 	events []record.Event
 	broken error // set after a failed write or fsync: no silent retry
 	fp     *failpoint.Set
+	// pendingDir is a directory the next write fsyncs with the ledger
+	// (syncDirWithNext); "" when none. Writes are serialised by the
+	// transaction's lock.
+	pendingDir string
 }
 
 // loadLedger reads and verifies path. A torn final line (no trailing
@@ -167,15 +171,37 @@ func (l *ledger) write(f *os.File, p pendingEvents) error {
 		l.broken = err
 		return fmt.Errorf("append to %s: %w", l.path, err)
 	}
-	if err := f.Sync(); err != nil {
+	// A directory waiting for its fsync (syncDirWithNext) is fsynced in
+	// the same round as the ledger: the events are durable only with it.
+	dirErr := make(chan error, 1)
+	if dir := l.pendingDir; dir != "" {
+		go func() { dirErr <- syncDir(dir) }()
+	} else {
+		dirErr <- nil
+	}
+	err := f.Sync()
+	if derr := <-dirErr; err == nil && derr != nil {
+		err = derr
+	}
+	if err != nil {
 		// After a failed fsync the page cache may have dropped the data; the
 		// only honest thing is to stop using this ledger (ALICE, fsyncgate).
 		l.broken = err
 		return fmt.Errorf("fsync %s: %w", l.path, err)
 	}
+	l.pendingDir = ""
 	l.events = append(l.events, p.events...)
 	return nil
 }
+
+// syncDirWithNext has the ledger's next write fsync dir in the same round
+// as the ledger file, before its events count as durable: the rename of a
+// new transaction's directory into dir, which turn/start answers without
+// (persistProposal). Every later state of a transaction (an approval, a
+// decision, the commit record, tx/close) is an append, so the rename is
+// durable before anything can retire the transaction and remove its
+// active/ marker.
+func (l *ledger) syncDirWithNext(dir string) { l.pendingDir = dir }
 
 // now returns the ledger's timestamp format: RFC 3339, UTC, fixed-width
 // nanoseconds, so timestamps sort as strings.

@@ -153,11 +153,12 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	type redactedDiff struct {
 		data []byte
 		text string
+		sum  string // sha256Hex(data), for the turn/start event's ProposalFiles
 	}
 	redactedC := make(chan redactedDiff, 1)
 	go func() {
 		data, text := record.RedactTextString(plan.Redacted)
-		redactedC <- redactedDiff{data, text}
+		redactedC <- redactedDiff{data, text, sha256Hex(data)}
 	}()
 	patchID := sha256Hex(plan.Canonical)
 	txID := e.ids.newTxID()
@@ -205,6 +206,19 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	// Everything the directory holds is encoded before any of it is
 	// written, so that the round of fsyncs below starts at once rather than
 	// one file at a time between encodings (RELIABILITY.md §10, rounds).
+	// The turn/start event records the sha256 of the files fsynced beside
+	// the ledger, by which start-up tells a whole proposal from a cut one
+	// (publishTmp).
+	var blobs []byte
+	files := map[string]string{}
+	if len(plan.Blobs) > 0 {
+		blobs = encodeBlobs(plan.Blobs)
+		files[BlobFile] = sha256Hex(blobs)
+	}
+	red := <-redactedC
+	redacted := red.data
+	files[patchFile] = red.sum
+	turn[0].ProposalFiles = files
 	t.led = newLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
 	pending, err := t.led.prepare(turn...)
 	if err != nil {
@@ -217,13 +231,7 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	if err != nil {
 		return nil, err
 	}
-	var blobs []byte
-	if len(plan.Blobs) > 0 {
-		blobs = encodeBlobs(plan.Blobs) // before the wait, for the same reason
-	}
-	red := <-redactedC
-	redacted := red.data
-	files := []dirFile{
+	dirFiles := []dirFile{
 		{name: LedgerFile, flag: os.O_APPEND, write: func(f *os.File) error { return t.led.write(f, pending) }},
 		// No fsync: transaction.json is rebuilt from the ledger whenever it
 		// is unreadable (see replaceMeta); its name is made durable with
@@ -232,35 +240,48 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 		{name: patchFile, data: redacted, sync: true},
 	}
 	if len(plan.Blobs) > 0 {
-		files = append(files, dirFile{name: BlobFile, data: blobs, sync: true})
+		dirFiles = append(dirFiles, dirFile{name: BlobFile, data: blobs, sync: true})
 	}
 	// The active/ marker is independent of the directory's files: it is
 	// created and its directory fsynced in the same round. It is durable
 	// before the rename, so a transaction that exists is never missing
-	// from the index.
-	err = writeProposalDir(tmp, files, func() error {
+	// from the index. transactions/ is fsynced in the round too, for the
+	// .tmp- directory's own name, which writeProposalDir creates first.
+	err = writeProposalDir(tmp, dirFiles, func() error {
 		if err := touch(filepath.Join(e.activeDir, txID)); err != nil {
 			return err
 		}
 		return syncDir(e.activeDir)
-	})
+	}, func() error { return syncDir(e.txRoot) })
 	if err == nil {
 		err = e.opts.Failpoints.Hit(ctx, fpProposeBeforeRename)
 	}
+	// The rename publishes the proposal, but is not made durable here:
+	// the answer waits only for the round above, after which everything
+	// the proposal holds is durable under its .tmp- name, with its
+	// active/ marker. transactions/ is fsynced with the transaction's next
+	// ledger append (ledger.syncDirWithNext), which precedes anything
+	// that could let the marker go; a power cut before that leaves the
+	// .tmp- name, and start-up renames a whole proposal into place again
+	// (publishTmp). One round of fsyncs per turn/start, not two
+	// (RELIABILITY.md §10).
 	if err == nil {
 		err = os.Rename(tmp, final)
 	}
-	if err == nil {
-		err = syncDir(e.txRoot)
-	}
 	if err != nil {
+		// A refused turn/start must not come back at start-up: the
+		// marker's removal is made durable, so that publishTmp finds the
+		// .tmp- name without one if a crash keeps it.
 		os.RemoveAll(tmp)
-		os.Remove(filepath.Join(e.activeDir, txID))
+		if os.Remove(filepath.Join(e.activeDir, txID)) == nil {
+			_ = syncDir(e.activeDir)
+		}
 		return nil, fmt.Errorf("persist proposal: %w", err)
 	}
 	t.dir = final
 	// The ledger file moved with its directory.
 	t.led.path = filepath.Join(final, LedgerFile)
+	t.led.syncDirWithNext(e.txRoot)
 	// Hold the new transaction's lock until its first events are out, so no
 	// call that finds it (through tx/list) can emit an event before them.
 	t.sem <- struct{}{}

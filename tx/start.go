@@ -8,17 +8,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/txkernel/txkernel/protocol"
+	"github.com/txkernel/txkernel/tx/record"
 )
 
 // start brings the data dir to a consistent state before the kernel
 // answers: it builds the active/ index if this data dir predates it,
-// removes proposals that never finished, loads the non-terminal
+// publishes or removes proposals left under a .tmp- name, loads the non-terminal
 // transactions, and recovers them. Its cost grows with the transactions in
 // flight, not with history (one scan of transactions/ for leftover .tmp-
 // names reads directory entries only, in batches).
@@ -141,10 +143,19 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// sweepTmp removes the .tmp- directories of proposals that crashed before
-// their rename: they were never acknowledged. It reads transactions/ in
-// batches so memory stays bounded however long the history. It returns
-// how many it removed.
+// sweepTmp finishes or removes the .tmp- directories in transactions/,
+// and returns how many it removed. A proposal is written under
+// .tmp-<id>, with its active/ marker, in one round of fsyncs, then renamed
+// into place and answered; the rename is made durable only with the
+// transaction's next ledger append (persistProposal). So a .tmp- name
+// with a marker may be an answered proposal whose rename a power cut
+// undid: if it is whole (publishTmp), it is renamed into place again.
+// Anything else under a .tmp- name was never answered (a crash inside
+// turn/start's round) or is a pruned transaction half removed, and is
+// removed. transactions/ is fsynced at the end in any case, so that no
+// rename the previous process left in the page cache can be lost later,
+// after the transaction's marker is gone. It reads transactions/ in
+// batches so memory stays bounded however long the history.
 func (e *Engine) sweepTmp() (int, error) {
 	d, err := os.Open(e.txRoot)
 	if err != nil {
@@ -155,12 +166,23 @@ func (e *Engine) sweepTmp() (int, error) {
 	for {
 		ents, err := d.ReadDir(4096)
 		for _, ent := range ents {
-			if name := ent.Name(); strings.HasPrefix(name, ".tmp-") {
-				if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
-					return removed, fmt.Errorf("remove unfinished proposal %s: %w", name, err)
-				}
-				removed++
+			name := ent.Name()
+			if !strings.HasPrefix(name, ".tmp-") {
+				continue
 			}
+			if id := strings.TrimPrefix(name, ".tmp-"); validTxID(id) && exists(filepath.Join(e.activeDir, id)) {
+				published, err := e.publishTmp(id)
+				if err != nil {
+					return removed, err
+				}
+				if published {
+					continue
+				}
+			}
+			if err := os.RemoveAll(filepath.Join(e.txRoot, name)); err != nil {
+				return removed, fmt.Errorf("remove unfinished proposal %s: %w", name, err)
+			}
+			removed++
 		}
 		if errors.Is(err, io.EOF) || len(ents) == 0 {
 			break
@@ -169,10 +191,41 @@ func (e *Engine) sweepTmp() (int, error) {
 			return removed, err
 		}
 	}
-	if removed > 0 {
-		return removed, syncDir(e.txRoot)
+	return removed, syncDir(e.txRoot)
+}
+
+// publishTmp renames transactions/.tmp-<id> to transactions/<id> if it
+// holds a whole proposal: a ledger whose turn ends with its tx/status
+// event, and each file its turn/start event lists (ProposalFiles) with
+// that sha256. A proposal answered before a power cut is always whole:
+// the answer waited for the round that made all of it durable. One cut
+// inside that round may be whole too, and is published: its turn/start
+// took effect, and only the answer was lost, as when a crash falls
+// between any durable step and its answer. It reports whether it renamed;
+// a rename that fails is an error, for such a proposal must not be
+// removed.
+func (e *Engine) publishTmp(id string) (bool, error) {
+	tmp := filepath.Join(e.txRoot, ".tmp-"+id)
+	final := filepath.Join(e.txRoot, id)
+	if exists(final) {
+		return false, nil
 	}
-	return 0, nil
+	led, err := loadLedger(filepath.Join(tmp, LedgerFile), id, e.opts.Failpoints)
+	if err != nil || len(led.events) == 0 || led.events[0].Type != protocol.EventTurnStart || len(led.events[0].ProposalFiles) == 0 ||
+		!slices.ContainsFunc(led.events, func(ev record.Event) bool { return ev.Type == protocol.EventTxStatus }) {
+		return false, nil
+	}
+	for name, sum := range led.events[0].ProposalFiles {
+		data, err := os.ReadFile(filepath.Join(tmp, name))
+		if err != nil || sha256Hex(data) != sum {
+			return false, nil
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return false, fmt.Errorf("publish proposal %s: %w", id, err)
+	}
+	e.log.Info("proposal published again after a crash undid its rename", "transactionId", id)
+	return true, nil
 }
 
 // buildIndex makes active/ for a data dir written before it existed: it

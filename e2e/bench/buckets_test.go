@@ -370,23 +370,27 @@ func promiseFloorTx(ws, data, id string, c hostCommit, diff []byte, contents [][
 		{what: "contents", f: open[0], data: diff},
 		{what: "proposal.patch", f: open[1], data: diff},
 		{what: "txdir", dir: tmp},
+		{what: "transactions/", dir: txRoot},
 		{what: "active/", dir: active},
 	}); err != nil {
 		return ph, err
 	}
 	closeAll()
+	// The rename into place is made durable with the next append.
 	if err := os.Rename(tmp, final); err != nil {
-		return ph, err
-	}
-	if err := floorRound(tr, phasePropose, 2, []floorJob{{what: "transactions/", dir: txRoot}}); err != nil {
 		return ph, err
 	}
 	ph[phasePropose] = time.Since(start)
 
-	// apply/execute ok:false, then approval/respond: one append each.
+	// apply/execute ok:false, then approval/respond: one append each, the
+	// first with transactions/ (turn/start's rename).
 	for _, phase := range []int{phaseApply1, phaseRespond} {
 		start = time.Now()
-		if err := floorRound(tr, phase, 1, []floorJob{{what: "ledger", f: ledger, data: record}}); err != nil {
+		jobs := []floorJob{{what: "ledger", f: ledger, data: record}}
+		if phase == phaseApply1 {
+			jobs = append(jobs, floorJob{what: "transactions/", dir: txRoot})
+		}
+		if err := floorRound(tr, phase, 1, jobs); err != nil {
 			return ph, err
 		}
 		ph[phase] = time.Since(start)

@@ -97,8 +97,8 @@ func TestPromiseFloor(t *testing.T) {
 			written: []string{"a.txt", "new/sub/f.txt"}, deleted: []string{"gone/only.txt"},
 			contents: []string{"two\n", "fresh\n"},
 			rounds: [nPhases][]round{
-				phasePropose: {{"active/", "contents", "ledger", "proposal.patch", "txdir"}, {"transactions/"}},
-				phaseApply1:  {{"ledger"}},
+				phasePropose: {{"active/", "contents", "ledger", "proposal.patch", "transactions/", "txdir"}},
+				phaseApply1:  {{"ledger", "transactions/"}},
 				phaseRespond: {{"ledger"}},
 				phaseApply2: {
 					{"Ds:.", "Ds:new", "Ds:new/sub", "staged:a.txt", "staged:new/sub/f.txt"},
@@ -114,8 +114,8 @@ func TestPromiseFloor(t *testing.T) {
 			name:    "delete-only",
 			deleted: []string{"gone/only.txt", "keep/k.txt"},
 			rounds: [nPhases][]round{
-				phasePropose: {{"active/", "contents", "ledger", "proposal.patch", "txdir"}, {"transactions/"}},
-				phaseApply1:  {{"ledger"}},
+				phasePropose: {{"active/", "contents", "ledger", "proposal.patch", "transactions/", "txdir"}},
+				phaseApply1:  {{"ledger", "transactions/"}},
 				phaseRespond: {{"ledger"}},
 				phaseApply2:  {{"ledger"}, {"Dc:gone", "Dc:keep"}, {"ledger", "txdir"}},
 			},

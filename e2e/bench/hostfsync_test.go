@@ -166,10 +166,12 @@ func minFsyncs(c hostCommit, created []string) [nPhases]int {
 	staged := parentDirs(c.written, created) // created holds only ancestors of written files
 	return [nPhases]int{
 		// ledger, the new contents (one file), proposal.patch (P1: the
-		// turnDiff item lives there), the transaction's dir, transactions/,
-		// active/ (P3: the index start-up reads)
+		// turnDiff item lives there), the transaction's dir, transactions/
+		// (the .tmp- name), active/ (P3: the index start-up reads)
 		phasePropose: 6,
-		phaseApply1:  1, // ledger: approval/request
+		// ledger: approval/request, with transactions/ (the rename of
+		// turn/start, durable before the marker can go)
+		phaseApply1:  2,
 		phaseRespond: 1, // ledger: approval/decision
 		// staged files, their dirs (and those of created dirs), the commit
 		// record, the dirs of the renames and removals, the closing events
@@ -190,8 +192,8 @@ func minRounds(c hostCommit) [nPhases]int {
 		stage = 1 // the staged files with their directories
 	}
 	return [nPhases]int{
-		phasePropose: 2, // the new files with their directory and active/; after the rename, transactions/
-		phaseApply1:  1, // the ledger
+		phasePropose: 1, // the new files with their directory and active/
+		phaseApply1:  1, // the ledger, with transactions/
 		phaseRespond: 1, // the ledger
 		// the staging, the commit record, the directories of the renames
 		// and removals, the closing events
@@ -317,6 +319,12 @@ func TestHostSessionFsyncs(t *testing.T) {
 		}
 		if !strings.Contains(label, rootInLabels) {
 			perTx[i][k]++
+		}
+		// transactions/ is fsynced in turn/start's round, for the .tmp-
+		// name, and with the next append, for the rename that turn/start
+		// answers without waiting for (RELIABILITY.md §10); never after.
+		if label == "data: transactions/" && k != phasePropose && k != phaseApply1 {
+			t.Errorf("%s %s: fsync of transactions/; it belongs to turn/start's round and the transaction's next append (apply1)", commits[i].Name, phaseNames[k])
 		}
 		inPhase[i][k] = append(inPhase[i][k], call)
 	}

@@ -198,13 +198,18 @@ type fsyncControl struct {
 
 // fsyncControls are the negative controls of the fsyncs that §10's table
 // lists beyond the commit protocol's: proposal.patch's, active/'s at
-// turn/start, and the transaction directory's in the closing round (after
-// the commit record).
+// turn/start, the transaction directory's in the closing round (after the
+// commit record), and transactions/'s, which makes turn/start's rename
+// durable with the transaction's next append.
 func fsyncControls(tr *powerloss.Trace) []fsyncControl {
 	commit := slices.IndexFunc(tr.Ops, func(op powerloss.Op) bool {
 		return op.Kind == powerloss.OpWrite && bytes.Contains(op.Data, []byte(`"type":"apply/commit"`))
 	})
 	txDir := regexp.MustCompile(`^state/data/transactions/tx-[0-9a-f]+$`)
+	// turn/start's rename of its .tmp- directory into place.
+	published := slices.IndexFunc(tr.Ops, func(op powerloss.Op) bool {
+		return op.Kind == powerloss.OpRename && strings.HasPrefix(op.Name, ".tmp-tx-")
+	})
 	ctls := []struct {
 		name, promise string
 		drop          func(i int, op powerloss.Op) bool
@@ -215,6 +220,10 @@ func fsyncControls(tr *powerloss.Trace) []fsyncControl {
 			func(_ int, op powerloss.Op) bool { return op.Path == "state/data/active" }},
 		{"the transaction directory's fsync in the closing round", "P4: the contents' deletion is durable before the marker's removal",
 			func(i int, op powerloss.Op) bool { return commit >= 0 && i > commit && txDir.MatchString(op.Path) }},
+		{"the fsync of transactions/ with the transaction's next append", "P1: turn/start's rename is durable before the marker can go",
+			func(i int, op powerloss.Op) bool {
+				return published >= 0 && i > published && op.Path == "state/data/transactions"
+			}},
 	}
 	out := make([]fsyncControl, len(ctls))
 	for k, ctl := range ctls {

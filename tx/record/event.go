@@ -39,7 +39,16 @@ type Event struct {
 	// before an event leaves the kernel. Ledgers from before it carry the
 	// diff inline.
 	DiffFile string `json:"diffFile,omitempty"`
-	Checksum string `json:"checksum,omitempty"`
+	// ProposalFiles, on turn/start, is the sha256 (hex) of each file the
+	// turn wrote beside the ledger and fsynced with it (proposal.patch,
+	// blobs), by name. The turn's rename into transactions/ is made
+	// durable with the transaction's next ledger append, not before the
+	// answer; start-up publishes a proposal that a power cut left under
+	// its .tmp- name only when each of these files is whole (RELIABILITY.md
+	// §10). Not sent. Ledgers from before it have none, and such a
+	// proposal is never left under a .tmp- name once answered.
+	ProposalFiles map[string]string `json:"proposalFiles,omitempty"`
+	Checksum      string            `json:"checksum,omitempty"`
 }
 
 // Encode renders ev as one sealed ledger line with its trailing newline,

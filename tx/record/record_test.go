@@ -125,10 +125,12 @@ func TestWireMembers(t *testing.T) {
 	members := func(typ reflect.Type) []string {
 		var out []string
 		for f := range typ.Fields() {
-			// checksum and diffFile are the ledger's own, never sent;
-			// reviewUrl is the wire's own (the review desk's page of an
-			// approval/request, filled as it is sent), never stored.
-			if tag := f.Tag.Get("json"); tag != "" && !strings.HasPrefix(tag, "checksum") && !strings.HasPrefix(tag, "diffFile") && !strings.HasPrefix(tag, "reviewUrl") {
+			// checksum, diffFile and proposalFiles are the ledger's own,
+			// never sent; reviewUrl is the wire's own (the review desk's
+			// page of an approval/request, filled as it is sent), never
+			// stored.
+			if tag := f.Tag.Get("json"); tag != "" && !strings.HasPrefix(tag, "checksum") && !strings.HasPrefix(tag, "diffFile") &&
+				!strings.HasPrefix(tag, "proposalFiles") && !strings.HasPrefix(tag, "reviewUrl") {
 				out = append(out, f.Name+" "+tag)
 			}
 		}
