@@ -1,6 +1,7 @@
 package tx
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -153,12 +154,19 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	type redactedDiff struct {
 		data []byte
 		text string
-		sum  string // sha256Hex(data), for the turn/start event's ProposalFiles
+		// sum is sha256Hex(data) for the turn/start event's ProposalFiles,
+		// or "" when data is the canonical rendering, whose sha256 is the
+		// patch id.
+		sum string
 	}
 	redactedC := make(chan redactedDiff, 1)
 	go func() {
 		data, text := record.RedactTextString(plan.Redacted)
-		redactedC <- redactedDiff{data, text, sha256Hex(data)}
+		sum := ""
+		if !bytes.Equal(data, plan.Canonical) {
+			sum = sha256Hex(data)
+		}
+		redactedC <- redactedDiff{data, text, sum}
 	}()
 	patchID := sha256Hex(plan.Canonical)
 	txID := e.ids.newTxID()
@@ -206,18 +214,23 @@ func (e *Engine) persistProposal(ctx context.Context, tg Target, in *Input, plan
 	// Everything the directory holds is encoded before any of it is
 	// written, so that the round of fsyncs below starts at once rather than
 	// one file at a time between encodings (RELIABILITY.md §10, rounds).
-	// The turn/start event records the sha256 of the files fsynced beside
-	// the ledger, by which start-up tells a whole proposal from a cut one
-	// (publishTmp).
+	// The turn/start event describes the files fsynced beside the ledger,
+	// by which start-up tells a whole proposal from a cut one
+	// (publishTmp): proposal.patch by its size and sha256 (the patch id's
+	// own when nothing was redacted: no second hash of a large diff), the
+	// blobs by their size, each record being named by its sha256.
 	var blobs []byte
-	files := map[string]string{}
+	files := map[string]record.ProposalFile{}
 	if len(plan.Blobs) > 0 {
 		blobs = encodeBlobs(plan.Blobs)
-		files[BlobFile] = sha256Hex(blobs)
+		files[BlobFile] = record.ProposalFile{Size: int64(len(blobs))}
 	}
 	red := <-redactedC
 	redacted := red.data
-	files[patchFile] = red.sum
+	if red.sum == "" {
+		red.sum = patchID
+	}
+	files[patchFile] = record.ProposalFile{Size: int64(len(redacted)), SHA256: red.sum}
 	turn[0].ProposalFiles = files
 	t.led = newLedger(filepath.Join(tmp, LedgerFile), txID, e.opts.Failpoints)
 	pending, err := t.led.prepare(turn...)

@@ -215,9 +215,9 @@ func (e *Engine) publishTmp(id string) (bool, error) {
 		!slices.ContainsFunc(led.events, func(ev record.Event) bool { return ev.Type == protocol.EventTxStatus }) {
 		return false, nil
 	}
-	for name, sum := range led.events[0].ProposalFiles {
+	for name, want := range led.events[0].ProposalFiles {
 		data, err := os.ReadFile(filepath.Join(tmp, name))
-		if err != nil || sha256Hex(data) != sum {
+		if err != nil || !wholeFile(name, data, want) {
 			return false, nil
 		}
 	}
@@ -226,6 +226,30 @@ func (e *Engine) publishTmp(id string) (bool, error) {
 	}
 	e.log.Info("proposal published again after a crash undid its rename", "transactionId", id)
 	return true, nil
+}
+
+// wholeFile reports whether data, the content of the file name of a
+// proposal's directory, is what want says it was when written: its size,
+// and its sha256 when want has one; a blobs file without one must hold
+// records each named by its bytes' sha256 (nextBlob).
+func wholeFile(name string, data []byte, want record.ProposalFile) bool {
+	if int64(len(data)) != want.Size {
+		return false
+	}
+	if want.SHA256 != "" {
+		return sha256Hex(data) == want.SHA256
+	}
+	if name != BlobFile {
+		return false
+	}
+	for len(data) > 0 {
+		sum, blob, rest, err := nextBlob(data)
+		if err != nil || sha256Hex(blob) != sum {
+			return false
+		}
+		data = rest
+	}
+	return true
 }
 
 // buildIndex makes active/ for a data dir written before it existed: it

@@ -39,16 +39,25 @@ type Event struct {
 	// before an event leaves the kernel. Ledgers from before it carry the
 	// diff inline.
 	DiffFile string `json:"diffFile,omitempty"`
-	// ProposalFiles, on turn/start, is the sha256 (hex) of each file the
-	// turn wrote beside the ledger and fsynced with it (proposal.patch,
-	// blobs), by name. The turn's rename into transactions/ is made
-	// durable with the transaction's next ledger append, not before the
-	// answer; start-up publishes a proposal that a power cut left under
-	// its .tmp- name only when each of these files is whole (RELIABILITY.md
-	// §10). Not sent. Ledgers from before it have none, and such a
-	// proposal is never left under a .tmp- name once answered.
-	ProposalFiles map[string]string `json:"proposalFiles,omitempty"`
-	Checksum      string            `json:"checksum,omitempty"`
+	// ProposalFiles, on turn/start, describes each file the turn wrote
+	// beside the ledger and fsynced with it (proposal.patch, blobs), by
+	// name. The turn's rename into transactions/ is made durable with the
+	// transaction's next ledger append, not before the answer; start-up
+	// publishes a proposal that a power cut left under its .tmp- name only
+	// when each of these files is whole (RELIABILITY.md §10). Not sent.
+	// Ledgers from before it have none, and such a proposal is never left
+	// under a .tmp- name once answered.
+	ProposalFiles map[string]ProposalFile `json:"proposalFiles,omitempty"`
+	Checksum      string                  `json:"checksum,omitempty"`
+}
+
+// ProposalFile is what a whole file of a new transaction's directory
+// holds: its Size in bytes and, unless its content verifies itself (the
+// blobs file, each of whose records is named by its sha256), the SHA256
+// (hex) of its bytes.
+type ProposalFile struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Encode renders ev as one sealed ledger line with its trailing newline,
