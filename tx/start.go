@@ -196,8 +196,8 @@ func (e *Engine) sweepTmp() (int, error) {
 
 // publishTmp renames transactions/.tmp-<id> to transactions/<id> if it
 // holds a whole proposal: a ledger whose turn ends with its tx/status
-// event, and each file its turn/start event lists (ProposalFiles) with
-// that sha256. A proposal answered before a power cut is always whole:
+// event, and each file its turn/start event lists (ProposalFiles, which
+// may name only proposal.patch and blobs) as described there. A proposal answered before a power cut is always whole:
 // the answer waited for the round that made all of it durable. One cut
 // inside that round may be whole too, and is published: its turn/start
 // took effect, and only the answer was lost, as when a crash falls
@@ -216,6 +216,9 @@ func (e *Engine) publishTmp(id string) (bool, error) {
 		return false, nil
 	}
 	for name, want := range led.events[0].ProposalFiles {
+		if name != patchFile && name != BlobFile {
+			return false, nil
+		}
 		data, err := os.ReadFile(filepath.Join(tmp, name))
 		if err != nil || !wholeFile(name, data, want) {
 			return false, nil
