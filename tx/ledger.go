@@ -173,15 +173,16 @@ func (l *ledger) write(f *os.File, p pendingEvents) error {
 	}
 	// A directory waiting for its fsync (syncDirWithNext) is fsynced in
 	// the same round as the ledger: the events are durable only with it.
-	dirErr := make(chan error, 1)
+	var dirErr chan error
 	if dir := l.pendingDir; dir != "" {
+		dirErr = make(chan error, 1)
 		go func() { dirErr <- syncDir(dir) }()
-	} else {
-		dirErr <- nil
 	}
 	err := f.Sync()
-	if derr := <-dirErr; err == nil && derr != nil {
-		err = derr
+	if dirErr != nil {
+		if derr := <-dirErr; err == nil {
+			err = derr
+		}
 	}
 	if err != nil {
 		// After a failed fsync the page cache may have dropped the data; the
