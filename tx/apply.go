@@ -18,13 +18,14 @@ import (
 //     refuses outright (Planned.Admit: an expired validation), and any
 //     denied fingerprint (deny sticks; the transaction then becomes
 //     denied);
-//  2. records automatic grants, requests missing approvals, and returns
-//     OK false with the pending ones;
+//  2. when approvals are pending, records automatic grants and requests
+//     the missing approvals, and returns OK false with the pending ones;
 //  3. takes the target's lock keys and re-checks the base (Planned.CheckBase);
 //  4. has the target prepare (the workspace stages and fsyncs each file);
-//  5. appends apply/start and the commit record apply/commit and fsyncs the
-//     ledger: the commit point, after which cancellation is ignored and
-//     recovery rolls forward;
+//  5. appends the automatic grants, apply/start and the commit record
+//     apply/commit and fsyncs the ledger: the commit point, after which
+//     cancellation is ignored and recovery rolls forward (an apply that
+//     fails before it appends the grants alone);
 //  6. has the target commit (the workspace renames, then fsyncs the
 //     directories), then deletes the blobs, which a target may need until
 //     then (the workspace stages a damaged staged file again from them); a
@@ -93,27 +94,42 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		evs = append(evs, record.Event{Type: protocol.EventApprovalRequest, Approval: &ar})
 		pending = append(pending, ar)
 	}
-	if len(evs) > 0 {
-		if err := e.appendEvents(t, evs...); err != nil {
-			return nil, err
-		}
-	}
 	if len(pending) > 0 {
+		if len(evs) > 0 {
+			if err := e.appendEvents(t, evs...); err != nil {
+				return nil, err
+			}
+		}
 		return &protocol.ApplyResult{OK: false, TransactionID: id, State: t.meta.State, PendingApprovals: pending}, nil
+	}
+	// Nothing waits for a person, so the automatic grants (evs) are
+	// appended with the commit record, in its fsync round, not in one of
+	// their own (RELIABILITY.md §10): nothing acts on a grant before the
+	// commit, and a crash before it leaves a transaction that this apply's
+	// policy grants again. An apply that stops before its commit record
+	// appends them alone (failed), so its ledger says what was granted.
+	granted := evs
+	failed := func(err error) (*protocol.ApplyResult, error) {
+		if len(granted) > 0 {
+			if aerr := e.appendEvents(t, granted...); aerr != nil {
+				e.log.Warn("recording the grants of a failed apply", "transactionId", id, "err", aerr)
+			}
+		}
+		return nil, err
 	}
 
 	// From the base check to the commit, no other transaction may change
 	// what this one changes (see keyLocks).
 	unlock, err := e.keys.lock(ctx, e.lockKeys(t))
 	if err != nil {
-		return nil, errs.Wrap(errs.Cancelled, err, nil, "")
+		return failed(errs.Wrap(errs.Cancelled, err, nil, ""))
 	}
 	defer unlock()
 	if err := pl.CheckBase(ctx); err != nil {
-		return nil, err
+		return failed(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errs.Wrap(errs.Cancelled, err, nil, "")
+		return failed(errs.Wrap(errs.Cancelled, err, nil, ""))
 	}
 	c := e.change(t)
 	rec, err := pl.Prepare(ctx, c)
@@ -133,17 +149,20 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 		// apply/start and the commit record share one fsync. Recovery does
 		// not need apply/start to be durable before Prepare: every
 		// uncommitted transaction is aborted at start-up.
-		err = e.appendEvents(t, record.Event{Type: protocol.EventApplyStart},
-			record.Event{Type: protocol.EventApplyCommit, Commit: rec})
+		err = e.appendEvents(t, append(granted, record.Event{Type: protocol.EventApplyStart},
+			record.Event{Type: protocol.EventApplyCommit, Commit: rec})...)
+		if err != nil {
+			granted = nil // the ledger refused them with the commit record
+		}
 	}
 	if err != nil {
 		if aerr := pl.Abort(context.Background(), c); aerr != nil {
 			e.log.Warn("abort after a failed apply", "transactionId", id, "err", aerr)
 		}
 		if errors.Is(err, context.Canceled) {
-			return nil, errs.Wrap(errs.Cancelled, err, nil, "")
+			return failed(errs.Wrap(errs.Cancelled, err, nil, ""))
 		}
-		return nil, err
+		return failed(err)
 	}
 	if err := e.opts.Failpoints.Hit(context.Background(), fpAfterCommitRecord); err != nil {
 		return nil, err

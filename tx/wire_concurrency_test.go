@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/txkernel/txkernel/e2e/harness"
+	"github.com/txkernel/txkernel/sandbox"
 )
 
 // pipelined is the outcome of requests written to the kernel all at once.
@@ -345,10 +346,18 @@ func TestConcurrentTxListDuringApply(t *testing.T) {
 	p.Initialize()
 	id := proposeFile(t, p, "a.txt", "b\n")
 	p.Send(`{"jsonrpc":"2.0","id":"parked","method":"apply/execute","params":{"transactionId":"` + id + `"}}`)
-	// The policy grant is appended under the transaction's lock, which the
-	// apply then keeps until it is cancelled.
-	if m := p.Next(time.Minute); m.Method != "approval/decision" {
-		t.Fatalf("got %s, want the apply's approval/decision notification", m.Raw)
+	// The staged file exists once the apply holds the transaction's lock
+	// and has staged; it then sleeps in the failpoint until cancelled.
+	// Its policy grant waits for the commit record's append, so no event
+	// comes first.
+	staged := filepath.Join(ws, sandbox.StagedName("a.txt", id))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(staged); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no staged file %s within a minute", staged)
+		}
 	}
 	list, _ := p.MustResult("tx/list", map[string]any{})["transactions"].([]any)
 	if len(list) != 1 {
@@ -358,6 +367,11 @@ func TestConcurrentTxListDuringApply(t *testing.T) {
 		t.Errorf("tx/list during the apply shows %v, want proposed", list[0])
 	}
 	p.Send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"parked"}}`)
+	// The apply stopped before its commit record, so it appends its
+	// policy grant alone: the ledger says what was granted.
+	if m := p.Next(time.Minute); m.Method != "approval/decision" {
+		t.Fatalf("got %s, want the cancelled apply's approval/decision notification", m.Raw)
+	}
 	m := p.Next(time.Minute)
 	if id, _ := harness.JSONPath(m.Value, "id"); id != "parked" {
 		t.Fatalf("got %s, want the cancelled apply's response", m.Raw)

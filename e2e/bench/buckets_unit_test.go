@@ -89,6 +89,7 @@ func TestPromiseFloor(t *testing.T) {
 		name             string
 		written, deleted []string
 		contents         []string
+		approval         hostApproval
 		rounds           [nPhases][]round
 		after            map[string]string // "" : absent
 	}{
@@ -121,6 +122,33 @@ func TestPromiseFloor(t *testing.T) {
 			},
 			after: map[string]string{"a.txt": "one\n", "gone/only.txt": "", "keep/k.txt": ""},
 		},
+		{
+			name:    "write-delete-create-by-policy",
+			written: []string{"a.txt", "new/sub/f.txt"}, deleted: []string{"gone/only.txt"},
+			contents: []string{"two\n", "fresh\n"},
+			approval: byPolicy,
+			rounds: [nPhases][]round{
+				phasePropose: {{"active/", "contents", "ledger", "proposal.patch", "transactions/", "txdir"}},
+				phaseApply2: {
+					{"Ds:.", "Ds:new", "Ds:new/sub", "staged:a.txt", "staged:new/sub/f.txt"},
+					{"ledger", "transactions/"},
+					{"Dc:.", "Dc:gone", "Dc:new/sub"},
+					{"ledger", "txdir"},
+				},
+			},
+			after: map[string]string{"a.txt": "two\n", "new/sub/f.txt": "fresh\n", "keep/k.txt": "k\n", "gone/only.txt": "",
+				".a.txt.txk-floor.tmp": "", "new/sub/.f.txt.txk-floor.tmp": ""},
+		},
+		{
+			name:     "delete-only-by-policy",
+			deleted:  []string{"gone/only.txt", "keep/k.txt"},
+			approval: byPolicy,
+			rounds: [nPhases][]round{
+				phasePropose: {{"active/", "contents", "ledger", "proposal.patch", "transactions/", "txdir"}},
+				phaseApply2:  {{"ledger", "transactions/"}, {"Dc:gone", "Dc:keep"}, {"ledger", "txdir"}},
+			},
+			after: map[string]string{"a.txt": "one\n", "gone/only.txt": "", "keep/k.txt": ""},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,19 +167,19 @@ func TestPromiseFloor(t *testing.T) {
 				}
 			}
 			c := hostCommit{written: tc.written, deleted: tc.deleted}
-			wantFsyncs, wantRounds := minFsyncs(c, createdDirs(ws, c)), minRounds(c)
+			wantFsyncs, wantRounds := minFsyncs(c, createdDirs(ws, c), tc.approval), minRounds(c, tc.approval)
 			contents := make([][]byte, len(tc.contents))
 			for i, s := range tc.contents {
 				contents[i] = []byte(s)
 			}
 			diff := []byte("diff --git a/x b/x\n")
 			tr := &floorTrace{}
-			ph, err := promiseFloorTx(ws, data, "tx-1", c, diff, contents, tr)
+			ph, err := promiseFloorTx(ws, data, "tx-1", c, diff, contents, tc.approval, tr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for phase := range nPhases {
-				if ph[phase] <= 0 {
+				if empty := tc.approval == byPolicy && (phase == phaseApply1 || phase == phaseRespond); empty != (ph[phase] == 0) {
 					t.Errorf("%s took %v", phaseNames[phase], ph[phase])
 				}
 				var got []round
@@ -207,10 +235,15 @@ func TestPromiseFloor(t *testing.T) {
 					t.Errorf("%s: exists = %v, want %v", p, err == nil, want)
 				}
 			}
-			// One append in each of the first three phases and two in the final
-			// apply (the commit record, the closing events).
-			if b, err := os.ReadFile(filepath.Join(data, "transactions/tx-1/ledger.jsonl")); err != nil || len(b) != 5*floorLedgerRecord {
-				t.Errorf("ledger: %d bytes, %v; want %d", len(b), err, 5*floorLedgerRecord)
+			// One append in each of the first three phases (by policy, in
+			// turn/start only) and two in the final apply (the commit
+			// record, the closing events).
+			appends := 5
+			if tc.approval == byPolicy {
+				appends = 3
+			}
+			if b, err := os.ReadFile(filepath.Join(data, "transactions/tx-1/ledger.jsonl")); err != nil || len(b) != appends*floorLedgerRecord {
+				t.Errorf("ledger: %d bytes, %v; want %d", len(b), err, appends*floorLedgerRecord)
 			}
 		})
 	}

@@ -161,9 +161,18 @@ func createdDirs(dir string, c hostCommit) []string {
 
 // minFsyncs is the least number of fsyncs each phase of transaction c needs
 // for the durability promise (RELIABILITY.md, "Fsyncs per transaction: the
-// minimum"), with created the directories staging has to create.
-func minFsyncs(c hostCommit, created []string) [nPhases]int {
+// minimum"), with created the directories staging has to create, when a
+// approves it. By policy the apply's first append is its commit record,
+// so transactions/ (turn/start's rename) goes with it, and the grant
+// costs no fsync of its own.
+func minFsyncs(c hostCommit, created []string, a hostApproval) [nPhases]int {
 	staged := parentDirs(c.written, created) // created holds only ancestors of written files
+	if a == byPolicy {
+		return [nPhases]int{
+			phasePropose: 6,
+			phaseApply2:  len(c.written) + len(staged) + 2 + len(parentDirs(c.written, c.deleted)) + 2,
+		}
+	}
 	return [nPhases]int{
 		// ledger, the new contents (one file), proposal.patch (P1: the
 		// turnDiff item lives there), the transaction's dir, transactions/
@@ -185,11 +194,15 @@ func minFsyncs(c hostCommit, created []string) [nPhases]int {
 // may run at once) each phase of transaction c needs, because each round
 // must be durable before the next one starts (RELIABILITY.md, "Fsyncs per
 // transaction: the minimum"). A phase measured below it ran concurrently
-// two fsyncs whose order durability needs.
-func minRounds(c hostCommit) [nPhases]int {
+// two fsyncs whose order durability needs. By policy (a) the apply's
+// phases are one.
+func minRounds(c hostCommit, a hostApproval) [nPhases]int {
 	stage := 0
 	if len(c.written) > 0 {
 		stage = 1 // the staged files with their directories
+	}
+	if a == byPolicy {
+		return [nPhases]int{phasePropose: 1, phaseApply2: stage + 3}
 	}
 	return [nPhases]int{
 		phasePropose: 1, // the new files with their directory and active/
@@ -224,6 +237,13 @@ func TestHostSessionFsyncs(t *testing.T) {
 	if testing.Short() {
 		commits = commits[:min(len(commits), 10)]
 	}
+	for _, a := range hostApprovals {
+		t.Run("approval="+a.String(), func(t *testing.T) { hostSessionFsyncs(t, commits, a) })
+	}
+}
+
+// hostSessionFsyncs is TestHostSessionFsyncs for transactions a approves.
+func hostSessionFsyncs(t *testing.T, commits []hostCommit, a hostApproval) {
 	work := t.TempDir()
 	ws, dataDir := filepath.Join(work, "ws"), filepath.Join(work, "data")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -237,11 +257,11 @@ func TestHostSessionFsyncs(t *testing.T) {
 
 	logFile := filepath.Join(work, "kernel.strace")
 	p := harness.StartCmd(t, exec.Command("strace", "--seccomp-bpf", "-f", "-qq", "-ttt", "-T", "-y", "-e", "trace="+syncCalls, "-o", logFile,
-		harness.Bin(t), "serve", "--workspace", ws, "--data-dir", dataDir, "--log-level", "warn"), nil)
+		harness.Bin(t), "serve", "--workspace", ws, "--data-dir", dataDir, "--approval-policy", a.policy(), "--log-level", "warn"), nil)
 	p.Initialize()
 	spans := make([][nPhases]span, len(commits))
 	for i, c := range commits {
-		spans[i] = hostTx(p, prefixDiff(c.Diff, roots[i]), roots[i])
+		spans[i] = hostTx(p, prefixDiff(c.Diff, roots[i]), roots[i], a)
 	}
 	p.Stop()
 	for i, c := range commits {
@@ -323,8 +343,12 @@ func TestHostSessionFsyncs(t *testing.T) {
 		// transactions/ is fsynced in turn/start's round, for the .tmp-
 		// name, and with the next append, for the rename that turn/start
 		// answers without waiting for (RELIABILITY.md §10); never after.
-		if label == "data: transactions/" && k != phasePropose && k != phaseApply1 {
-			t.Errorf("%s %s: fsync of transactions/; it belongs to turn/start's round and the transaction's next append (apply1)", commits[i].Name, phaseNames[k])
+		next := phaseApply1 // the transaction's next append
+		if a == byPolicy {
+			next = phaseApply2
+		}
+		if label == "data: transactions/" && k != phasePropose && k != next {
+			t.Errorf("%s %s: fsync of transactions/; it belongs to turn/start's round and the transaction's next append (%s)", commits[i].Name, phaseNames[k], phaseNames[next])
 		}
 		inPhase[i][k] = append(inPhase[i][k], call)
 	}
@@ -338,7 +362,7 @@ func TestHostSessionFsyncs(t *testing.T) {
 	// from it on, which the minimum puts at 1 and 3.
 	var stageRounds, afterRounds int
 	for i := range inPhase {
-		want := minRounds(commits[i])
+		want := minRounds(commits[i], a)
 		for k, cs := range inPhase[i] {
 			took[k] += spans[i][k].dur()
 			minRoundSum[k] += want[k]
@@ -371,7 +395,7 @@ func TestHostSessionFsyncs(t *testing.T) {
 	var minSum, gotSum [nPhases]int
 	var files, stagedDirs, changedDirs int
 	for i, c := range commits {
-		m := minFsyncs(c, created[i])
+		m := minFsyncs(c, created[i], a)
 		files += len(c.written)
 		changedDirs += len(parentDirs(c.written, c.deleted))
 		stagedDirs += len(parentDirs(c.written, created[i]))

@@ -34,7 +34,8 @@ var (
 
 // TestPowerLoss is the ALICE method on the real binary. It records, with
 // strace, every file-system operation of a real session (turn/start,
-// approval/respond, apply/execute, tx/close) on a real fzf commit, then
+// approval/respond, apply/execute, tx/close) on a real fzf commit, and of
+// the same session under --approval-policy never (no approval/respond), then
 // builds every on-disk state a power cut could leave (see
 // powerloss.Trace.States for the persistence model), runs recovery on each
 // and checks: recovery succeeds and every ledger loads; the workspace is
@@ -60,16 +61,24 @@ func TestPowerLoss(t *testing.T) {
 		if !ok {
 			t.Fatalf("no fzf commit %q", name)
 		}
-		t.Run(name, func(t *testing.T) {
-			if *powerlossKeep == "" {
-				t.Parallel() // -powerloss.keep keeps one state: run one commit at a time
-			}
-			powerLossCommit(t, c)
-		})
+		// Under --approval-policy never the grant shares the commit
+		// record's append and transactions/ its round (RELIABILITY.md
+		// §10): a second trace, with its own crash points.
+		for _, policy := range []string{"untrusted", "never"} {
+			t.Run(name+"/"+policy, func(t *testing.T) {
+				if *powerlossKeep == "" {
+					t.Parallel() // -powerloss.keep keeps one state: run one commit at a time
+				}
+				powerLossCommit(t, c, policy)
+			})
+		}
 	}
 }
 
-func powerLossCommit(t *testing.T, c harness.FzfCommit) {
+// powerLossCommit is TestPowerLoss on one commit, whose session the
+// kernel serves under --approval-policy policy: untrusted (propose, ask,
+// approve, apply) or never (propose, apply).
+func powerLossCommit(t *testing.T, c harness.FzfCommit, policy string) {
 	work := t.TempDir()
 	root := filepath.Join(work, "root")
 	ws, dataDir := filepath.Join(root, "ws"), filepath.Join(root, "state", "data")
@@ -89,7 +98,7 @@ func powerLossCommit(t *testing.T, c harness.FzfCommit) {
 	// Record the session.
 	logFile := filepath.Join(work, "strace.log")
 	args := append(append([]string{}, powerloss.StraceArgs...), "-o", logFile, harness.Bin(t),
-		"serve", "--workspace", ws, "--data-dir", dataDir, "--approval-policy", "untrusted")
+		"serve", "--workspace", ws, "--data-dir", dataDir, "--approval-policy", policy)
 	p := harness.StartCmd(t, exec.Command("strace", args...), nil)
 	methods := map[string]string{}
 	call := func(method string, params any) map[string]any {
@@ -101,11 +110,18 @@ func powerLossCommit(t *testing.T, c harness.FzfCommit) {
 	res := call("turn/start", harness.DiffParams(c.Diff))
 	txID := res["transactionId"].(string)
 	ap := call("apply/execute", map[string]any{"transactionId": txID})
-	for _, pa := range ap["pendingApprovals"].([]any) {
-		call("approval/respond", map[string]any{"transactionId": txID,
-			"approvalRequestId": pa.(map[string]any)["approvalRequestId"], "decision": "approve"})
+	if policy != "never" {
+		pending, _ := ap["pendingApprovals"].([]any)
+		if len(pending) == 0 {
+			t.Fatalf("first apply under --approval-policy %s: %v", policy, ap)
+		}
+		for _, pa := range pending {
+			call("approval/respond", map[string]any{"transactionId": txID,
+				"approvalRequestId": pa.(map[string]any)["approvalRequestId"], "decision": "approve"})
+		}
+		ap = call("apply/execute", map[string]any{"transactionId": txID})
 	}
-	if ap = call("apply/execute", map[string]any{"transactionId": txID}); ap["ok"] != true {
+	if ap["ok"] != true {
 		t.Fatalf("apply: %v", ap)
 	}
 	call("tx/close", map[string]any{"transactionId": txID})

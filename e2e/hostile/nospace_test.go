@@ -19,14 +19,15 @@ const newFileDiff = "diff --git a/f.txt b/f.txt\nnew file mode 100644\n--- /dev/
 // applied, ledgerDegraded.reason), not an error that says nothing
 // happened; the next start rolls the transaction forward to completed.
 //
-// Under --approval-policy never the ledger is appended four times: the
-// proposal, the automatic approval, apply/start with the commit record,
-// and the closing events (the fourth, which the failpoint fails).
+// Under --approval-policy never the ledger is appended three times: the
+// proposal, the automatic approval with apply/start and the commit record
+// (RELIABILITY.md §10, "By policy"), and the closing events (the third,
+// which the failpoint fails).
 func TestApplyAnswersAppliedOnFullDisk(t *testing.T) {
 	t.Parallel()
 	ws, data := t.TempDir(), t.TempDir()
 	args := serveArgs(ws, data, "--approval-policy", "never")
-	k := harness.Start(t, []string{"TXKERNEL_FAILPOINTS=ledger.no-space=error@4"}, args...)
+	k := harness.Start(t, []string{"TXKERNEL_FAILPOINTS=ledger.no-space=error@3"}, args...)
 	k.Initialize()
 	txID := k.MustResult("turn/start", harness.DiffParams([]byte(newFileDiff)))["transactionId"].(string)
 	res := k.MustResult("apply/execute", map[string]any{"transactionId": txID})
