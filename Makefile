@@ -235,7 +235,9 @@ bench:
 ## the Rust RFCs, each against git apply, durable git (git apply, then an
 ## fsync of each file it wrote and of their directories, 16 in flight) and
 ## the write+fsync floor, per bucket and overall, with propose and apply
-## and the promise floor (the I/O of RELIABILITY.md §10's fsync rounds alone)
+## and the promise floor (the I/O of RELIABILITY.md §10's fsync rounds alone);
+## approval=policy runs the kernel under --approval-policy never (propose,
+## apply), approval=person under untrusted (propose, ask, approve, apply)
 BENCH_BUCKETS_COUNT ?= 3
 bench-buckets:
 	@mkdir -p bench

@@ -539,7 +539,8 @@ func durableSyncs(dir string, c hostCommit) []string {
 // pages. Per bucket (1-10, 11-100, 101+ files) and over all transactions
 // (prefix "all-") it reports the p50 of txkernel, plain git, durable git
 // and the floor; txkernel over plain git (x-git), over durable git
-// (x-durable-git) and over git plus the floor (x-git+floor); and the
+// (x-durable-git; x-durable-git-paired-p50 is the median of each
+// transaction's own ratio) and over git plus the floor (x-git+floor); and the
 // split of the kernel's time: the p50 of turn/start (propose), of the
 // final apply/execute (apply) and of the final apply/execute over durable
 // git (apply-x-durable-git). Beside them, the promise floor: its p50
@@ -658,6 +659,15 @@ func hostSessionBuckets(b *testing.B, commits []hostCommit, a hostApproval) {
 		b.ReportMetric(floor, prefix+"floor-p50-ns")
 		b.ReportMetric(tx/git, prefix+"x-git")
 		b.ReportMetric(tx/dgit, prefix+"x-durable-git")
+		// Each transaction over the durable git of the same patch, right
+		// after it: the median of those ratios moves less with the disk's
+		// latency from one moment to the next than the ratio of medians.
+		ratios := make([]float64, len(ss))
+		for i, s := range ss {
+			ratios[i] = float64(s.tx) / float64(s.dgit)
+		}
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], prefix+"x-durable-git-paired-p50")
 		b.ReportMetric(tx/(git+floor), prefix+"x-git+floor")
 		b.ReportMetric(propose, prefix+"turnstart-p50-ns")
 		b.ReportMetric(apply, prefix+"apply-p50-ns")
