@@ -105,9 +105,11 @@ func (e *Engine) Apply(ctx context.Context, id string) (*protocol.ApplyResult, e
 	// Nothing waits for a person, so the automatic grants (evs) are
 	// appended with the commit record, in its fsync round, not in one of
 	// their own (RELIABILITY.md §10): nothing acts on a grant before the
-	// commit, and a crash before it leaves a transaction that this apply's
-	// policy grants again. An apply that stops before its commit record
-	// appends them alone (failed), so its ledger says what was granted.
+	// commit, and a crash before it leaves a transaction whose approvals
+	// its next apply evaluates again (the policy grants them again; a
+	// session's grant ends with its process, so a person is asked). An
+	// apply that stops before its commit record appends them alone
+	// (failed), so its ledger says what was granted.
 	granted := evs
 	failed := func(err error) (*protocol.ApplyResult, error) {
 		if len(granted) > 0 {
